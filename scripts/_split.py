@@ -1,0 +1,78 @@
+"""Small helpers shared by the data scripts in this folder.
+
+* ``seeded_subset`` and ``split_indices`` give the fixed, seeded train/dev/test
+  split that both ``convert_ner.py`` and ``convert_textcat.py`` use, so a given
+  seed always yields the same split of the same input.
+* ``write_atomic`` writes a file through a temporary file in the same folder
+  and ``os.replace``, so an interrupted run never leaves a half-written output.
+
+The scripts import this module as ``from _split import ...``: running
+``python scripts/<name>.py`` puts ``scripts/`` on ``sys.path``.
+"""
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Union
+
+SPLIT_NAMES = ("train", "dev", "test")
+
+
+def seeded_subset(n_items: int, max_items: int, seed: int = 0) -> list[int]:
+    """Indices of a seeded random subset of ``max_items`` out of ``n_items``.
+
+    The indices come back in ascending order, so the subset keeps the input's
+    order. When ``max_items`` is at least ``n_items`` every index is returned.
+    """
+    if max_items < 0:
+        raise ValueError(f"max_items must be >= 0, got {max_items}")
+    if max_items >= n_items:
+        return list(range(n_items))
+    return sorted(random.Random(seed).sample(range(n_items), max_items))
+
+
+def split_indices(
+    n_items: int, seed: int = 0, dev_fraction: float = 0.1, test_fraction: float = 0.1
+) -> dict[str, list[int]]:
+    """Shuffle ``range(n_items)`` with ``random.Random(seed)`` and cut it in three.
+
+    Dev and test each get ``round(n_items * fraction)`` items, train gets the
+    rest (80/10/10 by default). The three lists are disjoint, their union is
+    every index, and each list is sorted so the outputs keep the input order.
+    """
+    if dev_fraction < 0 or test_fraction < 0 or dev_fraction + test_fraction > 1:
+        raise ValueError(
+            f"bad split fractions: dev={dev_fraction}, test={test_fraction}"
+        )
+    order = list(range(n_items))
+    random.Random(seed).shuffle(order)
+    n_dev = round(n_items * dev_fraction)
+    n_test = round(n_items * test_fraction)
+    return {
+        "train": sorted(order[n_dev + n_test :]),
+        "dev": sorted(order[:n_dev]),
+        "test": sorted(order[n_dev : n_dev + n_test]),
+    }
+
+
+def write_atomic(path: Union[str, Path], data: Union[bytes, str]) -> None:
+    """Write ``data`` to ``path`` via a temporary sibling file and ``os.replace``.
+
+    Text is encoded as UTF-8. Parent folders are created as needed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as tmp_file:
+            tmp_file.write(data)
+        os.chmod(tmp_name, 0o644)  # mkstemp makes the file private (0600)
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise

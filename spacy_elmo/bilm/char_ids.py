@@ -1,0 +1,90 @@
+"""Tokens to ELMo character ids.
+
+The scheme is the one every ELMo model was trained with: a token becomes
+``[begin-word, utf-8 bytes..., end-word, padding...]`` over ``max_chars``
+positions, with at most ``max_chars - 2`` bytes kept. The sentence boundaries
+``<S>`` and ``</S>`` are single special characters between begin- and end-word.
+Every id is shifted by +1 so that 0 means "no token here".
+
+Text is encoded with ``errors="ignore"``, so characters that have no UTF-8 form
+(lone surrogates) are dropped. An empty token (or one made only of dropped
+characters) becomes ``[begin-word, end-word, padding...]``; whitespace tokens
+keep their bytes like any other token.
+"""
+from typing import Dict, List, Sequence
+
+import numpy
+import torch
+
+from ..errors import ElmoError, Errors
+
+MAX_CHARS_PER_TOKEN = 50
+BOS_CHAR = 256  # begin of sentence
+EOS_CHAR = 257  # end of sentence
+BOW_CHAR = 258  # begin of word
+EOW_CHAR = 259  # end of word
+PAD_CHAR = 260  # padding after the end of word
+BOS_TOKEN = "<S>"
+EOS_TOKEN = "</S>"
+
+
+def _special_token_ids(char: int, max_chars: int) -> numpy.ndarray:
+    ids = numpy.full((max_chars,), PAD_CHAR + 1, dtype=numpy.int64)
+    ids[:3] = (BOW_CHAR + 1, char + 1, EOW_CHAR + 1)
+    return ids
+
+
+def words_to_ids(
+    words: Sequence[str], max_chars: int = MAX_CHARS_PER_TOKEN
+) -> numpy.ndarray:
+    """Character ids of distinct words, shape ``(len(words), max_chars)``.
+
+    The strings ``<S>`` and ``</S>`` map to the sentence boundary tokens, as in
+    the original implementation.
+    """
+    encoded = [w.encode("utf-8", "ignore")[: max_chars - 2] for w in words]
+    lengths = numpy.fromiter((len(b) for b in encoded), dtype=numpy.int64, count=len(encoded))
+    ids = numpy.full((len(words), max_chars), PAD_CHAR + 1, dtype=numpy.int64)
+    ids[:, 0] = BOW_CHAR + 1
+    # Scatter all bytes at once: row r gets its bytes at columns 1..len_r.
+    rows = numpy.repeat(numpy.arange(len(words)), lengths)
+    starts = numpy.cumsum(lengths) - lengths
+    cols = numpy.arange(lengths.sum()) - numpy.repeat(starts, lengths) + 1
+    all_bytes = numpy.frombuffer(b"".join(encoded), dtype=numpy.uint8)
+    ids[rows, cols] = all_bytes.astype(numpy.int64) + 1
+    ids[numpy.arange(len(words)), lengths + 1] = EOW_CHAR + 1
+    for i, word in enumerate(words):
+        if word == BOS_TOKEN:
+            ids[i] = _special_token_ids(BOS_CHAR, max_chars)
+        elif word == EOS_TOKEN:
+            ids[i] = _special_token_ids(EOS_CHAR, max_chars)
+    return ids
+
+
+def batch_to_ids(
+    sentences: List[List[str]], max_chars: int = MAX_CHARS_PER_TOKEN
+) -> torch.Tensor:
+    """Character ids for a batch of tokenised sentences.
+
+    sentences: a list of sentences, each a list of token strings.
+    RETURNS: a ``torch.LongTensor`` of shape ``(batch, max_tokens, max_chars)``,
+        0 at the positions of absent tokens.
+    """
+    vocab: Dict[str, int] = {}
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, str) or not all(isinstance(t, str) for t in sentence):
+            found = type(sentence).__name__ if isinstance(sentence, str) else (
+                "a token of type " + next(type(t).__name__ for t in sentence if not isinstance(t, str))
+            )
+            raise ElmoError("E103", Errors.E103.format(found=found, index=i))
+        for token in sentence:
+            vocab.setdefault(token, len(vocab))
+    lengths = [len(s) for s in sentences]
+    max_tokens = max(lengths, default=0)
+    # Row 0 of the table is the all-zero "no token"; word k is row k + 1.
+    table = numpy.zeros((len(vocab) + 1, max_chars), dtype=numpy.int64)
+    table[1:] = words_to_ids(list(vocab), max_chars)
+    index = numpy.zeros((len(sentences), max_tokens), dtype=numpy.int64)
+    for i, sentence in enumerate(sentences):
+        index[i, : len(sentence)] = [vocab[t] + 1 for t in sentence]
+    return torch.from_numpy(table[index])

@@ -1,0 +1,195 @@
+"""The ELMo biLM: token representation, then a forward and a backward LSTM stack."""
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple, Union
+
+import torch
+from torch import nn
+
+from ..errors import ElmoError, Errors
+from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, words_to_ids
+from .lstm import BiLSTMStack, LayerState
+from .options import BiLMOptions
+from .token_cache import TokenCache
+from .token_encoder import CharCNNTokenEncoder
+
+PathLike = Union[str, Path]
+
+
+@dataclass
+class BiLMOutput:
+    """layers: (n_layers + 1, batch, tokens, 2 * projection_dim), layer 0 the
+    token representation twice, zero at absent tokens; mask: (batch, tokens)."""
+
+    layers: torch.Tensor
+    mask: torch.Tensor
+
+
+class BiLM(nn.Module):
+    """A character-based bidirectional language model, as in ELMo.
+
+    By default every sentence starts from the zero state, so a sentence's
+    vectors never depend on what else is in the batch. ``stateful=True``
+    instead carries each batch row's final state over to the same row of the
+    next call, as the original TensorFlow implementation did; it exists to
+    reproduce reference outputs (see ``reset_states``).
+
+    At inference (no gradients), the representations of tokens already seen are
+    served from a bounded cache of ``token_cache_size`` entries.
+    """
+
+    def __init__(self, options: BiLMOptions, *, stateful: bool = False, token_cache_size: int = 20000):
+        super().__init__()
+        self.options = options
+        self.stateful = stateful
+        self.token_encoder = CharCNNTokenEncoder(options)
+        self.lstm = BiLSTMStack(options)
+        self.token_cache = TokenCache(token_cache_size)
+        self._states: Optional[List[LayerState]] = None
+        boundaries = torch.from_numpy(words_to_ids([BOS_TOKEN, EOS_TOKEN], options.max_characters_per_token))
+        self.register_buffer("boundary_ids", boundaries, persistent=False)
+
+    @property
+    def n_layers(self) -> int:
+        """Number of output layers, L + 1."""
+        return self.options.n_layers + 1
+
+    @property
+    def output_dim(self) -> int:
+        return self.options.output_dim
+
+    @classmethod
+    def from_allennlp(
+        cls,
+        options_path: PathLike,
+        weights_path: Optional[PathLike] = None,
+        *,
+        stateful: bool = False,
+        token_cache_size: int = 20000,
+    ) -> "BiLM":
+        """Load AllenNLP/bilm-tf ``options.json`` + ``weights.hdf5``.
+
+        options_path may also be a directory holding both files (as
+        ``save_allennlp`` writes them), with weights_path left out.
+        """
+        from .weights import load_weights, resolve_paths
+
+        options_path, weights_path = resolve_paths(options_path, weights_path)
+        options = BiLMOptions.from_file(options_path)
+        model = cls(options, stateful=stateful, token_cache_size=token_cache_size)
+        load_weights(model, weights_path, options_path)
+        return model
+
+    def save_allennlp(self, directory: PathLike) -> None:
+        """Write ``options.json`` and ``weights.hdf5`` in the bilm-tf layout."""
+        from .weights import save_weights
+
+        save_weights(self, directory)
+
+    def reset_states(self) -> None:
+        """Forget the carried-over state (stateful mode)."""
+        self._states = None
+
+    def encode_tokens(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """The context-insensitive representation of tokens.
+
+        char_ids: (n, max_chars) -> (n, projection_dim).
+        """
+        return self.token_encoder(char_ids)
+
+    def forward(self, char_ids: torch.Tensor) -> BiLMOutput:
+        """char_ids: (batch, tokens, max_chars) from ``batch_to_ids``."""
+        self._check_ids(char_ids)
+        batch, n_tokens, _ = char_ids.shape
+        device = char_ids.device
+        mask = char_ids[:, :, 0] > 0
+        if batch == 0:
+            layers = self.lstm.bias[0].new_zeros(self.n_layers, 0, n_tokens, self.output_dim)
+            return BiLMOutput(layers=layers, mask=mask)
+        n_words = mask.sum(dim=1)
+        lengths = n_words + 2  # with <S> and </S>
+        steps = n_tokens + 2
+        # Table of inputs: row 0 zeros, then the distinct tokens, <S> and </S> among them.
+        distinct, inverse = self._distinct_token_vectors(char_ids[mask])
+        table = torch.cat([distinct.new_zeros(1, distinct.shape[1]), distinct])
+        inverse = inverse + 1
+        index = torch.zeros(batch, steps, dtype=torch.long, device=device)
+        index[:, 0] = inverse[0]
+        index[:, 1 : n_tokens + 1][mask] = inverse[2:]
+        index[torch.arange(batch, device=device), lengths - 1] = inverse[1]
+        # Sort rows longest first; the backward direction reads each row reversed.
+        order = torch.argsort(lengths, descending=True, stable=True)
+        index, lengths = index[order], lengths[order]
+        positions = torch.arange(steps, device=device).expand(batch, steps)
+        reversed_positions = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
+        reversed_index = torch.gather(index, 1, reversed_positions)
+        inputs = nn.functional.embedding(torch.stack([index, reversed_index]), table)
+        lengths_list = lengths.tolist()
+        initial = self._initial_state(order, batch) if self.stateful else None
+        outputs, final = self.lstm(inputs, lengths_list, initial, return_final_state=self.stateful)
+        if self.stateful:
+            self._store_state(final, order)
+        unreverse = reversed_positions[:, :, None].expand(-1, -1, inputs.shape[3])
+        layers = [torch.cat([inputs[0], inputs[0]], dim=2)]
+        for out in outputs:
+            layers.append(torch.cat([out[0], torch.gather(out[1], 1, unreverse)], dim=2))
+        # Back to the caller's row order, boundaries dropped, padding zeroed.
+        unsort = torch.argsort(order)
+        stacked = torch.stack(layers)[:, unsort, 1 : n_tokens + 1]
+        stacked = stacked * mask[None, :, :, None].to(stacked.dtype)
+        return BiLMOutput(layers=stacked, mask=mask)
+
+    def _distinct_token_vectors(self, token_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Vectors of the distinct tokens among <S>, </S> and `token_ids` (n, max_chars).
+
+        RETURNS: (vectors (n_distinct, projection_dim), inverse (n + 2,)), the
+            inverse giving <S>, </S> and then each token its row of vectors.
+        """
+        ids = torch.cat([self.boundary_ids.to(token_ids.device), token_ids])
+        needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.token_encoder.parameters())
+        if needs_grad:
+            distinct, inverse = torch.unique(ids, dim=0, return_inverse=True)
+            return self.token_encoder(distinct), inverse
+        weights_key = tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in self.token_encoder.parameters())
+        return self.token_cache.encode(ids, self.token_encoder, weights_key)
+
+    def _check_ids(self, char_ids: torch.Tensor) -> None:
+        max_chars = self.options.max_characters_per_token
+        if char_ids.dim() != 3 or char_ids.shape[2] != max_chars or char_ids.dtype not in (
+            torch.int64, torch.int32, torch.int16, torch.uint8
+        ):
+            raise ElmoError("E101", Errors.E101.format(
+                n_chars=max_chars, shape=tuple(char_ids.shape), dtype=char_ids.dtype
+            ))
+        if char_ids.numel():
+            low, high = int(char_ids.min()), int(char_ids.max())
+            if low < 0 or high > PAD_CHAR + 1:
+                raise ElmoError("E102", Errors.E102.format(
+                    found=low if low < 0 else high, n_characters=PAD_CHAR + 2, max_id=PAD_CHAR + 1
+                ))
+
+    def _initial_state(self, order: torch.Tensor, batch: int) -> Optional[List[LayerState]]:
+        if self._states is None:
+            return None
+        states = []
+        for h, c in self._states:
+            h_new = h.new_zeros(2, batch, h.shape[2])
+            c_new = c.new_zeros(2, batch, c.shape[2])
+            keep = min(batch, h.shape[1])
+            h_new[:, :keep], c_new[:, :keep] = h[:, :keep], c[:, :keep]
+            states.append((h_new[:, order], c_new[:, order]))
+        return states
+
+    def _store_state(self, final: List[LayerState], order: torch.Tensor) -> None:
+        unsort = torch.argsort(order)
+        new = [(h[:, unsort].detach(), c[:, unsort].detach()) for h, c in final]
+        if self._states is not None:
+            # Rows beyond this batch keep what they had.
+            merged = []
+            for (h_old, c_old), (h, c) in zip(self._states, new):
+                if h_old.shape[1] > h.shape[1]:
+                    h = torch.cat([h, h_old[:, h.shape[1]:]], dim=1)
+                    c = torch.cat([c, c_old[:, c.shape[1]:]], dim=1)
+                merged.append((h, c))
+            new = merged
+        self._states = new

@@ -1,0 +1,86 @@
+"""The context-insensitive token representation: char CNN, highway, projection."""
+from typing import List
+
+import torch
+from torch import nn
+
+from .char_ids import PAD_CHAR
+from .options import BiLMOptions
+
+
+class Highway(nn.Module):
+    """One highway layer in bilm-tf's convention.
+
+    ``y = g * relu(x W_t + b_t) + (1 - g) * x`` with ``g = sigmoid(x W_c + b_c)``.
+    Weights are stored ``(in, out)`` as in the TensorFlow files.
+    """
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.W_carry = nn.Parameter(torch.empty(dim, dim))
+        self.b_carry = nn.Parameter(torch.zeros(dim))
+        self.W_transform = nn.Parameter(torch.empty(dim, dim))
+        self.b_transform = nn.Parameter(torch.zeros(dim))
+        for weight in (self.W_carry, self.W_transform):
+            nn.init.normal_(weight, std=(1.0 / dim) ** 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: (n, dim)
+        gate = torch.sigmoid(torch.addmm(self.b_carry, x, self.W_carry))
+        transform = torch.relu(torch.addmm(self.b_transform, x, self.W_transform))
+        return x + gate * (transform - x)
+
+
+class CharCNNTokenEncoder(nn.Module):
+    """Character ids of tokens to their context-insensitive representation x_k.
+
+    Exactly the 50-position computation of the original model, but convolving
+    only over the positions the longest token in the batch can reach: every
+    window past a token's end sees only padding, so it yields one fixed value
+    per filter, and whether such a window exists depends only on the token's
+    length. That value enters the max-pool where it would have.
+    """
+
+    def __init__(self, options: BiLMOptions):
+        super().__init__()
+        self.max_chars = options.max_characters_per_token
+        self.filter_widths: List[int] = [w for w, _ in options.filters]
+        self.activation = torch.relu if options.activation == "relu" else torch.tanh
+        # Ids run 0..PAD_CHAR + 1 whatever `n_characters` says (261 in training
+        # files, 262 in inference files). Row 0 is the "no token" id and stays
+        # zero; weight files hold the other rows.
+        self.char_embed = nn.Parameter(torch.empty(PAD_CHAR + 2, options.char_embedding_dim))
+        nn.init.uniform_(self.char_embed, -1.0, 1.0)
+        with torch.no_grad():
+            self.char_embed[0].zero_()
+        self.convs = nn.ModuleList(
+            nn.Conv1d(options.char_embedding_dim, n, kernel_size=w) for w, n in options.filters
+        )
+        self.highways = nn.ModuleList(Highway(options.n_filters) for _ in range(options.n_highway))
+        self.projection = nn.Linear(options.n_filters, options.projection_dim)
+
+    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """char_ids: (n_tokens, max_chars), real tokens only -> (n_tokens, projection_dim)."""
+        pad_id = PAD_CHAR + 1
+        # A token's length: begin-word, bytes and end-word (everything before the padding).
+        lengths = (char_ids != pad_id).sum(dim=1)
+        longest = int(lengths.max()) if char_ids.shape[0] else 1
+        n_positions = min(self.max_chars, longest + max(self.filter_widths) - 1)
+        embedded = nn.functional.embedding(char_ids[:, :n_positions], self.char_embed)
+        embedded = embedded.transpose(1, 2)  # (n_tokens, char_dim, n_positions)
+        pad_window = self.char_embed[pad_id].view(1, -1, 1)
+        pooled = []
+        for width, conv in zip(self.filter_widths, self.convs):
+            # (n_tokens, n_filters): the max over the windows we computed.
+            best = conv(embedded).amax(dim=2)
+            if n_positions < self.max_chars:
+                # A padding-only window exists in the full computation iff the
+                # token leaves at least `width` padding positions.
+                pad_value = conv(pad_window.expand(1, -1, width)).view(1, -1)
+                has_pad_window = (lengths <= self.max_chars - width).unsqueeze(1)
+                best = torch.where(has_pad_window, torch.maximum(best, pad_value), best)
+            pooled.append(best)
+        x = self.activation(torch.cat(pooled, dim=1))  # (n_tokens, n_filters)
+        for highway in self.highways:
+            x = highway(x)
+        return self.projection(x)

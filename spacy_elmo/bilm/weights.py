@@ -1,0 +1,125 @@
+"""Reading and writing the AllenNLP/bilm-tf weight files (HDF5, TensorFlow layout).
+
+Dataset names and layouts, for filters i, highway layers k, directions d and
+LSTM layers l (F = total filters, p = projection, c = LSTM cells):
+
+    char_embed                      (261, char_dim)   ids 1..261; id 0 is ours
+    CNN/W_cnn_i, CNN/b_cnn_i        (1, width, char_dim, n), (n,)
+    CNN_high_k/W_carry, b_carry     (F, F), (F,)      the gate
+    CNN_high_k/W_transform, b_transform                the relu branch
+    CNN_proj/W_proj, b_proj         (F, p), (p,)
+    RNN_d/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0   (p + p, 4c): [input; hidden] rows
+                                           /B     (4c,)  gates i, j, f, o
+                                           /W_P_0 (c, p)
+"""
+import json
+from pathlib import Path
+from typing import Iterator, Optional, Tuple
+
+import h5py
+import numpy
+import torch
+
+from ..errors import ElmoError, Errors
+from ..util import atomic_path
+from .options import BiLMOptions
+
+OPTIONS_NAME = "options.json"
+WEIGHTS_NAME = "weights.hdf5"
+
+
+def resolve_paths(options_path, weights_path=None) -> Tuple[Path, Path]:
+    """Accept ``(options.json, weights.hdf5)`` or a directory holding both."""
+    options_path = Path(options_path)
+    if weights_path is None or options_path.is_dir():
+        directory = options_path
+        if not directory.is_dir():
+            raise ElmoError("E001", Errors.E001.format(
+                kind="options", path=directory, reason="no such directory, and no weights file given"
+            ))
+        options_path, weights_path = directory / OPTIONS_NAME, directory / WEIGHTS_NAME
+        if not options_path.exists() or not weights_path.exists():
+            found = sorted(p.name for p in directory.iterdir()) or "an empty directory"
+            raise ElmoError("E006", Errors.E006.format(path=directory, found=found))
+    return options_path, Path(weights_path)
+
+
+def _parameters(model) -> Iterator[Tuple[str, torch.Tensor, Tuple[int, ...], str]]:
+    """Every (dataset name, target tensor, file shape, how to convert) of a model.
+
+    Conversions: "copy" as is; "T" transposed; "conv" (1, w, dim, n) <-> (n, dim, w);
+    "embed" the file lacks our row 0.
+    """
+    opts: BiLMOptions = model.options
+    enc = model.token_encoder
+    F, p, c = opts.n_filters, opts.projection_dim, opts.lstm_dim
+    yield "char_embed", enc.char_embed[1:], (enc.char_embed.shape[0] - 1, opts.char_embedding_dim), "copy"
+    for i, ((width, n), conv) in enumerate(zip(opts.filters, enc.convs)):
+        yield f"CNN/W_cnn_{i}", conv.weight, (1, width, opts.char_embedding_dim, n), "conv"
+        yield f"CNN/b_cnn_{i}", conv.bias, (n,), "copy"
+    for k, highway in enumerate(enc.highways):
+        for part in ("carry", "transform"):
+            yield f"CNN_high_{k}/W_{part}", getattr(highway, f"W_{part}"), (F, F), "copy"
+            yield f"CNN_high_{k}/b_{part}", getattr(highway, f"b_{part}"), (F,), "copy"
+    yield "CNN_proj/W_proj", enc.projection.weight, (F, p), "T"
+    yield "CNN_proj/b_proj", enc.projection.bias, (p,), "copy"
+    lstm = model.lstm
+    for d in range(2):
+        for layer in range(opts.n_layers):
+            prefix = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+            yield f"{prefix}/W_0", (lstm.W_input[layer][d], lstm.W_hidden[layer][d]), (2 * p, 4 * c), "stack"
+            yield f"{prefix}/B", lstm.bias[layer][d], (4 * c,), "copy"
+            yield f"{prefix}/W_P_0", lstm.W_proj[layer][d], (c, p), "copy"
+
+
+def load_weights(model, weights_path: Path, options_path: Optional[Path] = None) -> None:
+    """Copy a bilm-tf HDF5 file's weights into `model`, checking every shape."""
+    try:
+        fin = h5py.File(weights_path, "r")
+    except (OSError, ValueError) as err:
+        raise ElmoError("E001", Errors.E001.format(kind="weights", path=weights_path, reason=err)) from err
+    with fin, torch.no_grad():
+        for name, target, shape, how in _parameters(model):
+            if name not in fin or not isinstance(fin[name], h5py.Dataset):
+                raise ElmoError("E004", Errors.E004.format(path=weights_path, dataset=name, options=options_path))
+            dataset = fin[name]
+            if tuple(dataset.shape) != shape:
+                raise ElmoError("E005", Errors.E005.format(
+                    path=weights_path, dataset=name, found=tuple(dataset.shape), expected=shape, options=options_path
+                ))
+            try:
+                value = numpy.asarray(dataset[...], dtype=numpy.float32)
+            except OSError as err:  # a truncated file fails here
+                raise ElmoError("E001", Errors.E001.format(
+                    kind="weights", path=weights_path, reason=f"dataset '{name}' cannot be read ({err})"
+                )) from err
+            if how == "conv":
+                value = value[0].transpose(2, 1, 0)
+            elif how == "T":
+                value = value.T
+            if how == "stack":
+                p = target[0].shape[0]
+                target[0].copy_(torch.from_numpy(value[:p]))
+                target[1].copy_(torch.from_numpy(value[p:]))
+            else:
+                target.copy_(torch.from_numpy(numpy.ascontiguousarray(value)))
+
+
+def save_weights(model, directory) -> None:
+    """Write ``options.json`` and ``weights.hdf5`` into `directory`, each atomically."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with atomic_path(directory / WEIGHTS_NAME) as tmp:
+        with h5py.File(tmp, "w") as fout, torch.no_grad():
+            for name, source, _, how in _parameters(model):
+                if how == "stack":
+                    value = torch.cat([source[0], source[1]]).cpu().numpy()
+                else:
+                    value = source.detach().float().cpu().numpy()
+                if how == "conv":
+                    value = value.transpose(2, 1, 0)[None]
+                elif how == "T":
+                    value = value.T
+                fout.create_dataset(name, data=numpy.ascontiguousarray(value, dtype=numpy.float32))
+    with atomic_path(directory / OPTIONS_NAME) as tmp:
+        tmp.write_text(json.dumps(model.options.to_allennlp(), indent=2), encoding="utf8")

@@ -1,0 +1,114 @@
+import json
+import shutil
+
+import h5py
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, batch_to_ids
+from spacy_elmo.errors import ElmoError
+
+
+@pytest.fixture
+def copied(tmp_path, fixture_paths):
+    options, weights = fixture_paths
+    shutil.copy(options, tmp_path / "options.json")
+    shutil.copy(weights, tmp_path / "weights.hdf5")
+    return tmp_path / "options.json", tmp_path / "weights.hdf5"
+
+
+def edit_options(path, edit):
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+def test_missing_weights_file(copied):
+    options, weights = copied
+    with pytest.raises(ElmoError, match=r"E001.*nope\.hdf5"):
+        BiLM.from_allennlp(options, weights.parent / "nope.hdf5")
+
+
+def test_missing_options_file(copied):
+    with pytest.raises(ElmoError, match=r"E001.*options"):
+        BiLM.from_allennlp(copied[0].parent / "missing.json", copied[1])
+
+
+def test_truncated_weights_file(copied):
+    options, weights = copied
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ElmoError, match=r"E001.*weights\.hdf5"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_missing_dataset(copied):
+    options, weights = copied
+    with h5py.File(weights, "a") as f:
+        del f["CNN_high_1/W_carry"]
+    with pytest.raises(ElmoError, match=r"E004.*CNN_high_1/W_carry"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("key", ["lstm.dim", "char_cnn.filters", "char_cnn.embedding.dim", "lstm.use_skip_connections"])
+def test_options_missing_a_key(copied, key):
+    options, weights = copied
+    *parents, last = key.split(".")
+
+    def drop(data):
+        node = data
+        for part in parents:
+            node = node[part]
+        del node[last]
+
+    edit_options(options, drop)
+    with pytest.raises(ElmoError, match=rf"E002.*'{key}'"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize(
+    "section,key,value",
+    [("lstm", "dim", "64"), ("lstm", "n_layers", 2.5), ("char_cnn", "activation", "gelu"),
+     ("char_cnn", "filters", [[1, "4"]]), ("char_cnn", "n_characters", 300), ("lstm", "use_skip_connections", "yes")],
+)
+def test_options_with_a_wrong_type(copied, section, key, value):
+    options, weights = copied
+    edit_options(options, lambda d: d[section].__setitem__(key, value))
+    with pytest.raises(ElmoError, match=rf"E003.*{key}.*found"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_weights_contradicting_the_options(copied):
+    options, weights = copied
+    edit_options(options, lambda d: d["lstm"].__setitem__("dim", 32))
+    with pytest.raises(ElmoError, match=r"E005.*W_0.*\(32, 256\).*\(32, 128\)"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_directory_without_weights(tmp_path):
+    with pytest.raises(ElmoError, match="E006"):
+        BiLM.from_allennlp(tmp_path)
+
+
+def test_bad_char_ids(fixture_paths):
+    model = BiLM.from_allennlp(*fixture_paths)
+    with pytest.raises(ElmoError, match="E101"):
+        model(torch.zeros(2, 3, 49, dtype=torch.long))
+    with pytest.raises(ElmoError, match="E101"):
+        model(torch.zeros(2, 3, 50))
+    ids = batch_to_ids([["a"]])
+    ids[0, 0, 3] = 999
+    with pytest.raises(ElmoError, match="E102.*999"):
+        model(ids)
+
+
+def test_empty_batch_and_empty_sentences(fixture_paths):
+    model = BiLM.from_allennlp(*fixture_paths).eval()
+    with torch.inference_mode():
+        assert model(batch_to_ids([])).layers.shape == (3, 0, 0, 32)
+        out = model(batch_to_ids([[], []]))
+        assert out.layers.shape == (3, 2, 0, 32)
+        out = model(batch_to_ids([[], [" ", "", "\ud800", "🙂" * 200]]))
+    assert out.layers.shape == (3, 2, 4, 32)
+    assert torch.isfinite(out.layers).all()
+    assert (out.layers[:, 0] == 0).all()

@@ -1,0 +1,168 @@
+import json
+
+import h5py
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
+from spacy_elmo.bilm.reference import reference_layers
+
+
+
+def fixture_batches(fixture_dir):
+    sentences = json.loads((fixture_dir / "sentences.json").read_text())
+    files = [h5py.File(fixture_dir / f"lm_embeddings_{k}.hdf5", "r") for k in range(3)]
+    for i in range(10):
+        batch = [sentences[k][i].split() for k in range(3)]
+        expected = [files[k][str(i)][...] for k in range(3)]  # (2, n, 16) each
+        yield batch, expected
+
+
+def top_layer_halves(output, row, n):
+    top = output.layers[-1, row, :n].cpu().numpy()
+    half = top.shape[1] // 2
+    return numpy.stack([top[:, :half], top[:, half:]])
+
+
+def test_stateful_reproduces_all_reference_batches(fixture_paths, fixture_dir, device):
+    model = BiLM.from_allennlp(*fixture_paths, stateful=True).to(device).eval()
+    with torch.inference_mode():
+        for batch, expected in fixture_batches(fixture_dir):
+            out = model(batch_to_ids(batch).to(device))
+            for k, sentence in enumerate(batch):
+                numpy.testing.assert_allclose(top_layer_halves(out, k, len(sentence)), expected[k], atol=1e-5)
+    model.reset_states()
+    batch, expected = next(fixture_batches(fixture_dir))
+    with torch.inference_mode():
+        out = model(batch_to_ids(batch).to(device))
+    numpy.testing.assert_allclose(top_layer_halves(out, 0, len(batch[0])), expected[0], atol=1e-5)
+
+
+def test_stateless_reproduces_first_batch_only(fixture_paths, fixture_dir, device):
+    model = BiLM.from_allennlp(*fixture_paths).to(device).eval()
+    batches = list(fixture_batches(fixture_dir))
+    with torch.inference_mode():
+        for i, (batch, expected) in enumerate(batches[:2]):
+            out = model(batch_to_ids(batch).to(device))
+            diffs = [numpy.abs(top_layer_halves(out, k, len(s)) - expected[k]).max() for k, s in enumerate(batch)]
+            if i == 0:
+                assert max(diffs) <= 1e-5
+            else:  # the reference carried state over; a stateless model must not
+                assert max(diffs) > 1e-2
+
+
+def test_token_representations_match_reference(fixture_paths, fixture_dir):
+    model = BiLM.from_allennlp(*fixture_paths).eval()
+    words = (fixture_dir / "vocab_test.txt").read_text(encoding="utf8").splitlines()
+    with h5py.File(fixture_dir / "elmo_token_embeddings.hdf5", "r") as f:
+        expected = f["embedding"][...]
+    assert len(words) == expected.shape[0]
+    from spacy_elmo.bilm import words_to_ids
+
+    with torch.inference_mode():
+        got = model.encode_tokens(torch.from_numpy(words_to_ids(words))).numpy()
+    numpy.testing.assert_allclose(got, expected, atol=1e-5)
+    # Layer 0 of the full model is the same representation, twice.
+    with torch.inference_mode():
+        out = model(batch_to_ids([words[:20]]))
+    numpy.testing.assert_allclose(out.layers[0, 0, :, :16].numpy(), expected[:20], atol=1e-5)
+    numpy.testing.assert_allclose(out.layers[0, 0, :, 16:].numpy(), expected[:20], atol=1e-5)
+
+
+def test_save_load_round_trip_is_bit_identical(fixture_paths, fixture_dir, tmp_path):
+    model = BiLM.from_allennlp(*fixture_paths).eval()
+    model.save_allennlp(tmp_path / "a")
+    again = BiLM.from_allennlp(tmp_path / "a").eval()
+    again.save_allennlp(tmp_path / "b")
+    third = BiLM.from_allennlp(tmp_path / "b" / "options.json", tmp_path / "b" / "weights.hdf5").eval()
+    batch, _ = next(fixture_batches(fixture_dir))
+    ids = batch_to_ids(batch)
+    with torch.inference_mode():
+        outs = [m(ids).layers for m in (model, again, third)]
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[1], outs[2])
+    assert json.loads((tmp_path / "a" / "options.json").read_text()) == json.loads(fixture_paths[0].read_text())
+
+
+def test_sentence_alone_equals_sentence_in_a_padded_batch(fixture_paths, fixture_dir):
+    model = BiLM.from_allennlp(*fixture_paths).eval()
+    sentences = json.loads((fixture_dir / "sentences.json").read_text())
+    target = sentences[1][3].split()
+    others = [s.split() for s in sentences[0][:6]] + [["x"], []]
+    with torch.inference_mode():
+        alone = model(batch_to_ids([target])).layers[:, 0]
+        for position in (0, 3, len(others)):
+            batch = others[:position] + [target] + others[position:]
+            inside = model(batch_to_ids(batch)).layers[:, position, : len(target)]
+            assert (alone - inside).abs().max() <= 1e-5
+
+
+SMALL = dict(
+    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16), (5, 16)], n_highway=1, lstm_dim=32,
+    projection_dim=12, n_layers=2,
+)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"activation": "tanh", "n_highway": 0},
+        {"use_skip_connections": False, "n_layers": 3, "n_highway": 2},
+        {"cell_clip": None, "proj_clip": None, "n_characters": 261},
+        {"max_characters_per_token": 12, "filters": [(1, 4), (4, 8)]},
+    ],
+)
+def test_fast_path_equals_straightforward_computation(changes, device):
+    torch.manual_seed(0)
+    options = BiLMOptions(**{**SMALL, **changes})
+    model = BiLM(options).eval()
+    with torch.no_grad():  # realistic scale: gates that saturate, clips that bite
+        for p in model.parameters():
+            p.mul_(3.0)
+    sentences = [
+        "A quick brown fox jumps over the lazy dog .".split(),
+        ["x" * 60, "antidisestablishmentarianism", "é" * 30, ""],
+        [],
+        ["the"] * 25,
+        ["🙂", "b"],
+    ]
+    ids = batch_to_ids(sentences, options.max_characters_per_token)
+    expected = reference_layers(model, ids)
+    model.to(device)
+    with torch.inference_mode():
+        got = model(ids.to(device))
+        again = model(ids.to(device))  # now from the token cache
+    assert got.layers.shape == (options.n_layers + 1, 5, 25, 2 * options.projection_dim)
+    assert torch.equal(got.mask.cpu(), ids[:, :, 0] > 0)
+    assert (got.layers.cpu() - expected).abs().max() <= 1e-5
+    assert torch.equal(got.layers, again.layers)
+
+
+def test_token_cache_is_bounded_and_never_stale():
+    torch.manual_seed(0)
+    model = BiLM(BiLMOptions(**SMALL), token_cache_size=8).eval()
+    ids = batch_to_ids([["a", "b", "c"], ["a", "d"]])
+    with torch.no_grad():
+        first = model(ids).layers
+        assert len(model.token_cache) == 6  # four words and the two boundaries
+        big = batch_to_ids([[f"w{i}" for i in range(20)]])
+        model(big)  # more distinct tokens than the cache holds: computed, not cached
+        assert len(model.token_cache) <= 8
+        model(batch_to_ids([[f"v{i}" for i in range(5)]]))
+        assert len(model.token_cache) == 8
+        model.token_encoder.projection.bias.add_(1.0)  # an in-place update, as an optimiser makes
+        changed = model(ids).layers
+    assert not torch.allclose(first, changed)
+    assert (changed - reference_layers(model, ids)).abs().max() <= 1e-5
+
+
+def test_gradients_flow_when_training():
+    torch.manual_seed(0)
+    model = BiLM(BiLMOptions(**SMALL)).train()
+    out = model(batch_to_ids([["a", "b", "a"], ["c"]]))
+    out.layers.sum().backward()
+    assert len(model.token_cache) == 0
+    grads = [p.grad for p in model.parameters()]
+    assert all(g is not None for g in grads)
+    assert model.token_encoder.char_embed.grad[ord("a") + 1].abs().sum() > 0
