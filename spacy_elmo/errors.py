@@ -67,3 +67,41 @@ class Errors:
         "The output file '{path}' already exists. Choose another path or delete it "
         "first; spacy-elmo never overwrites a file it did not write in this run."
     )
+    # spaCy glue (E4xx)
+    E401 = (
+        "Unknown ELMo layer mix {found!r}: expected 'average', 'top', a layer index "
+        "between -{n_layers} and {n_layers} - 1, or a list of {n_layers} weights. "
+        "Set `vector_mix` of the elmo component accordingly."
+    )
+    E402 = (
+        "The doc '{text}' has no ELMo output (doc._.elmo is None): it has not been "
+        "through the 'elmo' component. Process it with the pipeline (nlp(text) or "
+        "nlp.pipe(texts)) rather than nlp.make_doc, and keep 'elmo' enabled."
+    )
+    E403 = (
+        "The 'elmo' component has no biLM yet: expected weights loaded at "
+        "initialisation. Set options_file and weights_file in "
+        "[initialize.components.{name}] and run nlp.initialize() (spacy train does), "
+        "or call nlp.get_pipe('{name}').initialize(get_examples, nlp=nlp, "
+        "options_file=..., weights_file=...)."
+    )
+    E404 = (
+        "The ELMo listener in component '{component}' does not know the biLM's "
+        "width: the 'elmo' component it listens to ({upstream}) must come before it "
+        "in the pipeline and be initialised first."
+    )
+    E405 = (
+        "The ELMo listener got docs that differ from the batch the 'elmo' component "
+        "broadcast (expected {expected} docs with the same tokens, found {found}). "
+        "Keep 'elmo' in the training pipeline before its listeners and do not "
+        "change docs between them."
+    )
+    E406 = (
+        "Unknown storage dtype '{found}' for the elmo component: expected "
+        "'float32' or 'float16'."
+    )
+    E407 = (
+        "Expected the listener's config at the listener path, an "
+        "'spacy-elmo.ElmoListener.v1' section (directly or one level down, as in "
+        "ElmoTok2Vec's 'elmo' section); found {found}."
+    )

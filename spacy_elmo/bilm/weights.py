@@ -72,8 +72,11 @@ def _parameters(model) -> Iterator[Tuple[str, torch.Tensor, Tuple[int, ...], str
             yield f"{prefix}/W_P_0", lstm.W_proj[layer][d], (c, p), "copy"
 
 
-def load_weights(model, weights_path: Path, options_path: Optional[Path] = None) -> None:
-    """Copy a bilm-tf HDF5 file's weights into `model`, checking every shape."""
+def load_weights(model, weights_path, options_path: Optional[Path] = None) -> None:
+    """Copy a bilm-tf HDF5 file's weights into `model`, checking every shape.
+
+    weights_path: a path, or a binary file object holding HDF5.
+    """
     try:
         fin = h5py.File(weights_path, "r")
     except (OSError, ValueError) as err:
@@ -105,21 +108,26 @@ def load_weights(model, weights_path: Path, options_path: Optional[Path] = None)
                 target.copy_(torch.from_numpy(numpy.ascontiguousarray(value)))
 
 
+def write_weights(model, target) -> None:
+    """Write a model's weights as bilm-tf HDF5 to a path or a binary file object."""
+    with h5py.File(target, "w") as fout, torch.no_grad():
+        for name, source, _, how in _parameters(model):
+            if how == "stack":
+                value = torch.cat([source[0], source[1]]).float().cpu().numpy()
+            else:
+                value = source.detach().float().cpu().numpy()
+            if how == "conv":
+                value = value.transpose(2, 1, 0)[None]
+            elif how == "T":
+                value = value.T
+            fout.create_dataset(name, data=numpy.ascontiguousarray(value, dtype=numpy.float32))
+
+
 def save_weights(model, directory) -> None:
     """Write ``options.json`` and ``weights.hdf5`` into `directory`, each atomically."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_path(directory / WEIGHTS_NAME) as tmp:
-        with h5py.File(tmp, "w") as fout, torch.no_grad():
-            for name, source, _, how in _parameters(model):
-                if how == "stack":
-                    value = torch.cat([source[0], source[1]]).cpu().numpy()
-                else:
-                    value = source.detach().float().cpu().numpy()
-                if how == "conv":
-                    value = value.transpose(2, 1, 0)[None]
-                elif how == "T":
-                    value = value.T
-                fout.create_dataset(name, data=numpy.ascontiguousarray(value, dtype=numpy.float32))
+        write_weights(model, tmp)
     with atomic_path(directory / OPTIONS_NAME) as tmp:
         tmp.write_text(json.dumps(model.options.to_allennlp(), indent=2), encoding="utf8")

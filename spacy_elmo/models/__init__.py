@@ -1,0 +1,6 @@
+from .bilm import BiLMModel
+from .listener import ElmoListener, ElmoStandalone, mix_docs
+from .scalar_mix import ScalarMix
+from .tok2vec import ElmoTok2Vec
+
+__all__ = ["BiLMModel", "ElmoListener", "ElmoStandalone", "ScalarMix", "ElmoTok2Vec", "mix_docs"]

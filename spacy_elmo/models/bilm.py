@@ -1,0 +1,171 @@
+"""`spacy-elmo.BiLM.v1`: the PyTorch biLM as a Thinc model over Docs.
+
+Docs are cut into the segments the biLM was trained on (sentences when the doc
+has sentence boundaries, else windows of `window_size` tokens; a sentence
+longer than that is windowed too), the segments are sorted by length and
+batched under a budget of `max_batch_tokens` padded tokens, and the layers
+come back as one array (n_layers, n_tokens, width) per doc.
+
+The torch module is not known when the model is built (it depends on the
+weights the user gives at initialisation): the wrapped module is a placeholder
+until `set_bilm` puts a `BiLM` in, or deserialisation restores one. Inside a
+saved pipeline the biLM travels as its options and bilm-tf HDF5 weights,
+never as a pickle.
+"""
+import io
+from typing import Callable, List, Optional, Tuple
+
+import srsly
+import torch
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3, get_torch_default_device, torch2xp, xp2torch
+from thinc.types import Floats3d
+
+from ..bilm import BiLM, BiLMOptions, batch_to_ids
+from ..bilm.weights import load_weights, write_weights
+from ..errors import ElmoError, Errors
+
+Segment = Tuple[int, int, int]  # (doc index, start token, end token)
+
+
+@registry.architectures("spacy-elmo.BiLM.v1")
+def BiLMModel(max_batch_tokens: int = 4096, window_size: int = 128) -> Model[List[Doc], List[Floats3d]]:
+    """The biLM over Docs: every token's L + 1 layers, (n_layers, n_tokens, width) per doc.
+
+    max_batch_tokens: at prediction, the most padded tokens the biLM sees at once.
+    window_size: the longest segment; docs without sentence boundaries are cut
+        into windows of this many tokens.
+    """
+    wrapper = PyTorchWrapper_v3(
+        _Unset(),
+        convert_inputs=_convert_inputs,
+        convert_outputs=_convert_outputs,
+        serialize_model=bilm_to_bytes,
+        deserialize_model=bilm_from_bytes,
+    )
+    return Model(
+        "elmo-bilm",
+        forward,
+        layers=[wrapper],
+        dims={"nO": None, "nL": None},
+        attrs={"max_batch_tokens": max_batch_tokens, "window_size": window_size},
+    )
+
+
+class _Unset(torch.nn.Module):
+    """Stands in for the biLM until weights are loaded."""
+
+    def forward(self, *args, **kwargs):
+        raise ElmoError("E403", Errors.E403.format(name="elmo"))
+
+
+def get_bilm(model: Model) -> Optional[BiLM]:
+    module = model.layers[0].shims[0]._model
+    return module if isinstance(module, BiLM) else None
+
+
+def set_bilm(model: Model, bilm: BiLM) -> None:
+    """Put `bilm` into the Thinc model, on the current Thinc device."""
+    model.layers[0].shims[0]._model = bilm.to(get_torch_default_device())
+    _set_dims(model, bilm)
+
+
+def _set_dims(model: Model, bilm: BiLM) -> None:
+    for node in (model, model.layers[0]):
+        node.set_dim("nO", bilm.output_dim, force=True)
+    model.set_dim("nL", bilm.n_layers, force=True)
+
+
+def bilm_to_bytes(module: torch.nn.Module) -> bytes:
+    if not isinstance(module, BiLM):
+        return srsly.msgpack_dumps({"options": None})
+    weights = io.BytesIO()
+    write_weights(module, weights)
+    return srsly.msgpack_dumps({"options": module.options.to_allennlp(), "weights": weights.getvalue()})
+
+
+def bilm_from_bytes(module: torch.nn.Module, data: bytes, device: torch.device) -> torch.nn.Module:
+    msg = srsly.msgpack_loads(data)
+    if msg["options"] is None:
+        return module
+    bilm = BiLM(BiLMOptions.from_allennlp(msg["options"], "<pipeline>"))
+    load_weights(bilm, io.BytesIO(msg["weights"]), "<pipeline>")
+    return bilm.to(device)
+
+
+def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3d], Callable]:
+    wrapper = model.layers[0]
+    bilm = get_bilm(model)
+    if bilm is None:
+        raise ElmoError("E403", Errors.E403.format(name="elmo"))
+    if model.has_dim("nO") is not True:  # restored from bytes: dims follow the biLM
+        _set_dims(model, bilm)
+    ops = model.ops
+    n_layers, width = bilm.n_layers, bilm.output_dim
+    outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
+    segments = sorted(_segments(docs, model.attrs["window_size"]), key=lambda s: s[2] - s[1], reverse=True)
+    # In training, one batch: one graph, one backward pass.
+    batches = [segments] if is_train else list(_batches(segments, model.attrs["max_batch_tokens"]))
+    backprops = []
+    for batch in batches:
+        words = [[t.text for t in docs[d][start:end]] for d, start, end in batch]
+        layers, backprop = wrapper(batch_to_ids(words, bilm.options.max_characters_per_token), is_train)
+        for row, (d, start, end) in enumerate(batch):
+            outputs[d][:, start:end] = layers[:, row, : end - start]
+        backprops.append((batch, layers.shape, backprop))
+
+    def backprop_docs(d_outputs: List[Floats3d]) -> List[Doc]:
+        for batch, shape, backprop in backprops:
+            d_layers = ops.alloc4f(*shape)
+            for row, (d, start, end) in enumerate(batch):
+                d_layers[:, row, : end - start] = d_outputs[d][:, start:end]
+            backprop(d_layers)
+        return docs
+
+    return outputs, backprop_docs
+
+
+def _segments(docs: List[Doc], window_size: int) -> List[Segment]:
+    """Token ranges the biLM reads as sentences: the doc's sentences when it
+    has boundaries, else windows; no segment longer than `window_size`."""
+    segments = []
+    for d, doc in enumerate(docs):
+        if doc.has_annotation("SENT_START"):
+            spans = [(sent.start, sent.end) for sent in doc.sents]
+        else:
+            spans = [(0, len(doc))] if len(doc) else []
+        for start, end in spans:
+            for window_start in range(start, end, window_size):
+                segments.append((d, window_start, min(end, window_start + window_size)))
+    return segments
+
+
+def _batches(segments: List[Segment], max_tokens: int):
+    """Consecutive runs of (length-sorted) segments whose padded size fits."""
+    batch: List[Segment] = []
+    longest = 0
+    for segment in segments:
+        length = segment[2] - segment[1]
+        if batch and max(longest, length) * (len(batch) + 1) > max_tokens:
+            yield batch
+            batch, longest = [], 0
+        batch.append(segment)
+        longest = max(longest, length)
+    if batch:
+        yield batch
+
+
+def _convert_inputs(model: Model, char_ids: torch.Tensor, is_train: bool):
+    device = get_torch_default_device()
+    return ArgsKwargs(args=(char_ids.to(device),), kwargs={}), lambda d_inputs: None
+
+
+def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
+    _, output = inputs_outputs
+    layers = output.layers
+
+    def get_d_layers(d_layers) -> ArgsKwargs:
+        return ArgsKwargs(args=(layers,), kwargs={"grad_tensors": xp2torch(d_layers)})
+
+    return torch2xp(layers), get_d_layers

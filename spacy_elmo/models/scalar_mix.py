@@ -1,0 +1,105 @@
+"""ELMo's learned layer mix (Peters et al. 2018, eq. 1) as a Thinc layer."""
+from typing import Callable, Optional, Tuple
+
+from spacy.util import registry
+from thinc.api import Model
+from thinc.types import Floats1d, Floats2d, Floats3d
+
+LAYER_NORM_EPS = 1e-12
+
+
+@registry.layers("spacy-elmo.ScalarMix.v1")
+def ScalarMix(
+    layer_norm: bool = False,
+    layer_dropout: float = 0.0,
+    l2_to_uniform: float = 0.0,
+    n_layers: Optional[int] = None,
+) -> Model[Floats3d, Floats2d]:
+    """``γ · Σ_j softmax(s)_j · h_j`` over the biLM's L + 1 layers.
+
+    The L + 1 scalars `s` start equal (a uniform mix) and γ starts at 1.
+
+    layer_norm: normalise each layer of each token over its features (zero
+        mean, unit variance, no learned scale) before mixing.
+    layer_dropout: in training, drop each layer from the mix with this
+        probability (its weight is renormalised away; one layer is always kept).
+    l2_to_uniform: λ of an L2 penalty ``λ · ‖s − mean(s)‖²`` that pulls the
+        mix towards the uniform average (the paper's regulariser).
+    n_layers: L + 1; inferred from the data at initialisation when unset.
+
+    Input (n_layers, n_tokens, width) -> output (n_tokens, width).
+    """
+    return Model(
+        "elmo-scalar-mix",
+        forward,
+        init=init,
+        params={"s": None, "gamma": None},
+        dims={"nL": n_layers, "nO": None},
+        attrs={"layer_norm": layer_norm, "layer_dropout": layer_dropout, "l2_to_uniform": l2_to_uniform},
+    )
+
+
+def init(model: Model, X: Optional[Floats3d] = None, Y=None) -> None:
+    if X is not None:
+        model.set_dim("nL", X.shape[0])
+        model.set_dim("nO", X.shape[2])
+    n_layers = model.get_dim("nL")
+    model.set_param("s", model.ops.alloc1f(n_layers))
+    gamma = model.ops.alloc1f(1)
+    gamma[0] = 1.0
+    model.set_param("gamma", gamma)
+
+
+def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callable]:
+    ops = model.ops
+    xp = ops.xp
+    s = model.get_param("s")
+    gamma = model.get_param("gamma")
+    rate = model.attrs["layer_dropout"]
+    keep = None
+    if is_train and rate > 0.0:
+        keep = xp.random.uniform(size=s.shape) >= rate
+        keep[int(xp.random.randint(s.shape[0]))] = True
+    weights = _softmax(xp, s, keep)
+    if model.attrs["layer_norm"]:
+        H, normalise_backprop = _layer_norm(xp, X)
+    else:
+        H, normalise_backprop = X, None
+    mixed = xp.tensordot(weights, H, axes=1)  # (n_tokens, width)
+    Y = gamma[0] * mixed
+
+    def backprop(dY: Floats2d) -> Floats3d:
+        dweights = gamma[0] * xp.tensordot(H, dY, axes=([1, 2], [0, 1]))  # (n_layers,)
+        ds = weights * (dweights - (weights * dweights).sum())
+        lam = model.attrs["l2_to_uniform"]
+        if lam:
+            ds += 2.0 * lam * (s - s.mean())
+        model.inc_grad("s", ds.astype(s.dtype))
+        model.inc_grad("gamma", xp.asarray([(dY * mixed).sum()], dtype=gamma.dtype))
+        dH = (gamma[0] * weights)[:, None, None] * dY[None]
+        return normalise_backprop(dH) if normalise_backprop is not None else dH
+
+    return Y, backprop
+
+
+def _softmax(xp, s: Floats1d, keep=None) -> Floats1d:
+    z = s - s.max()
+    e = xp.exp(z)
+    if keep is not None:
+        e = e * keep
+    return e / e.sum()
+
+
+def _layer_norm(xp, X: Floats3d):
+    mean = X.mean(axis=2, keepdims=True)
+    centred = X - mean
+    inv_std = 1.0 / xp.sqrt((centred * centred).mean(axis=2, keepdims=True) + LAYER_NORM_EPS)
+    H = centred * inv_std
+
+    def backprop(dH: Floats3d) -> Floats3d:
+        # d/dX of (X - mean) / std over the last axis.
+        mean_dH = dH.mean(axis=2, keepdims=True)
+        mean_dH_H = (dH * H).mean(axis=2, keepdims=True)
+        return inv_std * (dH - mean_dH - H * mean_dH_H)
+
+    return H, backprop

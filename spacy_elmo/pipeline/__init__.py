@@ -1,0 +1,3 @@
+from .elmo import Elmo, make_elmo
+
+__all__ = ["Elmo", "make_elmo"]

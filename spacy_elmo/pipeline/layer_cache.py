@@ -1,0 +1,52 @@
+"""The training cache of a frozen biLM's outputs."""
+from typing import Any, Dict, Hashable, Optional
+
+from spacy.tokens import Doc
+from thinc.types import Floats3d
+
+
+class LayerCache:
+    """Keeps the layers of docs seen in training, up to `max_bytes`.
+
+    A frozen biLM is deterministic, so a doc met again in a later epoch needs
+    no second run. Keys are the doc's token strings and sentence starts (the
+    biLM reads sentences). When the budget is spent, new docs are simply not
+    added: training visits every doc once an epoch, and under that access
+    pattern keeping a fixed set beats evicting (an LRU would never hit).
+    """
+
+    def __init__(self, max_bytes: int, dtype: str = "float32"):
+        self.max_bytes = max_bytes
+        self.dtype = dtype
+        self.n_bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self._store: Dict[Hashable, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def clear(self) -> None:
+        self._store.clear()
+        self.n_bytes = self.hits = self.misses = 0
+
+    @staticmethod
+    def key(doc: Doc) -> Hashable:
+        words = tuple(token.text for token in doc)
+        if doc.has_annotation("SENT_START"):
+            return words, tuple(sent.start for sent in doc.sents)
+        return words, None
+
+    def get(self, key: Hashable) -> Optional[Floats3d]:
+        stored = self._store.get(key)
+        if stored is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return stored.astype("float32")
+
+    def add(self, key: Hashable, layers: Floats3d) -> None:
+        stored = layers.astype(self.dtype)
+        if self.n_bytes + stored.nbytes <= self.max_bytes and key not in self._store:
+            self._store[key] = stored
+            self.n_bytes += stored.nbytes

