@@ -13,6 +13,7 @@ saved pipeline the biLM travels as its options and bilm-tf HDF5 weights,
 never as a pickle.
 """
 import io
+import os
 from typing import Callable, List, Optional, Tuple
 
 import srsly
@@ -27,6 +28,7 @@ from ..bilm.weights import load_weights, write_weights
 from ..errors import ElmoError, Errors
 
 Segment = Tuple[int, int, int]  # (doc index, start token, end token)
+_IMPORT_PID = os.getpid()
 
 
 @registry.architectures("spacy-elmo.BiLM.v1")
@@ -101,6 +103,7 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3
         raise ElmoError("E403", Errors.E403.format(name="elmo"))
     if model.has_dim("nO") is not True:  # restored from bytes: dims follow the biLM
         _set_dims(model, bilm)
+    _single_thread_after_fork()
     ops = model.ops
     n_layers, width = bilm.n_layers, bilm.output_dim
     outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
@@ -124,6 +127,15 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3
         return docs
 
     return outputs, backprop_docs
+
+
+def _single_thread_after_fork() -> None:
+    """In a process forked from the one that imported us (as
+    ``nlp.pipe(n_process=N)`` makes them), PyTorch's OpenMP thread pool was
+    inherited half-alive and the first parallel op would hang: run torch on
+    one thread there (the N processes make up for it)."""
+    if os.getpid() != _IMPORT_PID and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
 
 
 def _segments(docs: List[Doc], window_size: int) -> List[Segment]:

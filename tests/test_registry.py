@@ -1,0 +1,48 @@
+"""Every name declared in setup.cfg resolves to the object it points at."""
+import configparser
+import importlib
+from pathlib import Path
+
+import pytest
+from spacy.language import Language
+from spacy.util import registry
+
+SETUP_CFG = Path(__file__).parent.parent / "setup.cfg"
+
+
+def entry_points():
+    parser = configparser.ConfigParser()
+    parser.read(SETUP_CFG)
+    for group, block in parser["options.entry_points"].items():
+        for line in block.strip().splitlines():
+            name, target = (part.strip() for part in line.split("=", 1))
+            yield group, name, target
+
+
+def load(target):
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+REGISTRIES = {"spacy_architectures": registry.architectures, "thinc_layers": registry.layers}
+
+
+@pytest.mark.parametrize("group,name,target", list(entry_points()))
+def test_entry_point_resolves(group, name, target):
+    obj = load(target)
+    if group == "spacy_factories":
+        assert Language.has_factory(name)
+        assert Language.get_factory_meta(name).factory == name
+    elif group in REGISTRIES:
+        assert REGISTRIES[group].get(name) is obj
+    else:
+        assert group == "console_scripts" and callable(obj)
+
+
+def test_every_registered_name_is_declared():
+    declared = {name for _, name, _ in entry_points()}
+    import spacy_elmo.models  # noqa: F401  (registers everything)
+
+    for reg in REGISTRIES.values():
+        ours = {name for name in reg.get_all() if name.startswith("spacy-elmo.")}
+        assert ours <= declared
