@@ -84,14 +84,12 @@ def main(
     output_dir: Annotated[Path, typer.Argument(help="Folder for {train,dev,test}.spacy.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the subset and split.")] = 0,
     max_docs: Annotated[
-        Optional[int], typer.Option("--max-docs", help="Keep a seeded subset of N rows.")
+        Optional[int], typer.Option("--max-docs", help="Keep a seeded subset of N rows (0 = all).")
     ] = None,
     lang: Annotated[str, typer.Option("--lang", help="Language of the tokenizer.")] = "en",
 ) -> None:
     """Convert sentence-polarity CSV rows into a seeded 80/10/10 split of spaCy DocBins."""
-    if max_docs is not None and max_docs < 1:
-        typer.echo("error: --max-docs must be at least 1", err=True)
-        raise typer.Exit(code=1)
+    max_docs = max_docs or None  # 0 keeps everything
     try:
         splits = convert_textcat(input_path, output_dir, seed, max_docs, lang)
     except (FormatError, OSError) as err:

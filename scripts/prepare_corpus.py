@@ -216,7 +216,7 @@ def main(
     assets_dir: Annotated[Path, typer.Argument(help="Folder fetch_data.py wrote into.")],
     output_dir: Annotated[Path, typer.Argument(help="Folder for train.txt and dev.txt.")],
     max_docs: Annotated[
-        Optional[int], typer.Option("--max-docs", help="Keep at most this many documents.")
+        Optional[int], typer.Option("--max-docs", help="Keep at most this many documents (0 = all).")
     ] = None,
     dev_fraction: Annotated[
         float, typer.Option("--dev-fraction", help="Share of documents held out as dev.")
@@ -224,6 +224,7 @@ def main(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the document shuffle.")] = 0,
 ) -> None:
     """Write the biLM pretraining text (train.txt, dev.txt) from the assets."""
+    max_docs = max_docs or None  # 0 keeps everything
     try:
         counts = prepare_corpus(assets_dir, output_dir, max_docs, dev_fraction, seed)
     except (FileNotFoundError, ValueError) as err:

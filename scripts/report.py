@@ -1,0 +1,165 @@
+"""Collate the runs into the results table and plots (mean ± std over seeds).
+
+Usage: python scripts/report.py METRICS_DIR TRAINING_DIR OUTPUT_DIR
+    [--perplexity FILE.json] [--title TEXT]
+
+Reads METRICS_DIR/<task>_<variant>/seed*.json (variant: baseline or elmo),
+the learned layer weights of TRAINING_DIR/<task>_elmo/seed*/model-best, and
+the biLM's perplexity; writes OUTPUT_DIR/results.md, results.json,
+scores.png and layer_weights.png. Like Table 1 of Peters et al. (2018), each
+row gives the baseline, baseline + ELMo, the absolute gain and the relative
+error reduction, 100 · (err_base − err_elmo) / err_base with err = 100 − score.
+"""
+import json
+import statistics
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy  # noqa: E402
+import typer  # noqa: E402
+
+TASKS = {
+    # task: (metric key in the metrics JSON, how to call it)
+    "ner": ("ents_f", "NER F1 (WNUT-16 tweets)"),
+    "textcat": ("cats_accuracy", "Sentence polarity accuracy"),
+}
+
+
+def mean_std(values: List[float]) -> Dict[str, float]:
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
+
+
+def collect_scores(metrics_dir: Path) -> Dict[str, Dict[str, Dict[str, float]]]:
+    """{task: {variant: {"mean", "std", "n", "seeds"}}} in percent."""
+    results: Dict[str, Dict[str, Dict[str, float]]] = {}
+    for task, (key, _) in TASKS.items():
+        for variant in ("baseline", "elmo"):
+            files = sorted((metrics_dir / f"{task}_{variant}").glob("seed*.json"))
+            values = [100.0 * float(json.loads(f.read_text())[key]) for f in files]
+            if values:
+                results.setdefault(task, {})[variant] = {**mean_std(values), "seeds": values}
+    return results
+
+
+def gains(row: Dict[str, Dict[str, float]]) -> Optional[Dict[str, float]]:
+    if "baseline" not in row or "elmo" not in row:
+        return None
+    base, elmo = row["baseline"]["mean"], row["elmo"]["mean"]
+    error_base = 100.0 - base
+    reduction = 100.0 * (error_base - (100.0 - elmo)) / error_base if error_base else 0.0
+    return {"absolute": elmo - base, "relative_error_reduction": reduction}
+
+
+def collect_mixes(training_dir: Path) -> Dict[str, List[List[float]]]:
+    """{task: [softmax(s) of each seed's model]} from the ELMo runs."""
+    import spacy
+
+    from spacy_elmo.cli.mix_weights import listener_mixes
+
+    mixes: Dict[str, List[List[float]]] = {}
+    for task in TASKS:
+        for model in sorted((training_dir / f"{task}_elmo").glob("seed*/model-best")):
+            found = listener_mixes(spacy.load(model))
+            if task in found:
+                mixes.setdefault(task, []).append(found[task]["weights"])
+    return mixes
+
+
+def markdown_table(scores, perplexity: Optional[dict]) -> str:
+    lines = [
+        "| task | baseline | + ELMo | absolute gain | relative error reduction | seeds |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for task, row in scores.items():
+        label = TASKS[task][1]
+        cells = [f"{row[v]['mean']:.2f} ± {row[v]['std']:.2f}" if v in row else "—" for v in ("baseline", "elmo")]
+        g = gains(row)
+        gain = f"{g['absolute']:+.2f}" if g else "—"
+        reduction = f"{g['relative_error_reduction']:+.1f}%" if g else "—"
+        n = max(row[v]["n"] for v in row)
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} | {gain} | {reduction} | {n} |")
+    if perplexity:
+        lines += [
+            "",
+            f"biLM perplexity on held-out text ({perplexity.get('tokens', '?')} tokens): "
+            f"forward {perplexity['forward']:.1f}, backward {perplexity['backward']:.1f}, "
+            f"mean {perplexity['mean']:.1f}.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def plot_scores(scores, output: Path) -> None:
+    fig, axes = plt.subplots(1, len(scores), figsize=(3.2 * max(1, len(scores)), 3.2), squeeze=False)
+    for ax, (task, row) in zip(axes[0], scores.items()):
+        variants = [v for v in ("baseline", "elmo") if v in row]
+        means = [row[v]["mean"] for v in variants]
+        stds = [row[v]["std"] for v in variants]
+        ax.bar(variants, means, yerr=stds, capsize=6, color=["#999999", "#3b75af"][: len(variants)])
+        for v, x in zip(variants, range(len(variants))):
+            ax.scatter([x] * len(row[v]["seeds"]), row[v]["seeds"], color="black", s=10, zorder=3)
+        low = min(min(row[v]["seeds"]) for v in variants)
+        ax.set_ylim(max(0.0, low - 10.0), min(100.0, max(means) + max(stds) + 5.0))
+        ax.set_title(TASKS[task][1], fontsize=9)
+        ax.set_ylabel("score (%)")
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+
+
+def plot_mixes(mixes: Dict[str, List[List[float]]], output: Path) -> None:
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    if mixes:
+        n_layers = len(next(iter(mixes.values()))[0])
+        width = 0.8 / len(mixes)
+        for i, (task, runs) in enumerate(mixes.items()):
+            runs_array = numpy.asarray(runs)
+            xs = numpy.arange(n_layers) + (i - (len(mixes) - 1) / 2) * width
+            ax.bar(xs, runs_array.mean(axis=0), width, yerr=runs_array.std(axis=0), capsize=4, label=task)
+        ax.axhline(1.0 / n_layers, color="grey", linestyle=":", linewidth=1, label="uniform")
+        ax.set_xticks(numpy.arange(n_layers))
+        ax.set_xticklabels(["tokens"] + [f"LSTM {j}" for j in range(1, n_layers)])
+        ax.legend(fontsize=8)
+    ax.set_ylabel("softmax(s), mean over seeds")
+    ax.set_title("Layer weights each task learned")
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+
+
+def main(
+    metrics_dir: Path = typer.Argument(..., exists=True, file_okay=False),
+    training_dir: Path = typer.Argument(..., exists=True, file_okay=False),
+    output_dir: Path = typer.Argument(...),
+    perplexity: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
+    title: str = typer.Option("Results", help="Heading of the table"),
+) -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    scores = collect_scores(metrics_dir)
+    if not scores:
+        raise SystemExit(f"No metrics found under {metrics_dir}: run the evaluate-* commands first.")
+    ppl = json.loads(perplexity.read_text()) if perplexity else None
+    mixes = collect_mixes(training_dir)
+    table = markdown_table(scores, ppl)
+    (output_dir / "results.md").write_text(f"### {title}\n\n{table}", encoding="utf8")
+    report = {
+        "scores": scores,
+        "gains": {t: gains(r) for t, r in scores.items()},
+        "layer_weights": mixes,
+        "perplexity": ppl,
+    }
+    (output_dir / "results.json").write_text(json.dumps(report, indent=2), encoding="utf8")
+    plot_scores(scores, output_dir / "scores.png")
+    plot_mixes(mixes, output_dir / "layer_weights.png")
+    print(table)
+
+
+if __name__ == "__main__":
+    typer.run(main)

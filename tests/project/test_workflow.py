@@ -1,0 +1,108 @@
+"""The project workflow end to end on tiny synthetic assets (no network)."""
+import csv
+import importlib.util
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from weasel.util import load_project_config
+
+ROOT = Path(__file__).parent.parent.parent
+TINY = {
+    "vars.corpus_docs": "0",
+    "vars.bilm_steps": "6",
+    "vars.train_steps": "20",
+    "vars.eval_frequency": "10",
+}
+WORDS = "the a cat dog sat ran on under mat house big small red blue went saw today very".split()
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + " ."
+
+
+def write_assets(assets: Path, rng: random.Random) -> None:
+    """A few hundred sentences in each source's real format, with fetch manifests."""
+    outputs = {"ptb": [], "wiki": [], "bbc": [], "pattern": [], "wnut": []}
+    for split in ("train", "valid", "test"):
+        path = assets / "ptb" / f"{split}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(sentence(rng, 8).lower() for _ in range(20)) + "\n")
+        outputs["ptb"].append(f"ptb/{split}.txt")
+    wiki = {f"T{i}": {"title": f"T{i}", "extract": " ".join(sentence(rng, 9) for _ in range(4))} for i in range(40)}
+    (assets / "wiki").mkdir()
+    (assets / "wiki" / "summaries_en-us.json").write_text(json.dumps(wiki))
+    outputs["wiki"].append("wiki/summaries_en-us.json")
+    for label in ("business", "tech"):
+        (assets / "bbc" / label).mkdir(parents=True)
+        for i in range(5):
+            (assets / "bbc" / label / f"{i:03d}.txt").write_text(f"Title {i}\n\n" + sentence(rng, 12) + "\n")
+            outputs["bbc"].append(f"bbc/{label}/{i:03d}.txt")
+    for rel, n_words in (("reviews/pang_lee_reviews.csv", 40), ("sentence_polarity/snippets.csv", 10)):
+        path = assets / rel
+        path.parent.mkdir(parents=True)
+        with path.open("w", encoding="utf-8-sig", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["label", "text"])
+            for i in range(60):
+                positive = i % 2 == 0
+                writer.writerow(["1" if positive else "-1", sentence(rng, n_words) + (" great fun" if positive else " dull mess")])
+        outputs["pattern"].append(rel)
+    (assets / "oanc").mkdir()
+    (assets / "oanc" / "tagged-en-oanc.txt").write_text(
+        "\n".join(" ".join(f"{w}/NN" for w in sentence(rng, 10).split()) for _ in range(40)) + "\n"
+    )
+    outputs["pattern"].append("oanc/tagged-en-oanc.txt")
+    lines = []
+    for i in range(60):
+        name = rng.choice(["Alice", "Bob", "Paris"])
+        label = "geo-loc" if name == "Paris" else "person"
+        for word in sentence(rng, 5).split()[:-1]:
+            lines.append(f"{word}\tO")
+        lines += [f"{name}\tB-{label}", "!\tO", "\t"]
+    (assets / "wnut16").mkdir()
+    (assets / "wnut16" / "ner.txt").write_text("\n".join(lines) + "\n")
+    outputs["wnut"].append("wnut16/ner.txt")
+    # Manifests as fetch_data.py writes them, so that its step finds everything fetched.
+    spec = importlib.util.spec_from_file_location("fetch_data", ROOT / "scripts" / "fetch_data.py")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        fetch_data = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(fetch_data)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    (assets / ".fetched").mkdir()
+    for package in fetch_data.PACKAGES:
+        manifest = {"package": package.spec, "sha256": package.sha256, "outputs": outputs[package.key]}
+        (assets / ".fetched" / f"{package.key}.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.slow
+def test_all_workflow_end_to_end(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "project.yml", project)
+    for folder in ("configs", "scripts"):
+        shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    write_assets(project / "assets", random.Random(0))
+    overrides = [arg for key, value in TINY.items() for arg in (f"--{key}", value)]
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", "project", "run", "all", str(project), *overrides],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    config = load_project_config(project, overrides={k: v for k, v in TINY.items()})
+    commands = {c["name"]: c for c in config["commands"]}
+    for name in config["workflows"]["all"]:
+        for output in commands[name].get("outputs", []):
+            assert (project / output).exists(), f"{name} did not write {output}"
+    report = json.loads((project / "reports" / "demo" / "results.json").read_text())
+    for task in ("ner", "textcat"):
+        assert set(report["scores"][task]) == {"baseline", "elmo"}
+        assert report["gains"][task] is not None
+    table = (project / "reports" / "demo" / "results.md").read_text()
+    assert "NER F1" in table and "polarity" in table and "—" not in table
