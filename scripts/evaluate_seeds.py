@@ -14,8 +14,6 @@ import srsly
 import typer
 from spacy.training import Corpus
 
-import spacy_elmo  # noqa: F401  (the elmo component must be registered)
-
 
 def evaluate_model(model_dir: Path, test_path: Path) -> Dict[str, object]:
     nlp = spacy.load(model_dir)

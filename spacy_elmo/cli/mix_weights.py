@@ -64,8 +64,6 @@ def mix_weights_cli(
     """Print every listener's learned layer weights softmax(s) and scale γ, and plot them."""
     import spacy
 
-    import spacy_elmo  # noqa: F401  (registers the component)
-
     nlp = spacy.load(pipeline_dir)
     mixes = listener_mixes(nlp)
     if not mixes:

@@ -1,6 +1,6 @@
 """The `elmo` pipeline component: runs the biLM and shares its layers."""
 from itertools import islice
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -215,7 +215,7 @@ class Elmo(TrainablePipe):
 
     def initialize(
         self,
-        get_examples: Callable[[], Iterable[Example]],
+        get_examples: Optional[Callable[[], Iterable[Example]]] = None,
         *,
         nlp: Optional[Language] = None,
         options_file: Optional[str] = None,
@@ -228,16 +228,18 @@ class Elmo(TrainablePipe):
             `spacy_elmo pretrain` write them).
         weights_file: the matching ``weights.hdf5`` (unset with a directory).
         Without either, a biLM already loaded is kept.
+        get_examples: optional; a few of its docs are run through the biLM as
+            a check before training starts.
         """
-        validate_get_examples(get_examples, "Elmo.initialize")
         if options_file is not None:
             set_bilm(self.model, BiLM.from_allennlp(options_file, weights_file))
         bilm = self._require_bilm()
         self.train_cache.clear()
         for listener in self.listeners:
             listener.set_upstream_dims(bilm.n_layers, bilm.output_dim)
-        # A first run on a few docs checks the whole path before training starts.
-        self.predict([eg.predicted for eg in islice(get_examples(), 2)])
+        if get_examples is not None:
+            validate_get_examples(get_examples, "Elmo.initialize")
+            self.predict([eg.predicted for eg in islice(get_examples(), 2)])
 
     def _require_bilm(self) -> BiLM:
         bilm = get_bilm(self.model)

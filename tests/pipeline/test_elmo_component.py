@@ -1,8 +1,7 @@
 import numpy
 import pytest
 import spacy
-from spacy.tokens import Doc, DocBin
-from thinc.api import get_current_ops
+from spacy.tokens import DocBin
 
 from spacy_elmo.errors import ElmoError
 

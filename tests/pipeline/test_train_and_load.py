@@ -12,7 +12,6 @@ import spacy
 from spacy_elmo.cli.mix_weights import listener_mixes, plot_mixes
 
 from .test_elmo_component import elmo_pipeline
-from .util import examples_of, make_docs
 
 CONFIGS = Path(__file__).parent.parent.parent / "configs"
 

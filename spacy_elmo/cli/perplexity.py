@@ -1,0 +1,48 @@
+"""``python -m spacy_elmo perplexity MODEL_DIR TEXT [--output FILE.json]``"""
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from wasabi import msg
+
+from ..errors import ElmoError
+from ..util import atomic_path
+from ..training import perplexity
+from . import app
+
+
+@app.command("perplexity")
+def perplexity_cli(
+    # fmt: off
+    model_dir: Path = typer.Argument(..., help="A model exported by pretrain (OUTPUT_DIR/model)", exists=True, file_okay=False),
+    text: List[Path] = typer.Argument(..., help="Text files or folders, tokenised as in pretraining", exists=True),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write {forward, backward, mean, tokens} to this JSON file"),
+    tokens_per_batch: int = typer.Option(4000, "--tokens-per-batch", help="Batch size in tokens"),
+    device: str = typer.Option("cpu", "--device", help="'cpu' or 'cuda'"),
+    # fmt: on
+):
+    """Forward, backward and mean perplexity of a pretrained biLM over a text.
+
+    Exact: every prediction is normalised over the whole vocabulary. Each
+    sentence counts its words plus one boundary (</S> forward, <S> backward);
+    a word outside the vocabulary is scored as <UNK>.
+    """
+    try:
+        report = perplexity(model_dir, text, tokens_per_batch=tokens_per_batch, device=device)
+    except ElmoError as err:
+        msg.fail("Perplexity failed", str(err), exits=1)
+    ppl = report.perplexity
+    msg.table(
+        [("forward", f"{ppl.forward:.2f}"), ("backward", f"{ppl.backward:.2f}"), ("mean", f"{ppl.mean:.2f}"),
+         ("predictions per direction", f"{ppl.tokens:,}"),
+         ("out of vocabulary (scored as <UNK>)", f"{report.oov:,} ({report.oov / max(1, ppl.tokens):.2%})")],
+        title=f"Perplexity of {model_dir}",
+    )
+    if report.read.skipped_lines:
+        msg.warn(f"Skipped {report.read.skipped_lines:,} lines that were not UTF-8 text or held binary data")
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(output) as tmp:
+            tmp.write_text(json.dumps(ppl.to_dict(), indent=2) + "\n", encoding="utf8")
+        msg.good(f"Saved to {output}")

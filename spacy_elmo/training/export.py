@@ -1,0 +1,74 @@
+"""A trained biLM as files: the AllenNLP/bilm-tf pair plus what the LMs need.
+
+    options.json, weights.hdf5   the biLM (BiLM.from_allennlp, the elmo
+                                 component and AllenNLP all read these)
+    vocab.txt                    the output vocabulary
+    softmax.hdf5                 the shared softmax (see softmax.py)
+    pretrain.json                how the text was tokenised, and a summary
+"""
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Tuple, Union
+
+import torch
+
+from ..bilm import BiLM
+from ..errors import ElmoError, Errors
+from .lm import BidirectionalLM
+from .softmax import SoftmaxHead
+from .vocab import Vocab
+
+VOCAB_NAME = "vocab.txt"
+SOFTMAX_NAME = "softmax.hdf5"
+INFO_NAME = "pretrain.json"
+
+
+def export_model(lm: BidirectionalLM, vocab: Vocab, info: Dict[str, Any], directory: Union[str, Path]) -> None:
+    """Write the model into `directory`, replacing what was there only once
+    the new files are complete."""
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = directory.with_name(f".{directory.name}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp.mkdir()  # (mkdir, unlike mkdtemp, leaves the permissions to the umask)
+    try:
+        lm.bilm.save_allennlp(tmp)
+        vocab.to_file(tmp / VOCAB_NAME)
+        lm.softmax.save(tmp / SOFTMAX_NAME)
+        (tmp / INFO_NAME).write_text(json.dumps(info, indent=2), encoding="utf8")
+        if directory.exists():
+            old = directory.with_name(f".{directory.name}.old")
+            if old.exists():
+                shutil.rmtree(old)
+            directory.rename(old)
+            tmp.rename(directory)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(directory)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Tuple[
+    BidirectionalLM, Vocab, Dict[str, Any]
+]:
+    """The language models exported into `directory`, in evaluation mode."""
+    directory = Path(directory)
+    for name in (VOCAB_NAME, SOFTMAX_NAME):
+        if not (directory / name).exists():
+            raise ElmoError("E309", Errors.E309.format(path=directory, name=name))
+    bilm = BiLM.from_allennlp(directory)
+    vocab = Vocab.from_file(directory / VOCAB_NAME)
+    softmax = SoftmaxHead.load(directory / SOFTMAX_NAME)
+    if softmax.in_dim != bilm.options.projection_dim or softmax.n_classes != len(vocab):
+        raise ElmoError("E310", Errors.E310.format(
+            path=directory, in_dim=softmax.in_dim, n_classes=softmax.n_classes,
+            projection_dim=bilm.options.projection_dim, n_words=len(vocab),
+        ))
+    info_path = directory / INFO_NAME
+    info = json.loads(info_path.read_text(encoding="utf8")) if info_path.exists() else {}
+    lm = BidirectionalLM(bilm, softmax).to(device)
+    lm.eval()
+    return lm, vocab, info

@@ -1,0 +1,97 @@
+"""Perplexity of an exported biLM's two language models over a text.
+
+The text is read and tokenised as in training (the tokenizer and the longest
+segment are those recorded in the model's pretrain.json): each sentence, or
+piece of one longer than ``max_length``, is scored from the zero state with
+its own boundaries. A word outside the vocabulary is predicted as ``<UNK>``,
+and it is that entry's probability that counts: as in the usual Penn Treebank
+setup, where ``<unk>`` is a word, the figure is then only comparable between
+models with the same vocabulary. The input side reads characters, so such a
+word is still read as itself.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Sequence, Union
+
+import numpy
+import torch
+
+from .batching import collate, plan_sorted, segments
+from .evaluate import Perplexity, nll_sums
+from .export import load_model
+from .reader import ReadStats, find_files, read_lines
+from .tokenizers import make_tokenizer
+
+PathLike = Union[str, Path]
+# Sentences are scored in pools of this many batches, each pool sorted by length.
+_BATCHES_PER_POOL = 50
+
+
+@dataclass
+class PerplexityReport:
+    perplexity: Perplexity
+    oov: int  # predicted words outside the vocabulary, per direction
+    read: ReadStats
+
+
+def perplexity(
+    model_dir: PathLike,
+    text: Union[PathLike, Sequence[PathLike]],
+    *,
+    tokens_per_batch: int = 4000,
+    device: Union[str, torch.device] = "cpu",
+) -> PerplexityReport:
+    """Forward, backward and mean perplexity of the model in `model_dir` over
+    `text` (a file or folder, or a list of them)."""
+    lm, vocab, info = load_model(model_dir, device)
+    paths = [text] if isinstance(text, (str, Path)) else list(text)
+    stats = ReadStats()
+    tokenizer = make_tokenizer(info.get("tokenizer", "blank:en"))
+    sentences = tokenizer(read_lines(find_files(paths), stats))
+    max_length = int(info.get("max_length", 100))
+    max_chars = lm.bilm.options.max_characters_per_token
+    sums = torch.zeros(3, dtype=torch.float64)
+    oov = 0
+    for pool in _pools(sentences, tokens_per_batch * _BATCHES_PER_POOL):
+        words, ids, offsets = _index(pool)
+        vocab_ids = vocab.ids(words)
+        known = numpy.fromiter((w in vocab.index for w in words), dtype=bool, count=len(words))
+        oov += int(numpy.sum(~known[ids]))
+        starts, lengths = segments(offsets, max_length)
+        batches = (
+            collate([ids[starts[i] : starts[i] + lengths[i]] for i in b], words, vocab_ids,
+                    vocab.bos_id, vocab.eos_id, max_chars)
+            for b in plan_sorted(lengths, tokens_per_batch)
+        )
+        sums += nll_sums(lm, batches, torch.device(device))
+    return PerplexityReport(Perplexity.from_sums(float(sums[0]), float(sums[1]), int(sums[2])), oov, stats)
+
+
+def _pools(sentences: Iterator[List[str]], n_tokens: int) -> Iterator[List[List[str]]]:
+    pool: List[List[str]] = []
+    size = 0
+    for sentence in sentences:
+        pool.append(sentence)
+        size += len(sentence)
+        if size >= n_tokens:
+            yield pool
+            pool, size = [], 0
+    if pool:
+        yield pool
+
+
+def _index(sentences: List[List[str]]):
+    """(distinct words, every token as its word's id, sentence offsets)."""
+    index: Dict[str, int] = {}
+    words: List[str] = []
+    ids: List[int] = []
+    offsets = [0]
+    for sentence in sentences:
+        for word in sentence:
+            i = index.get(word)
+            if i is None:
+                i = index[word] = len(words)
+                words.append(word)
+            ids.append(i)
+        offsets.append(len(ids))
+    return words, numpy.asarray(ids, dtype=numpy.int64), numpy.asarray(offsets, dtype=numpy.int64)

@@ -1,0 +1,169 @@
+"""Training a biLM on raw text: the function behind ``python -m spacy_elmo pretrain``.
+
+One process, or several under ``torchrun`` (DistributedDataParallel, gloo on
+the CPU, NCCL on GPUs): process 0 prepares the data and writes the run's
+files, every process trains on its share of each epoch's batches.
+"""
+import copy
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+import torch
+from confection import SimpleFrozenDict
+from wasabi import Printer
+
+from ..bilm import BiLM, BiLMOptions
+from ..bilm.weights import resolve_paths
+from ..errors import ElmoError, Errors
+from ..util import atomic_path
+from .batching import CorpusBatches
+from .config import PretrainConfig, load_config
+from .distributed import Distributed
+from .export import SOFTMAX_NAME, VOCAB_NAME
+from .lm import BidirectionalLM
+from .prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
+from .run_dir import RunDir
+from .softmax import SoftmaxHead
+from .trainer import PretrainResult, StepHook, Trainer
+from .vocab import Vocab
+
+PathLike = Union[str, Path]
+
+
+def pretrain(
+    config: Union[PretrainConfig, PathLike],
+    output_dir: PathLike,
+    *,
+    overrides: Dict[str, Any] = SimpleFrozenDict(),
+    resume: bool = False,
+    init_from: Optional[PathLike] = None,
+    device: str = "auto",
+    progress: bool = True,
+    on_step: Optional[StepHook] = None,
+) -> PretrainResult:
+    """Train the forward and backward LMs of a biLM and export the result.
+
+    config: a PretrainConfig, or the path of a ``.cfg`` (with `overrides`).
+    output_dir: the run's folder (see run_dir.py); it must be new or empty,
+        or hold this same run and `resume` be set.
+    init_from: a folder with options.json + weights.hdf5 to start from; its
+        architecture replaces ``[model]``, and its softmax is kept when it has
+        one (softmax.hdf5, vocab.txt) for the same vocabulary.
+    device: "auto" (a GPU when there is one), "cpu" or "cuda".
+    on_step: called after every step with the state and the model (tests use
+        it to stop or upset a run).
+    """
+    dist = Distributed.from_env(device)
+    printer = Printer(no_print=not dist.is_main)
+    config = load_config(config, overrides) if not isinstance(config, PretrainConfig) else copy.deepcopy(config)
+    if init_from is not None:
+        config.paths.init = str(init_from)
+    if config.paths.init:
+        init_options = BiLMOptions.from_file(resolve_paths(config.paths.init)[0])
+        if init_options != config.model:
+            printer.info(f"The architecture is {config.paths.init}'s: it replaces [model]")
+        config.model = init_options
+    if config.system.threads:
+        torch.set_num_threads(config.system.threads)
+    run = RunDir(output_dir)
+    if dist.is_main:
+        for change in run.claim(config, resume):
+            printer.warn(f"Resuming with a changed setting: {change}")
+    prepared = run.prepared(config)
+    train = _prepared(config.train_paths, config, prepared / "train", dist, progress, printer)
+    dev = _prepared(config.dev_paths, config, prepared / "dev", dist, progress, printer) if config.dev_paths else None
+    if train.n_tokens == 0:
+        raise ElmoError("E311", Errors.E311.format(paths=[str(p) for p in config.train_paths]))
+    dist.start()
+    try:
+        dist.barrier()  # process 0 has claimed the folder
+        continuing = resume and run.checkpoint.exists()
+        vocab = _vocab(config, run, train, dist, continuing)
+        lm = _build_model(config, vocab, printer).to(dist.device)
+
+        def batches(corpus: PreparedCorpus) -> CorpusBatches:
+            return CorpusBatches(corpus, vocab, config.corpus.max_length, config.training.tokens_per_batch,
+                                 config.model.max_characters_per_token)
+
+        trainer = Trainer(lm, vocab, config, run, batches(train), batches(dev) if dev else None, dist, printer)
+        if continuing:
+            trainer.restore()
+        elif dist.is_main:
+            trainer.log.truncate(0)  # the records of a run stopped before its first checkpoint
+        _describe(trainer, printer)
+        result = trainer.fit(progress=progress, on_step=on_step)
+    except ElmoError as err:
+        dist.stop(clean=err.code == "E312")  # every process stops together on a bad loss
+        raise
+    except BaseException:
+        dist.stop(clean=False)
+        raise
+    dist.stop()
+    return result
+
+
+def _prepared(
+    paths: List[Path], config: PretrainConfig, directory: Path, dist: Distributed, progress: bool, printer: Printer
+) -> PreparedCorpus:
+    """Process 0 prepares the corpus; the others wait for it to appear
+    (``torchrun`` stops them should process 0 fail)."""
+    tokenizer = config.corpus.tokenizer
+    if dist.is_main:
+        return prepare_corpus(paths, tokenizer, directory, progress=progress, log=printer.info)
+    expected = fingerprint(paths, tokenizer)
+    while not is_prepared(directory, expected):
+        time.sleep(1.0)
+    return PreparedCorpus.load(directory)
+
+
+def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Distributed, continuing: bool) -> Vocab:
+    """The run's output vocabulary, kept in the run folder once chosen."""
+    if continuing and run.vocab.exists():
+        return Vocab.from_file(run.vocab)
+    if config.vocab.path:
+        vocab = Vocab.from_file(config.vocab.path)
+    else:
+        vocab = Vocab.from_counts(train.words, train.counts, config.vocab.size, config.vocab.min_count)
+    if dist.is_main:
+        with atomic_path(run.vocab) as tmp:
+            vocab.to_file(tmp)
+    return vocab
+
+
+def _build_model(config: PretrainConfig, vocab: Vocab, printer: Printer) -> BidirectionalLM:
+    torch.manual_seed(config.system.seed)
+    init = Path(config.paths.init) if config.paths.init else None
+    bilm = BiLM.from_allennlp(init) if init else BiLM(config.model)
+    s = config.softmax
+    softmax = SoftmaxHead(config.model.projection_dim, len(vocab), s.kind, s.cutoffs, s.div_value)
+    if init is not None:
+        softmax = _initial_softmax(init, vocab, softmax, printer)
+    return BidirectionalLM(bilm, softmax, config.training.dropout)
+
+
+def _initial_softmax(init: Path, vocab: Vocab, fresh: SoftmaxHead, printer: Printer) -> SoftmaxHead:
+    """The init model's softmax if it has one for this same vocabulary and shape."""
+    if not ((init / VOCAB_NAME).exists() and (init / SOFTMAX_NAME).exists()):
+        printer.info(f"{init} has no softmax: starting a fresh one")
+        return fresh
+    old = SoftmaxHead.load(init / SOFTMAX_NAME)
+    if Vocab.from_file(init / VOCAB_NAME) == vocab and old.same_shape(fresh):
+        printer.info(f"Continuing from the softmax of {init}")
+        return old
+    printer.info(f"The vocabulary or softmax settings differ from {init}'s: starting a fresh softmax")
+    return fresh
+
+
+def _describe(trainer: Trainer, printer: Printer) -> None:
+    lm, state = trainer.lm, trainer.state
+    printer.info(
+        f"biLM {trainer.parameters:,} parameters (LSTMs {sum(p.numel() for p in lm.bilm.lstm.parameters()):,}, "
+        f"softmax {sum(p.numel() for p in lm.softmax.parameters()):,}, {lm.softmax.kind}); "
+        f"vocabulary {len(trainer.vocab):,}; {trainer.dist.world_size} process(es) on {trainer.dist.device}"
+    )
+    printer.info(
+        f"Training on {trainer.train.corpus.n_tokens:,} tokens in {len(trainer.train):,} segments, "
+        f"about {trainer.steps_per_epoch():,} steps an epoch"
+        + (f"; resuming at step {state.step:,}" if state.step else "")
+    )

@@ -1,0 +1,65 @@
+import pytest
+from confection import ConfigValidationError
+
+from spacy_elmo.training import PretrainConfig, load_config
+
+CONFIG = """
+[paths]
+train = "corpus/train.txt"
+
+[model]
+lstm_dim = 64
+projection_dim = 16
+
+[training]
+max_steps = 10
+
+[training.optimizer]
+learn_rate = 0.01
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "bilm.cfg"
+    path.write_text(text, encoding="utf8")
+    return path
+
+
+def test_left_out_settings_take_defaults_and_any_can_be_overridden(tmp_path):
+    config = load_config(write(tmp_path, CONFIG), {"system.seed": 7, "softmax.kind": "full"})
+    assert config.model.lstm_dim == 64 and config.model.n_layers == 2
+    assert config.system.seed == 7 and config.softmax.kind == "full"
+    assert config.training.optimizer.learn_rate == 0.01
+    assert PretrainConfig.from_dict(config.to_dict()) == config
+
+
+@pytest.mark.parametrize(
+    "text, location, message",
+    [
+        (CONFIG.replace("learn_rate", "learn_rat"), "training -> optimizer -> learn_rat", "did you mean 'learn_rate'"),
+        (CONFIG + "lear_rate = 1\n", "training -> optimizer -> lear_rate", "did you mean 'learn_rate'"),
+        (CONFIG.replace("max_steps", "max_step"), "training -> max_step", "did you mean 'max_steps'"),
+        (CONFIG.replace("[model]", "[modle]"), "modle", "did you mean 'model'"),
+        (CONFIG.replace("max_steps = 10", 'max_steps = "ten"'), "training -> max_steps", "expected int"),
+        (CONFIG.replace("lstm_dim = 64", "lstm_dim = -3"), "model", "lstm.dim"),
+        (CONFIG + "[softmax]\nkind = \"sampled\"\n", "softmax -> kind", "must be one of"),
+    ],
+)
+def test_a_wrong_setting_is_a_clear_config_error(tmp_path, text, location, message):
+    with pytest.raises(ConfigValidationError) as err:
+        load_config(write(tmp_path, text))
+    assert location in str(err.value) and message in str(err.value)
+
+
+def test_an_override_of_an_unknown_section_is_refused(tmp_path):
+    with pytest.raises(ConfigValidationError, match="trainig"):
+        load_config(write(tmp_path, CONFIG), {"trainig.max_steps": 3})
+
+
+def test_the_shipped_configs_are_valid():
+    from pathlib import Path
+
+    configs = Path(__file__).parents[2] / "configs"
+    for name in ("bilm_demo.cfg", "bilm_small.cfg", "bilm_ptb.cfg"):
+        config = load_config(configs / name, {"paths.train": "corpus/train.txt"})
+        assert config.model.n_layers >= 1

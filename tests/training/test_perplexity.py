@@ -1,0 +1,89 @@
+import json
+
+import numpy
+import pytest
+import torch
+from torch.nn import functional as F
+
+from spacy_elmo.bilm import words_to_ids
+from spacy_elmo.training import SoftmaxHead, load_model, perplexity, pretrain
+
+from .conftest import write_corpus
+
+
+def brute_force_nll(lm, vocab, sentences):
+    """Forward and backward negative log-likelihood, one sentence at a time,
+    scored against an explicit softmax over the whole vocabulary."""
+    nll = [0.0, 0.0]
+    W, b = lm.softmax.linear.weight, lm.softmax.linear.bias
+    for words in sentences:
+        sequences = [["<S>", *words], ["</S>", *words[::-1]]]
+        targets = [[*words, "</S>"], [*words[::-1], "<S>"]]
+        vectors = [lm.bilm.encode_tokens(torch.from_numpy(words_to_ids(s))) for s in sequences]
+        # One row: every step runs the row's both directions.
+        outputs, _ = lm.bilm.lstm(torch.stack(vectors), [1] * len(sequences[0]))
+        for d in range(2):
+            log_probs = torch.log_softmax(outputs[-1][d] @ W.T + b, dim=-1)
+            ids = [vocab.index.get(w, vocab.unk_id) for w in targets[d]]
+            nll[d] -= float(log_probs[torch.arange(len(ids)), ids].double().sum())
+    return nll
+
+
+def test_perplexity_is_exact_and_cli_writes_json(tmp_path, tiny_config):
+    from typer.testing import CliRunner
+
+    from spacy_elmo.cli import app
+
+    pretrain(tiny_config(), tmp_path / "run", progress=False)
+    model_dir = tmp_path / "run" / "model"
+    text = write_corpus(tmp_path / "eval.txt", 15, seed=7)
+    with text.open("a", encoding="utf8") as f:
+        f.write("the zebra sat on the xylophone\n")  # two words outside the vocabulary
+    out = tmp_path / "ppl.json"
+    result = CliRunner().invoke(app, ["perplexity", str(model_dir), str(text), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    reported = json.loads(out.read_text())
+    assert set(reported) == {"forward", "backward", "mean", "tokens"}
+
+    lm, vocab, _ = load_model(model_dir)
+    sentences = [line.split() for line in text.read_text().splitlines()]
+    with torch.no_grad():
+        nll_f, nll_b = brute_force_nll(lm, vocab, sentences)
+    n = sum(len(s) + 1 for s in sentences)
+    assert reported["tokens"] == n
+    assert reported["forward"] == pytest.approx(numpy.exp(nll_f / n), rel=1e-5)
+    assert reported["backward"] == pytest.approx(numpy.exp(nll_b / n), rel=1e-5)
+    assert reported["mean"] == pytest.approx(numpy.exp((nll_f + nll_b) / (2 * n)), rel=1e-5)
+    report = perplexity(model_dir, text)
+    assert report.oov == 2  # predictions of words outside the vocabulary, per direction
+    assert report.perplexity.forward == pytest.approx(reported["forward"], rel=1e-9)
+
+
+def test_adaptive_softmax_is_normalised_and_its_loss_exact():
+    torch.manual_seed(0)
+    head = SoftmaxHead(8, 50, "adaptive", cutoffs=[5, 20], div_value=2.0)
+    hidden = torch.randn(30, 8)
+    targets = torch.randint(0, 50, (30,))
+    with torch.no_grad():
+        full = head.log_prob(hidden)
+        numpy.testing.assert_allclose(full.exp().sum(dim=1).numpy(), numpy.ones(30), atol=1e-5)
+        numpy.testing.assert_allclose(
+            head.target_log_prob(hidden, targets).numpy(), full[torch.arange(30), targets].numpy(), atol=1e-5
+        )
+
+
+def test_adaptive_softmax_without_usable_cutoffs_is_full():
+    head = SoftmaxHead(8, 10, "adaptive", cutoffs=[4000])
+    assert head.kind == "full"
+    hidden, targets = torch.randn(4, 8), torch.tensor([0, 3, 9, 2])
+    expected = -F.cross_entropy(head.linear(hidden), targets, reduction="none")
+    numpy.testing.assert_allclose(head.target_log_prob(hidden, targets).detach(), expected.detach(), atol=1e-6)
+
+
+def test_softmax_save_load_round_trip(tmp_path):
+    head = SoftmaxHead(8, 50, "adaptive", cutoffs=[5, 20], div_value=2.0)
+    head.save(tmp_path / "softmax.hdf5")
+    loaded = SoftmaxHead.load(tmp_path / "softmax.hdf5")
+    assert loaded.same_shape(head)
+    hidden = torch.randn(6, 8)
+    numpy.testing.assert_allclose(loaded.log_prob(hidden).detach(), head.log_prob(hidden).detach(), atol=0)

@@ -1,0 +1,195 @@
+import json
+
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, batch_to_ids
+from spacy_elmo.errors import ElmoError
+from spacy_elmo.training import pretrain
+from spacy_elmo.training.batching import collate
+from spacy_elmo.training.checkpoint import load_checkpoint
+
+from .conftest import write_corpus
+
+
+def records(run_dir, kind):
+    lines = (run_dir / "log.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["kind"] == kind]
+
+
+def test_loss_falls_and_the_export_is_the_trained_model(tmp_path, tiny_config):
+    run = tmp_path / "run"
+    result = pretrain(tiny_config(training={"max_steps": 30, "eval_every": 10}), run, progress=False)
+    train = records(run, "train")
+    assert train[-1]["loss"] < train[0]["loss"] - 0.5
+    dev = records(run, "dev")
+    assert [r["step"] for r in dev] == [10, 20, 30]
+    assert dev[-1]["ppl"] < dev[0]["ppl"]
+    assert result.dev.forward == pytest.approx(dev[-1]["ppl_forward"])
+    for name in ("options.json", "weights.hdf5", "vocab.txt", "softmax.hdf5", "pretrain.json"):
+        assert (run / "model" / name).exists()
+    assert (run / "curves.png").stat().st_size > 0
+
+    trained = result.model.bilm.eval()
+    exported = BiLM.from_allennlp(run / "model").eval()
+    sentences = [["the", "cat", "sat", "."], ["a", "zebra"], ["the"]]
+    with torch.no_grad():
+        expected, found = trained(batch_to_ids(sentences)), exported(batch_to_ids(sentences))
+    torch.testing.assert_close(found.layers, expected.layers, rtol=0, atol=1e-6)
+
+    # The LMs' top layer is the representation the biLM gives each word: the
+    # forward LM after reading "<S> … w_k", the backward one after "</S> … w_k".
+    lm = result.model.eval()
+    words = ["the", "cat", "sat", "on", "a", "mat"]
+    ids = numpy.arange(len(words))
+    batch = collate([ids], words, numpy.zeros(len(words), dtype=int), bos_id=0, eos_id=1, max_chars=50)
+    with torch.no_grad():
+        top = lm.top_layer(batch)  # (2, n + 1, p): a single row, so its positions in order
+        layer = trained(batch_to_ids([words])).layers[-1, 0]  # (n, 2p)
+    p = top.shape[2]
+    torch.testing.assert_close(top[0, 1:], layer[:, :p], rtol=0, atol=1e-5)
+    torch.testing.assert_close(top[1, 1:].flip(0), layer[:, p:], rtol=0, atol=1e-5)
+
+
+class Stop(Exception):
+    pass
+
+
+def stop_at(step):
+    def hook(state, lm):
+        if state.step == step:
+            raise Stop()
+
+    return hook
+
+
+def test_resume_continues_exactly(tmp_path, tiny_config):
+    config = tiny_config(training={"max_steps": 12, "checkpoint_every": 4, "eval_every": 6})
+    pretrain(config, tmp_path / "whole", progress=False)
+    with pytest.raises(Stop):  # a kill after step 6: the last checkpoint is step 4's
+        pretrain(config, tmp_path / "cut", progress=False, on_step=stop_at(6))
+    assert load_checkpoint(tmp_path / "cut" / "checkpoint.pt")["state"].step == 4
+    pretrain(config, tmp_path / "cut", resume=True, progress=False)
+    whole = load_checkpoint(tmp_path / "whole" / "checkpoint.pt")
+    cut = load_checkpoint(tmp_path / "cut" / "checkpoint.pt")
+    assert cut["state"].step == whole["state"].step == 12
+    assert cut["state"].tokens == whole["state"].tokens
+    for name, value in whole["model"].items():
+        torch.testing.assert_close(cut["model"][name], value, rtol=0, atol=1e-6, msg=name)
+    def logged(run):
+        return [(r["kind"], r["step"]) for r in map(json.loads, (run / "log.jsonl").read_text().splitlines())]
+
+    assert logged(tmp_path / "cut") == logged(tmp_path / "whole")
+
+
+def test_a_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, tiny_config):
+    def poison(state, lm):
+        if state.step == 6:
+            with torch.no_grad():
+                lm.softmax.linear.weight[0, 0] = float("nan")
+
+    run = tmp_path / "run"
+    with pytest.raises(ElmoError) as err:
+        pretrain(tiny_config(training={"checkpoint_every": 4}), run, progress=False, on_step=poison)
+    assert err.value.code == "E312" and "step 7" in str(err.value) and "step 4" in str(err.value)
+    kept = load_checkpoint(run / "checkpoint.pt")
+    assert kept["state"].step == 4
+    assert all(torch.isfinite(v).all() for v in kept["model"].values())
+    assert records(run, "stopped")[0]["step"] == 7
+    # Resuming goes back to step 4 and, without the poison, finishes.
+    result = pretrain(tiny_config(training={"checkpoint_every": 4}), run, resume=True, progress=False)
+    assert result.state.step == 12
+
+
+def test_an_output_dir_holding_something_else_is_never_overwritten(tmp_path, tiny_config):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ElmoError, match="E306"):
+        pretrain(tiny_config(), other, progress=False)
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
+
+    run = tmp_path / "run"
+    pretrain(tiny_config(training={"max_steps": 2}), run, progress=False)
+    weights = (run / "model" / "weights.hdf5").read_bytes()
+    with pytest.raises(ElmoError, match="E307"):
+        pretrain(tiny_config(training={"max_steps": 2}), run, progress=False)
+    with pytest.raises(ElmoError, match="E308.*model.lstm_dim"):
+        pretrain(tiny_config(training={"max_steps": 4}, model={"lstm_dim": 24}), run, resume=True, progress=False)
+    assert (run / "model" / "weights.hdf5").read_bytes() == weights
+    # [training] settings may change on resume: here, to train longer.
+    result = pretrain(tiny_config(training={"max_steps": 4}), run, resume=True, progress=False)
+    assert result.state.step == 4
+
+
+def test_a_corpus_smaller_than_one_batch_trains(tmp_path, tiny_config):
+    small = tmp_path / "small.txt"
+    small.write_text("the cat sat .\na dog ran\n")
+    result = pretrain(tiny_config(paths={"train": str(small), "dev": str(small)}, training={"max_steps": 3}),
+                      tmp_path / "run", progress=False)
+    assert result.state.step == 3 and result.state.epoch == 3
+    assert numpy.isfinite(result.dev.mean)
+
+
+def test_a_corpus_without_text_is_a_clear_error(tmp_path, tiny_config):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"\n   \n\x00\x01binary\n\xff\xfe\n")
+    with pytest.raises(ElmoError, match="E311"):
+        pretrain(tiny_config(paths={"train": str(empty), "dev": None}), tmp_path / "run", progress=False)
+
+
+def test_init_from_continues_from_existing_weights(tmp_path, tiny_config, corpus):
+    first = pretrain(tiny_config(training={"max_steps": 10}), tmp_path / "first", progress=False)
+    frozen = {"training": {"max_steps": 1, "optimizer": {"learn_rate": 1e-12}, "dropout": 0.0}}
+    # Same vocabulary: the softmax carries over too, so nothing moves.
+    same = pretrain(tiny_config(**frozen), tmp_path / "same", init_from=tmp_path / "first" / "model", progress=False)
+    for name, value in first.model.state_dict().items():
+        torch.testing.assert_close(same.model.state_dict()[name], value, rtol=0, atol=1e-6, msg=name)
+    # Another architecture in the config is replaced by the init model's.
+    domain = write_corpus(tmp_path / "domain.txt", 50, seed=3)
+    other = pretrain(
+        tiny_config(paths={"train": str(domain)}, vocab={"size": 10}, model={"lstm_dim": 24}, **frozen),
+        tmp_path / "other", init_from=tmp_path / "first" / "model", progress=False,
+    )
+    assert other.model.bilm.options == first.model.bilm.options
+    torch.testing.assert_close(other.model.bilm.lstm.W_proj[0], first.model.bilm.lstm.W_proj[0], rtol=0, atol=1e-6)
+    assert other.model.softmax.n_classes == 10  # a new vocabulary, a fresh softmax
+
+
+def test_init_from_a_published_allennlp_model(tmp_path, tiny_config, fixture_paths):
+    import shutil
+
+    import h5py
+
+    options, weights = fixture_paths
+    published = tmp_path / "published"
+    published.mkdir()
+    shutil.copy(options, published / "options.json")
+    shutil.copy(weights, published / "weights.hdf5")
+    frozen = {"training": {"max_steps": 2, "optimizer": {"learn_rate": 1e-12}}}
+    result = pretrain(tiny_config(**frozen), tmp_path / "run", init_from=published, progress=False)
+    assert result.model.bilm.options.n_highway == 2  # the published architecture, not the config's
+    with h5py.File(weights, "r") as before, h5py.File(tmp_path / "run" / "model" / "weights.hdf5", "r") as after:
+        names = []
+        before.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+        exported = [n for n in names if n in after]
+        assert len(exported) > 10
+        for name in exported:
+            numpy.testing.assert_allclose(after[name][...], before[name][...], atol=1e-6, err_msg=name)
+
+
+def test_the_elmo_component_loads_the_export(tmp_path, tiny_config):
+    import spacy
+    from spacy.training import Example
+
+    result = pretrain(tiny_config(training={"max_steps": 2}), tmp_path / "run", progress=False)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    elmo = nlp.add_pipe("elmo")
+    elmo.initialize(lambda: [Example.from_dict(nlp.make_doc("the cat"), {})], nlp=nlp,
+                    options_file=str(tmp_path / "run" / "model"))
+    doc = nlp("the cat sat on the mat .")
+    with torch.no_grad():
+        expected = result.model.bilm.eval()(batch_to_ids([[t.text for t in doc]])).layers[:, 0]
+    numpy.testing.assert_allclose(doc._.elmo.layers, expected.numpy(), atol=1e-5)
