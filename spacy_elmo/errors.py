@@ -67,6 +67,10 @@ class Errors:
         "The output file '{path}' already exists. Choose another path or delete it "
         "first; spacy-elmo never overwrites a file it did not write in this run."
     )
+    E203 = (
+        "Could not read the input file '{path}': {reason}. Expected UTF-8 text "
+        "with one sentence per line, tokens separated by whitespace."
+    )
     # spaCy glue (E4xx)
     E401 = (
         "Unknown ELMo layer mix {found!r}: expected 'average', 'top', a layer index "
@@ -104,4 +108,66 @@ class Errors:
         "Expected the listener's config at the listener path, an "
         "'spacy-elmo.ElmoListener.v1' section (directly or one level down, as in "
         "ElmoTok2Vec's 'elmo' section); found {found}."
+    )
+    # Pretraining (E3xx)
+    E301 = (
+        "The text path '{path}' does not exist. Expected a text file or a folder of "
+        "them; set paths.train / paths.dev in the pretraining config (or pass an "
+        "existing TEXT to the perplexity command)."
+    )
+    E302 = (
+        "The folder '{path}' exists but holds no prepared corpus (no meta.json in "
+        "it), so it is not overwritten. Set corpus.prepared_dir to a new or empty "
+        "folder, or remove this one."
+    )
+    E303 = (
+        "The vocabulary lacks the entries {missing}: expected '<S>', '</S>' and "
+        "'<UNK>' among its lines. Add them to the vocab.txt named in vocab.path, or "
+        "leave vocab.path unset to count the vocabulary from the training text."
+    )
+    E304 = (
+        "Could not read '{path}': {reason}. Expected a file written by the pretrain "
+        "command (vocab.txt: UTF-8, one entry a line; softmax.hdf5: HDF5)."
+    )
+    E305 = (
+        "The softmax file '{path}' does not match its own settings: '{name}' should "
+        "have shape {expected}, found {found}. The file is damaged or was not "
+        "written by the pretrain command; export the model again."
+    )
+    E306 = (
+        "The output folder '{path}' holds {found} but no pretraining run (no "
+        "config.cfg), so nothing is written there. Choose a new or empty folder."
+    )
+    E307 = (
+        "The output folder '{path}' already holds a pretraining run. Pass --resume "
+        "to continue it, or choose another folder; a run is never overwritten."
+    )
+    E308 = (
+        "The output folder '{path}' holds a different run: {differences}. Only "
+        "[training] settings and system.threads may change on --resume. Resume it "
+        "with the config it was started with (its config.cfg), or start this run "
+        "in another folder."
+    )
+    E309 = (
+        "The model folder '{path}' has no '{name}': expected the export of the "
+        "pretrain command (options.json, weights.hdf5, vocab.txt, softmax.hdf5). "
+        "Weights from elsewhere carry no softmax, so their perplexity cannot be "
+        "computed; fine-tune them with pretrain --init-from first."
+    )
+    E310 = (
+        "The softmax in '{path}' does not fit the biLM and vocabulary beside it: it "
+        "maps {in_dim} inputs to {n_classes} words, expected {projection_dim} inputs "
+        "(the biLM's projection_dim) and {n_words} words (vocab.txt). Export the "
+        "model again."
+    )
+    E311 = (
+        "The training text {paths} holds no tokens (after skipping empty lines and "
+        "lines that are not UTF-8). Point paths.train at text files or folders "
+        "with text in them."
+    )
+    E312 = (
+        "Training stopped at step {step}: the {what} is {value}. Nothing from this "
+        "step was saved; {kept}. Lower training.optimizer.learn_rate, set "
+        "training.grad_clip (e.g. 1.0) or more warm-up steps, then continue with "
+        "--resume."
     )

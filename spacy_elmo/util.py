@@ -18,6 +18,14 @@ def atomic_path(target: Union[str, Path]) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        # mkstemp makes the file private (0600); give it the mode a plain open() would.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

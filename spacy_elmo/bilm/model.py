@@ -98,7 +98,12 @@ class BiLM(nn.Module):
         return self.token_encoder(char_ids)
 
     def forward(self, char_ids: torch.Tensor) -> BiLMOutput:
-        """char_ids: (batch, tokens, max_chars) from ``batch_to_ids``."""
+        """char_ids: (batch, tokens, max_chars) from ``batch_to_ids``.
+
+        Rows may come in any order and with any padding: each is computed over
+        its own length only. Under ``torch.inference_mode()`` (or ``no_grad``)
+        token vectors come from the token cache.
+        """
         self._check_ids(char_ids)
         batch, n_tokens, _ = char_ids.shape
         device = char_ids.device
@@ -106,38 +111,45 @@ class BiLM(nn.Module):
         if batch == 0:
             layers = self.lstm.bias[0].new_zeros(self.n_layers, 0, n_tokens, self.output_dim)
             return BiLMOutput(layers=layers, mask=mask)
-        n_words = mask.sum(dim=1)
-        lengths = n_words + 2  # with <S> and </S>
-        steps = n_tokens + 2
-        # Table of inputs: row 0 zeros, then the distinct tokens, <S> and </S> among them.
+        # Each row as indices into the distinct token vectors: <S>, its words, </S>.
         distinct, inverse = self._distinct_token_vectors(char_ids[mask])
-        table = torch.cat([distinct.new_zeros(1, distinct.shape[1]), distinct])
-        inverse = inverse + 1
+        lengths = mask.sum(dim=1) + 2  # with <S> and </S>
+        steps = n_tokens + 2
         index = torch.zeros(batch, steps, dtype=torch.long, device=device)
         index[:, 0] = inverse[0]
         index[:, 1 : n_tokens + 1][mask] = inverse[2:]
         index[torch.arange(batch, device=device), lengths - 1] = inverse[1]
-        # Sort rows longest first; the backward direction reads each row reversed.
+        # Rows longest first; direction 1 reads each row reversed over its length.
         order = torch.argsort(lengths, descending=True, stable=True)
         index, lengths = index[order], lengths[order]
         positions = torch.arange(steps, device=device).expand(batch, steps)
-        reversed_positions = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
-        reversed_index = torch.gather(index, 1, reversed_positions)
-        inputs = nn.functional.embedding(torch.stack([index, reversed_index]), table)
-        lengths_list = lengths.tolist()
+        valid = positions < lengths[:, None]
+        reversed_positions = torch.where(valid, lengths[:, None] - 1 - positions, positions)
+        # Pack time-major: step t holds the rows still running at t, in order.
+        # packed_row[b, t] is where (row b, step t) lands.
+        valid_by_step = valid.t()
+        packed_row = (torch.cumsum(valid_by_step.reshape(-1), 0) - 1).view(steps, batch).t()
+        packed_index = torch.stack([
+            index.t()[valid_by_step], torch.gather(index, 1, reversed_positions).t()[valid_by_step]
+        ])
+        inputs = nn.functional.embedding(packed_index, distinct)  # (2, n_packed, p)
+        batch_sizes = [n for n in valid.sum(dim=0).tolist() if n]
         initial = self._initial_state(order, batch) if self.stateful else None
-        outputs, final = self.lstm(inputs, lengths_list, initial, return_final_state=self.stateful)
+        outputs, final = self.lstm(inputs, batch_sizes, initial, return_final_state=self.stateful)
         if self.stateful:
             self._store_state(final, order)
-        unreverse = reversed_positions[:, :, None].expand(-1, -1, inputs.shape[3])
-        layers = [torch.cat([inputs[0], inputs[0]], dim=2)]
-        for out in outputs:
-            layers.append(torch.cat([out[0], torch.gather(out[1], 1, unreverse)], dim=2))
-        # Back to the caller's row order, boundaries dropped, padding zeroed.
+        # Gather every real token's vectors, in the caller's row order: the
+        # forward direction saw token k at step k + 1, the backward one at
+        # step length - 2 - k; layer 0 is the token vector in both halves.
         unsort = torch.argsort(order)
-        stacked = torch.stack(layers)[:, unsort, 1 : n_tokens + 1]
-        stacked = stacked * mask[None, :, :, None].to(stacked.dtype)
-        return BiLMOutput(layers=stacked, mask=mask)
+        forward_rows = packed_row[unsort, 1 : n_tokens + 1][mask]
+        backward_rows = torch.gather(packed_row, 1, reversed_positions)[unsort, 1 : n_tokens + 1][mask]
+        values = torch.stack([
+            torch.cat([out[0][forward_rows], out[1][backward_rows]], dim=1) for out in [inputs, *outputs]
+        ])  # (n_layers + 1, n_real_tokens, 2p)
+        layers = values.new_zeros(self.n_layers, batch * n_tokens, self.output_dim)
+        layers[:, mask.reshape(-1)] = values
+        return BiLMOutput(layers=layers.view(self.n_layers, batch, n_tokens, self.output_dim), mask=mask)
 
     def _distinct_token_vectors(self, token_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Vectors of the distinct tokens among <S>, </S> and `token_ids` (n, max_chars).

@@ -4,6 +4,8 @@ This is the textbook form of the model: boundaries added to the id tensor, the
 char CNN over all ``max_characters_per_token`` positions of every slot
 (padding included), no cache, and one direction at a time with the
 input-to-gate product inside the time loop. `BiLM.forward` must agree with it.
+It runs in the model's dtype: on a float64 copy of a model it gives the values
+that float32 computations approximate.
 """
 import torch
 
@@ -16,6 +18,7 @@ def reference_layers(model: BiLM, char_ids: torch.Tensor) -> torch.Tensor:
     opts = model.options
     enc = model.token_encoder
     batch, n_tokens, max_chars = char_ids.shape
+    dtype = enc.char_embed.dtype
     mask = char_ids[:, :, 0] > 0
     lengths = mask.sum(dim=1) + 2
     ids = torch.zeros(batch, n_tokens + 2, max_chars, dtype=torch.long)
@@ -24,7 +27,7 @@ def reference_layers(model: BiLM, char_ids: torch.Tensor) -> torch.Tensor:
         ids[b, 0] = model.boundary_ids[0]
         ids[b, 1 : n + 1] = char_ids[b, :n]
         ids[b, n + 1] = model.boundary_ids[1]
-    seq_mask = (ids[:, :, 0] > 0).float()[:, :, None]
+    seq_mask = (ids[:, :, 0] > 0).to(dtype)[:, :, None]
     # Token representation over all 50 positions.
     flat = ids.view(-1, max_chars)
     embedded = torch.nn.functional.embedding(flat, enc.char_embed).transpose(1, 2)
@@ -41,11 +44,13 @@ def reference_layers(model: BiLM, char_ids: torch.Tensor) -> torch.Tensor:
     for layer in range(opts.n_layers):
         outputs = []
         for d in range(2):
-            W_x, W_h = lstm.W_input[layer][d], lstm.W_hidden[layer][d]
-            bias, W_p = lstm.bias[layer][d], lstm.W_proj[layer][d]
-            h = torch.zeros(batch, opts.projection_dim)
-            c = torch.zeros(batch, c_dim)
-            out = torch.zeros(batch, n_tokens + 2, opts.projection_dim)
+            # The model keeps one matrix per gate; here they sit side by side.
+            W_x = torch.cat(list(lstm.W_input[layer][d]), dim=1)  # (p, 4c)
+            W_h = torch.cat(list(lstm.W_hidden[layer][d]), dim=1)
+            bias, W_p = lstm.bias[layer][d].reshape(-1), lstm.W_proj[layer][d]
+            h = torch.zeros(batch, opts.projection_dim, dtype=dtype)
+            c = torch.zeros(batch, c_dim, dtype=dtype)
+            out = torch.zeros(batch, n_tokens + 2, opts.projection_dim, dtype=dtype)
             steps = range(n_tokens + 2) if d == 0 else reversed(range(n_tokens + 2))
             for t in steps:
                 gates = inputs[d][:, t] @ W_x + h @ W_h + bias
@@ -66,4 +71,4 @@ def reference_layers(model: BiLM, char_ids: torch.Tensor) -> torch.Tensor:
         inputs = outputs
         layers.append(torch.cat(outputs, dim=2))
     stacked = torch.stack(layers)[:, :, 1 : n_tokens + 1]
-    return stacked * mask[None, :, :, None].float()
+    return stacked * mask[None, :, :, None].to(dtype)

@@ -48,7 +48,8 @@ def _parameters(model) -> Iterator[Tuple[str, torch.Tensor, Tuple[int, ...], str
     """Every (dataset name, target tensor, file shape, how to convert) of a model.
 
     Conversions: "copy" as is; "T" transposed; "conv" (1, w, dim, n) <-> (n, dim, w);
-    "embed" the file lacks our row 0.
+    "gates" the file's (..., 4c) holds the four gates side by side, ours is
+    (4, ..., c); "stack" the file's rows are [input; hidden], each as "gates".
     """
     opts: BiLMOptions = model.options
     enc = model.token_encoder
@@ -68,8 +69,20 @@ def _parameters(model) -> Iterator[Tuple[str, torch.Tensor, Tuple[int, ...], str
         for layer in range(opts.n_layers):
             prefix = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
             yield f"{prefix}/W_0", (lstm.W_input[layer][d], lstm.W_hidden[layer][d]), (2 * p, 4 * c), "stack"
-            yield f"{prefix}/B", lstm.bias[layer][d], (4 * c,), "copy"
+            yield f"{prefix}/B", lstm.bias[layer][d], (4 * c,), "gates"
             yield f"{prefix}/W_P_0", lstm.W_proj[layer][d], (c, p), "copy"
+
+
+def _split_gates(value: numpy.ndarray) -> numpy.ndarray:
+    """(..., 4c) with the gates side by side -> (4, ..., c)."""
+    per_gate = value.reshape(*value.shape[:-1], 4, value.shape[-1] // 4)
+    return numpy.ascontiguousarray(numpy.moveaxis(per_gate, -2, 0))
+
+
+def _join_gates(tensor: torch.Tensor) -> numpy.ndarray:
+    """(4, ..., c) -> (..., 4c) with the gates side by side."""
+    value = numpy.moveaxis(tensor.detach().float().cpu().numpy(), 0, -2)
+    return value.reshape(*value.shape[:-2], -1)
 
 
 def load_weights(model, weights_path, options_path: Optional[Path] = None) -> None:
@@ -101,9 +114,11 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
             elif how == "T":
                 value = value.T
             if how == "stack":
-                p = target[0].shape[0]
-                target[0].copy_(torch.from_numpy(value[:p]))
-                target[1].copy_(torch.from_numpy(value[p:]))
+                p = target[0].shape[1]
+                target[0].copy_(torch.from_numpy(_split_gates(value[:p])))
+                target[1].copy_(torch.from_numpy(_split_gates(value[p:])))
+            elif how == "gates":
+                target.copy_(torch.from_numpy(_split_gates(value)))
             else:
                 target.copy_(torch.from_numpy(numpy.ascontiguousarray(value)))
 
@@ -113,7 +128,9 @@ def write_weights(model, target) -> None:
     with h5py.File(target, "w") as fout, torch.no_grad():
         for name, source, _, how in _parameters(model):
             if how == "stack":
-                value = torch.cat([source[0], source[1]]).float().cpu().numpy()
+                value = numpy.concatenate([_join_gates(source[0]), _join_gates(source[1])])
+            elif how == "gates":
+                value = _join_gates(source)
             else:
                 value = source.detach().float().cpu().numpy()
             if how == "conv":

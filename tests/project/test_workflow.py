@@ -47,7 +47,6 @@ def write_assets(assets: Path, rng: random.Random) -> None:
         path.parent.mkdir(parents=True)
         with path.open("w", encoding="utf-8-sig", newline="") as f:
             writer = csv.writer(f)
-            writer.writerow(["label", "text"])
             for i in range(60):
                 positive = i % 2 == 0
                 writer.writerow(["1" if positive else "-1", sentence(rng, n_words) + (" great fun" if positive else " dull mess")])

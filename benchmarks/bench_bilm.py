@@ -1,0 +1,481 @@
+"""Speed, memory and exactness of the biLM on CPU.
+
+    python benchmarks/bench_bilm.py              # both models, batch 32 and 64
+    python benchmarks/bench_bilm.py --quick      # a smoke run: small model, few sentences
+
+For the original ELMo architecture and a small one, this writes random weights
+of realistic scale in the AllenNLP/bilm-tf format, loads them the way users do,
+and measures on a fixed synthetic English corpus:
+
+- tokens per second (real tokens, boundaries and padding not counted) of
+  ``BiLM.forward`` over length-sorted batches, as the caller-facing helpers make
+  them, with the token cache emptied before every pass;
+- the same for the straightforward computation (``reference_layers``: per step,
+  all 50 character positions, no cache) on a subset of the batches, and the
+  largest absolute difference between the two;
+- the analytic FLOPs per token, and our throughput as a fraction of this
+  machine's fp32 matrix-multiply ceiling (the best of several 2048 x 2048
+  products);
+- the peak resident memory of the process running each model (each model runs
+  in its own subprocess).
+
+Every timing is the best of several passes: other jobs on the machine only ever
+make a pass slower. The results also go to ``benchmarks/results/bench_bilm.json``.
+"""
+import argparse
+import copy
+import datetime
+import json
+import math
+import os
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids, length_sorted_batches
+from spacy_elmo.bilm.reference import reference_layers
+
+RESULTS = Path(__file__).parent / "results" / "bench_bilm.json"
+THREADS = 2
+SEED = 0
+
+FILTERS = [(1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024)]
+MODELS = {
+    # elmo_2x4096_512_2048cnn_2xhighway
+    "original": BiLMOptions(filters=FILTERS, n_highway=2, lstm_dim=4096, projection_dim=512, n_layers=2),
+    # elmo_2x1024_128_2048cnn_1xhighway
+    "small": BiLMOptions(filters=FILTERS, n_highway=1, lstm_dim=1024, projection_dim=128, n_layers=2),
+}
+TARGETS = {"original": "fraction of ceiling >= 60% at batch 32, peak RSS <= 1.2 GB",
+           "small": ">= 3x the straightforward computation at batch 32"}
+
+# ---------------------------------------------------------------------------
+# The corpus: Zipfian English-like sentences, built deterministically.
+# ---------------------------------------------------------------------------
+
+# Frequent English words, most frequent first; rarer ranks are made-up words.
+COMMON_WORDS = """
+the of and to a in is that for it as was with be by on not he i this are or his
+from at which but have an they you were her she there one all we their has been
+would more will if no when what so can out said who about up its them than other
+some into only two time could new these may first then do any like my now over
+such our man me even most made after also did many before must through back
+years where much your way well down should because each just those people how
+too little state good very make world still own see men work long get here
+between both life being under never day same another know while last might us
+great old year off come since against go came right used take three states
+himself few house use during without again place american around however home
+small found thought went say part once general high upon school every does got
+united left number course war until always away something fact though water less
+public put think almost hand enough far took head yet government system better set
+told nothing night end why called didn't eyes find going look asked later knew point
+next city business give group toward young let room president side social given
+present several order national possible rather second face per among form important
+often things looked early white case john become large big need four within felt
+along children saw best church ever least power development light thing seemed family
+interest want members mind country area others done turned although open problem
+""".split()
+SYLLABLES = [
+    "an", "ber", "cal", "con", "de", "der", "di", "el", "en", "er", "es", "fa", "gen", "in",
+    "is", "ka", "lo", "man", "mi", "mo", "na", "ni", "o", "per", "pro", "ra", "re", "ri",
+    "sa", "son", "ta", "ter", "ti", "to", "tra", "un", "ver", "vi", "wa", "zo",
+]
+SUFFIXES = ["", "", "", "s", "ed", "ing", "ly", "er", "tion"]
+VOCAB_SIZE = 30000
+ZIPF_EXPONENT = 1.0
+MEAN_LENGTH = 22.0
+
+
+def build_vocabulary(rng: random.Random) -> List[str]:
+    """COMMON_WORDS, then made-up words (some capitalised, as names) up to VOCAB_SIZE."""
+    words = list(COMMON_WORDS)
+    seen = set(words)
+    while len(words) < VOCAB_SIZE:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4))) + rng.choice(SUFFIXES)
+        if rng.random() < 0.15:
+            word = word.capitalize()
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def build_sentences(n: int, seed: int = SEED) -> List[List[str]]:
+    """`n` tokenised sentences: Zipfian words, gamma-distributed lengths (mean
+    about 22 tokens with punctuation), commas, a final full stop."""
+    rng = random.Random(seed)
+    vocab = build_vocabulary(rng)
+    cumulative, total = [], 0.0
+    for rank in range(1, len(vocab) + 1):
+        total += rank ** -ZIPF_EXPONENT
+        cumulative.append(total)
+    sentences = []
+    for _ in range(n):
+        n_words = max(1, min(90, round(rng.gammavariate(4.0, (MEAN_LENGTH - 1.6) / 4.0))))
+        words = rng.choices(vocab, cum_weights=cumulative, k=n_words)
+        for i in range(2, n_words - 1):
+            if rng.random() < 0.06:
+                words[i] += ","
+        sentence = []
+        for word in words:
+            if word.endswith(","):
+                sentence += [word[:-1], ","]
+            else:
+                sentence.append(word)
+        sentence[0] = sentence[0].capitalize()
+        sentences.append(sentence + ["."])
+    return sentences
+
+
+def sorted_batches(sentences: List[List[str]], batch_size: int) -> List[List[List[str]]]:
+    """The sentences in batches of similar length, as `embed` makes them."""
+    return [[sentences[i] for i in rows] for rows in length_sorted_batches([len(s) for s in sentences], batch_size)]
+
+
+# ---------------------------------------------------------------------------
+# FLOPs, and weights of realistic scale
+# ---------------------------------------------------------------------------
+
+
+def flops_per_token(o: BiLMOptions) -> Dict[str, float]:
+    """Multiply-adds x 2 per token of the textbook computation (char CNN over all
+    max_characters_per_token positions), elementwise work left out."""
+    F, p, c = o.n_filters, o.projection_dim, o.lstm_dim
+    cnn = sum(2 * w * o.char_embedding_dim * n * (o.max_characters_per_token - w + 1) for w, n in o.filters)
+    highway = o.n_highway * 2 * (2 * F * F)  # transform and carry
+    projection = 2 * F * p
+    per_direction_layer = 2 * p * 4 * c + 2 * p * 4 * c + 2 * c * p  # input, recurrent, projection
+    lstm = 2 * o.n_layers * per_direction_layer
+    return {"char_cnn": cnn, "highway": highway, "projection": projection, "lstm": lstm,
+            "total": cnn + highway + projection + lstm}
+
+
+# Gate pre-activations of standard deviation GATE_STD, RECURRENT_SHARE of
+# their variance from the recurrent state, and projected states of about
+# STATE_STD: some gates saturate, most do not, the cell clip bites now and then
+# and the recurrence is stable, as in trained language models. (With recurrent
+# weights as strong as the input ones, this random recurrence is chaotic: it
+# amplifies float32 rounding until any two correct float32 computations differ
+# by 1e-4 on long sentences.)
+GATE_STD = 1.5
+RECURRENT_SHARE = 0.2
+STATE_STD = 1.0
+
+
+@torch.no_grad()
+def set_realistic_weights(model: BiLM, words: List[str]) -> None:
+    """Random weights whose activations have the scale of a trained biLM."""
+    torch.manual_seed(SEED)
+    o = model.options
+    enc = model.token_encoder
+    for highway in enc.highways:
+        highway.b_carry.fill_(-1.0)  # bilm-tf starts the gates mostly carrying
+    torch.nn.init.normal_(enc.projection.weight, std=o.n_filters ** -0.5)
+    enc.projection.bias.zero_()
+    # Unit-scale token vectors (trained ones have entries of order 1).
+    scale = model.encode_tokens(batch_to_ids([words[:2000]])[0]).std()
+    enc.projection.weight.div_(scale)
+    lstm = model.lstm
+    p, c = o.projection_dim, o.lstm_dim
+    for layer in range(o.n_layers):
+        # Inputs and states have std ~1, so a pre-activation's variance is p std(W)^2 per matrix.
+        torch.nn.init.normal_(lstm.W_input[layer], std=GATE_STD * math.sqrt((1 - RECURRENT_SHARE) / p))
+        torch.nn.init.normal_(lstm.W_hidden[layer], std=GATE_STD * math.sqrt(RECURRENT_SHARE / p))
+        torch.nn.init.normal_(lstm.bias[layer], std=0.5)
+        # o * tanh(c) has a mean square of about 0.2.
+        torch.nn.init.normal_(lstm.W_proj[layer], std=STATE_STD / math.sqrt(0.2 * c))
+
+
+@torch.no_grad()
+def activation_stats(model: BiLM, sentences: List[List[str]]) -> Dict[str, float]:
+    """How the gates and clips behave, over every step of both directions and
+    all layers: fractions of sigmoid gates saturated (< 0.05 or > 0.95) and near
+    0.5 (0.4 .. 0.6), of cells at the cell clip, of states at the projection clip."""
+    o = model.options
+    lstm = model.lstm
+    counts = {"gates_saturated": 0, "gates_near_half": 0, "cells_clipped": 0, "states_clipped": 0}
+    n_gates = n_cells = n_states = 0
+    bos, eos = model.encode_tokens(model.boundary_ids)
+    for sentence in sentences:
+        words = model.encode_tokens(batch_to_ids([sentence])[0])
+        x = torch.cat([bos[None], words, eos[None]])
+        inputs = [x, x.flip(0)]
+        for layer in range(o.n_layers):
+            outputs = []
+            for d in range(2):
+                h = x.new_zeros(o.projection_dim)
+                cell = x.new_zeros(o.lstm_dim)
+                hs = []
+                for step in inputs[d]:
+                    # (p) @ (4, p, c) -> (4, c): the four gates' pre-activations
+                    z = step @ lstm.W_input[layer][d] + h @ lstm.W_hidden[layer][d] + lstm.bias[layer][d] + lstm.forget_bias
+                    i, j, f, out_gate = z
+                    sig = torch.sigmoid(torch.stack([i, f, out_gate]))
+                    counts["gates_saturated"] += int(((sig < 0.05) | (sig > 0.95)).sum())
+                    counts["gates_near_half"] += int(((sig > 0.4) & (sig < 0.6)).sum())
+                    n_gates += sig.numel()
+                    cell = sig[1] * cell + sig[0] * torch.tanh(j)
+                    if o.cell_clip:
+                        counts["cells_clipped"] += int((cell.abs() >= o.cell_clip).sum())
+                        cell = cell.clamp(-o.cell_clip, o.cell_clip)
+                    n_cells += cell.numel()
+                    h = (sig[2] * torch.tanh(cell)) @ lstm.W_proj[layer][d]
+                    if o.proj_clip:
+                        counts["states_clipped"] += int((h.abs() >= o.proj_clip).sum())
+                        h = h.clamp(-o.proj_clip, o.proj_clip)
+                    n_states += h.numel()
+                    hs.append(h)
+                out_d = torch.stack(hs)
+                if o.use_skip_connections and layer > 0:
+                    out_d = out_d + inputs[d]
+                outputs.append(out_d)
+            inputs = outputs
+    return {
+        "gates_saturated": counts["gates_saturated"] / n_gates,
+        "gates_near_half": counts["gates_near_half"] / n_gates,
+        "cells_clipped": counts["cells_clipped"] / n_cells,
+        "states_clipped": counts["states_clipped"] / n_states,
+    }
+
+
+# ---------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------
+
+
+def matmul_ceiling(repeats: int = 10) -> float:
+    """GFLOP/s of the best of `repeats` 2048 x 2048 fp32 products."""
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    a @ b
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * 2048 ** 3 / best / 1e9
+
+
+def time_passes(run, repeats: int) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def n_tokens(batches: List[List[List[str]]]) -> int:
+    return sum(len(s) for batch in batches for s in batch)
+
+
+def run_worker(args: argparse.Namespace) -> None:
+    """Measure one model (in its own process, so that its peak RSS is its own)."""
+    torch.set_num_threads(THREADS)
+    model = BiLM.from_allennlp(args.model_dir).eval()
+    sentences = build_sentences(args.sentences)
+    result: Dict = {"throughput": {}}
+
+    def our_pass(batches):
+        model.token_cache.clear()  # every pass starts cold, as a fresh process would
+        with torch.inference_mode():
+            for batch in batches:
+                model(batch_to_ids(batch))
+
+    for batch_size in args.batch_sizes:
+        batches = sorted_batches(sentences, batch_size)
+        seconds = time_passes(lambda: our_pass(batches), args.repeats)
+        result["throughput"][str(batch_size)] = n_tokens(batches) / seconds
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    # The straightforward computation on every k-th batch of 32, against ours.
+    batches = sorted_batches(sentences, 32)
+    stride = max(1, len(batches) * 32 // max(args.reference_sentences, 1))
+    subset = batches[::stride]
+    seconds = time_passes(lambda: [reference_layers(model, batch_to_ids(b)) for b in subset], args.reference_repeats)
+    max_diff = max_value = 0.0
+    with torch.inference_mode():
+        for batch in subset:
+            ids = batch_to_ids(batch)
+            expected = reference_layers(model, ids)
+            max_diff = max(max_diff, float((model(ids).layers - expected).abs().max()))
+            max_value = max(max_value, float(expected.abs().max()))
+    result["reference"] = {"sentences": sum(len(b) for b in subset), "tokens": n_tokens(subset),
+                           "tokens_per_s": n_tokens(subset) / seconds, "max_abs_diff": max_diff,
+                           "max_abs_value": max_value}
+    # A yardstick for both: the straightforward computation in float64, on the
+    # longest sentences (where float32 rounding accumulates most).
+    longest = sorted(sentences, key=len, reverse=True)[: args.float64_sentences]
+    ids = batch_to_ids(longest)
+    with torch.inference_mode():
+        exact = reference_layers(copy.deepcopy(model).double(), ids)
+        ours = model(ids).layers.double()
+        straightforward = reference_layers(model, ids).double()
+    result["float64"] = {"sentences": len(longest), "tokens": sum(map(len, longest)),
+                         "ours_max_abs_error": float((ours - exact).abs().max()),
+                         "straightforward_max_abs_error": float((straightforward - exact).abs().max())}
+    with torch.inference_mode():
+        result["activations"] = activation_stats(model, sentences[:8])
+    Path(args.worker_output).write_text(json.dumps(result))
+
+
+# ---------------------------------------------------------------------------
+# The driver
+# ---------------------------------------------------------------------------
+
+
+def load_average() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def measure_model(name: str, args: argparse.Namespace, workdir: Path) -> Dict:
+    options = MODELS[name]
+    model_dir = workdir / name
+    torch.manual_seed(SEED)
+    model = BiLM(options).eval()
+    words = sorted({w for s in build_sentences(args.sentences) for w in s})
+    set_realistic_weights(model, words)
+    model.save_allennlp(model_dir)
+    del model
+    output = workdir / f"{name}.json"
+    command = [
+        sys.executable, __file__, "--worker", "--model-dir", str(model_dir), "--worker-output", str(output),
+        "--sentences", str(args.sentences), "--repeats", str(args.repeats),
+        "--reference-sentences", str(args.reference_sentences), "--reference-repeats", str(args.reference_repeats),
+        "--float64-sentences", str(args.float64_sentences),
+        "--batch-sizes", *map(str, args.batch_sizes),
+    ]
+    subprocess.run(command, check=True)
+    return json.loads(output.read_text())
+
+
+def main(args: argparse.Namespace) -> Dict:
+    torch.set_num_threads(THREADS)
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    load_before = load_average()
+    sentences = build_sentences(args.sentences)
+    n_words = sum(len(s) for s in sentences)
+    distinct = len({w for s in sentences for w in s})
+    ceiling = matmul_ceiling()
+    models: Dict[str, Dict] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_bilm.") as tmp:
+        for name in args.models:
+            models[name] = measure_model(name, args, Path(tmp))
+    ceiling_after = matmul_ceiling()
+    best_ceiling = max(ceiling, ceiling_after)
+    for name, result in models.items():
+        flops = flops_per_token(MODELS[name])
+        result["mflop_per_token"] = {k: v / 1e6 for k, v in flops.items()}
+        result["fraction_of_ceiling"], result["speedup"] = {}, {}
+        for batch_size, tokens_per_s in result["throughput"].items():
+            result["fraction_of_ceiling"][batch_size] = tokens_per_s * flops["total"] / 1e9 / best_ceiling
+            result["speedup"][batch_size] = tokens_per_s / result["reference"]["tokens_per_s"]
+    report = {
+        "date": started,
+        "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "threads": THREADS, "python": platform.python_version(),
+                    "torch": torch.__version__, "load_average_before": load_before, "load_average_after": load_average()},
+        "corpus": {"sentences": len(sentences), "tokens": n_words, "mean_length": n_words / len(sentences),
+                   "distinct_tokens": distinct},
+        "gemm_ceiling_gflops": best_ceiling,
+        "gemm_ceiling_gflops_before_after": [ceiling, ceiling_after],
+        "models": models,
+    }
+    print_report(report)
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2))
+    print(f"\nwritten to {output}")
+    return report
+
+
+def print_report(report: Dict) -> None:
+    m, corpus = report["machine"], report["corpus"]
+    print(f"\nbiLM benchmark, {report['date']}: {m['cpu']}, {m['cores']} cores, {m['threads']} threads, "
+          f"torch {m['torch']}")
+    print(f"load average (1, 5, 15 min) before: {m['load_average_before']}, after: {m['load_average_after']}")
+    print(f"corpus: {corpus['sentences']} sentences, {corpus['tokens']} tokens (mean {corpus['mean_length']:.1f}), "
+          f"{corpus['distinct_tokens']} distinct; length-sorted batches, token cache emptied before each pass")
+    before, after = report["gemm_ceiling_gflops_before_after"]
+    print(f"fp32 GEMM ceiling (2048 x 2048): {report['gemm_ceiling_gflops']:.1f} GFLOP/s "
+          f"(before {before:.1f}, after {after:.1f})")
+    for name, r in report["models"].items():
+        f = r["mflop_per_token"]
+        print(f"\n{name}: {f['total']:.1f} MFLOP/token = char CNN {f['char_cnn']:.1f} + highway {f['highway']:.1f} "
+              f"+ projection {f['projection']:.1f} + LSTM {f['lstm']:.1f}")
+        a = r["activations"]
+        print(f"  activations: sigmoid gates saturated {a['gates_saturated']:.1%}, near 0.5 {a['gates_near_half']:.1%}; "
+              f"cells at the clip {a['cells_clipped']:.2%}, states at the clip {a['states_clipped']:.2%}")
+        ref, f64 = r["reference"], r["float64"]
+        print(f"  straightforward computation: {ref['tokens_per_s']:.1f} tokens/s on {ref['sentences']} sentences "
+              f"({ref['tokens']} tokens), batch 32; max |ours - straightforward| = {ref['max_abs_diff']:.2e} "
+              f"(largest |value| {ref['max_abs_value']:.2f})")
+        print(f"  against float64 on the {f64['sentences']} longest sentences ({f64['tokens']} tokens): "
+              f"max error ours {f64['ours_max_abs_error']:.2e}, "
+              f"straightforward float32 {f64['straightforward_max_abs_error']:.2e}")
+    print(f"\n{'model':<9} {'batch':>5} {'tokens/s':>9} {'GFLOP/s':>8} {'of ceiling':>10} "
+          f"{'vs straightforward':>18} {'peak RSS':>9} {'max |diff|':>10}")
+    for name, r in report["models"].items():
+        for batch_size, tokens_per_s in r["throughput"].items():
+            gflops = tokens_per_s * r["mflop_per_token"]["total"] / 1e3
+            print(f"{name:<9} {batch_size:>5} {tokens_per_s:>9.1f} {gflops:>8.1f} "
+                  f"{r['fraction_of_ceiling'][batch_size]:>10.1%} {r['speedup'][batch_size]:>17.2f}x "
+                  f"{r['peak_rss_mb']:>6.0f} MB {r['reference']['max_abs_diff']:>10.1e}")
+    print("\ntargets (batch 32):")
+    for name, r in report["models"].items():
+        if name == "original" and "32" in r["throughput"]:
+            fraction, rss = r["fraction_of_ceiling"]["32"], r["peak_rss_mb"]
+            print(f"  original: {fraction:.1%} of ceiling (>= 60%: {'met' if fraction >= 0.6 else 'NOT met'}); "
+                  f"peak RSS {rss:.0f} MB (<= 1200 MB: {'met' if rss <= 1200 else 'NOT met'})")
+        if name == "small" and "32" in r["throughput"]:
+            speedup = r["speedup"]["32"]
+            print(f"  small: {speedup:.2f}x the straightforward computation (>= 3x: {'met' if speedup >= 3 else 'NOT met'})")
+        diff = r["reference"]["max_abs_diff"]
+        print(f"  {name}: max abs diff {diff:.1e} (<= 1e-5: {'met' if diff <= 1e-5 else 'NOT met'})")
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: small model, 16 sentences, one pass")
+    parser.add_argument("--sentences", type=int, default=512, help="corpus size (default 512)")
+    parser.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["original", "small"])
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[32, 64])
+    parser.add_argument("--repeats", type=int, default=3, help="passes per measurement; the best counts")
+    parser.add_argument("--reference-sentences", type=int, default=128,
+                        help="about how many sentences the slow straightforward computation runs on")
+    parser.add_argument("--reference-repeats", type=int, default=2)
+    parser.add_argument("--float64-sentences", type=int, default=8,
+                        help="how many of the longest sentences the float64 yardstick runs on")
+    parser.add_argument("--output", default=str(RESULTS))
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-output", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sentences, args.models, args.batch_sizes = min(args.sentences, 16), ["small"], [32]
+        args.repeats, args.reference_sentences, args.reference_repeats, args.float64_sentences = 1, 16, 1, 2
+    return args
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    if arguments.worker:
+        run_worker(arguments)
+    else:
+        main(arguments)
