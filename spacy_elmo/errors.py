@@ -41,7 +41,9 @@ class Errors:
     )
     E006 = (
         "No ELMo weights found in the directory '{path}': expected 'options.json' "
-        "and 'weights.hdf5' in it (as BiLM.save_allennlp writes), found {found}."
+        "and 'weights.hdf5' in it (as BiLM.save_allennlp writes), or exactly one "
+        "'*options.json' and one '*weights.hdf5' (AllenNLP's names); found {found}. "
+        "Pass the two files' paths instead."
     )
     # Inputs to the model (E1xx)
     E101 = (

@@ -29,7 +29,13 @@ WEIGHTS_NAME = "weights.hdf5"
 
 
 def resolve_paths(options_path, weights_path=None) -> Tuple[Path, Path]:
-    """Accept ``(options.json, weights.hdf5)`` or a directory holding both."""
+    """Accept ``(options.json, weights.hdf5)`` or a directory holding both.
+
+    In a directory, ``options.json`` + ``weights.hdf5`` (as `save_allennlp`
+    writes them) come first; otherwise one ``*options.json`` and one
+    ``*weights.hdf5``, as AllenNLP publishes them
+    (``elmo_2x4096_512_2048cnn_2xhighway_options.json`` …), are taken.
+    """
     options_path = Path(options_path)
     if weights_path is None or options_path.is_dir():
         directory = options_path
@@ -37,11 +43,19 @@ def resolve_paths(options_path, weights_path=None) -> Tuple[Path, Path]:
             raise ElmoError("E001", Errors.E001.format(
                 kind="options", path=directory, reason="no such directory, and no weights file given"
             ))
-        options_path, weights_path = directory / OPTIONS_NAME, directory / WEIGHTS_NAME
-        if not options_path.exists() or not weights_path.exists():
-            found = sorted(p.name for p in directory.iterdir()) or "an empty directory"
-            raise ElmoError("E006", Errors.E006.format(path=directory, found=found))
+        return _find_pair(directory)
     return options_path, Path(weights_path)
+
+
+def _find_pair(directory: Path) -> Tuple[Path, Path]:
+    if (directory / OPTIONS_NAME).exists() and (directory / WEIGHTS_NAME).exists():
+        return directory / OPTIONS_NAME, directory / WEIGHTS_NAME
+    options = sorted(directory.glob("*options.json"))
+    weights = sorted(directory.glob("*weights.hdf5"))
+    if len(options) == 1 and len(weights) == 1:
+        return options[0], weights[0]
+    found = sorted(p.name for p in directory.iterdir()) or "an empty directory"
+    raise ElmoError("E006", Errors.E006.format(path=directory, found=found))
 
 
 def _parameters(model) -> Iterator[Tuple[str, torch.Tensor, Tuple[int, ...], str]]:

@@ -112,3 +112,13 @@ def test_empty_batch_and_empty_sentences(fixture_paths):
     assert out.layers.shape == (3, 2, 4, 32)
     assert torch.isfinite(out.layers).all()
     assert (out.layers[:, 0] == 0).all()
+
+
+def test_directory_with_allennlp_file_names(tmp_path, fixture_paths):
+    shutil.copy(fixture_paths[0], tmp_path / "elmo_2x4096_512_2048cnn_2xhighway_options.json")
+    shutil.copy(fixture_paths[1], tmp_path / "elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5")
+    model = BiLM.from_allennlp(tmp_path)
+    assert model.options.lstm_dim == 64
+    shutil.copy(fixture_paths[1], tmp_path / "other_weights.hdf5")  # two candidates: ambiguous
+    with pytest.raises(ElmoError, match="E006"):
+        BiLM.from_allennlp(tmp_path)
