@@ -484,6 +484,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--float64-sentences", type=int, default=8,
                         help="how many of the longest sentences the float64 yardstick runs on")
     parser.add_argument("--output", default=str(RESULTS))
+    parser.add_argument("--device", default="cpu",
+                        help="'cpu' (this script) or 'cuda' (runs bench_bilm_gpu.py with the remaining arguments)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
     parser.add_argument("--worker-output", help=argparse.SUPPRESS)
@@ -495,6 +497,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
+    if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1].startswith("cuda"):
+        from bench_bilm_gpu import main as gpu_main
+
+        i = sys.argv.index("--device")
+        gpu_main(sys.argv[1:i] + sys.argv[i + 2 :])
+        sys.exit(0)
     arguments = parse_args()
     if arguments.worker:
         run_worker(arguments)

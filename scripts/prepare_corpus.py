@@ -7,22 +7,56 @@ Sources (all under ASSETS_DIR, as written by ``fetch_data.py``):
 * ``reviews/pang_lee_reviews.csv``: the 1,500 full Pang & Lee movie reviews;
 * ``oanc/tagged-en-oanc.txt``: OANC prose as ``word/TAG`` tokens, tags stripped.
 
-Deliberately left out: the 4,000 sentence-polarity snippets and the WNUT
-tweets, which are the downstream evaluation sets.
+Deliberately left out: the downstream data sets (``DOWNSTREAM`` below), the
+WNUT-16 tweets, the 4,000 sentence-polarity snippets and the 10,605 Rotten
+Tomatoes snippets. Leaving their files out is not enough: the same sentences
+can occur inside the sources (a review quoted on Wikipedia, a snippet taken
+from one of the full reviews). So every sentence of every downstream set,
+train, dev and test alike (stricter than needed: only dev and test matter
+for a fair evaluation), is removed from the corpus:
 
-Output: ``OUTPUT_DIR/train.txt`` and ``OUTPUT_DIR/dev.txt``, plain UTF-8 with
-one paragraph per line (no tokenisation; the pretraining step tokenises with
-spaCy). Documents are de-duplicated, shuffled with a seed and split into
-train and dev as whole documents, so no document straddles the two files.
+* a corpus line is split into sentences by ``SENTENCE_BREAK`` (after ``.``,
+  ``!`` or ``?``, possibly followed by a closing quote or bracket);
+* a sentence is dropped when it equals a downstream text, or a sentence of
+  one, either exactly (after whitespace collapsing: counted as ``exact``) or
+  in normalised form (``normalize_for_match``: lower-cased, punctuation
+  removed and whitespace removed entirely, so that the tokenised ``does n't``
+  and ``doesn't`` agree: counted as ``normalised``). Only downstream texts
+  and sentences of at least ``MIN_SENTENCE_WORDS`` = 4 words take part, so a
+  snippet such as "Great ." does not remove every "Great ." in the corpus;
+* a whole line is dropped when its normalised form contains the normalised
+  form of a downstream text of at least ``MIN_SUBSTRING_WORDS`` = 8 words
+  (counted as ``substring``): this catches a snippet quoted inside a longer
+  sentence.
+
+A word, for these thresholds, is a whitespace token with a letter or digit.
+The counts per source go to ``OUTPUT_DIR/leakage.json``.
+
+Output, plain UTF-8 with one paragraph per line (no tokenisation; the
+pretraining step tokenises with spaCy):
+
+* ``OUTPUT_DIR/train.txt``: the training text;
+* ``OUTPUT_DIR/dev.txt``: all held-out text, and ``OUTPUT_DIR/dev_<source>.txt``
+  the held-out text of each source (``wiki``, ``bbc``, ``reviews``,
+  ``oanc``), for a perplexity per source;
+* ``OUTPUT_DIR/stats.json``: documents, lines and whitespace tokens per split
+  and source; ``OUTPUT_DIR/leakage.json``: what the leakage filter removed.
+
+Documents are de-duplicated (exact copies), cleaned of leakage, shuffled with
+a seed, optionally capped at ``--max-docs``, and then each source holds out
+``round(n * dev_fraction)`` of its documents (at least one) as dev. Train and
+dev are whole documents, so no document straddles the two files.
 
 Usage: python scripts/prepare_corpus.py assets corpus/pretrain
-    [--max-docs N] [--dev-fraction 0.02] [--seed 0]
+    [--max-docs N (0 = all)] [--dev-fraction 0.02] [--seed 0]
 """
 import csv
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Annotated, Iterable, Optional
 
 import typer
@@ -137,10 +171,183 @@ SOURCES = {
 }
 
 
-def load_documents(assets_dir: Path) -> list[tuple[str, Document]]:
-    """Every ``(source, document)`` pair, exact duplicates dropped (first kept)."""
+# --------------------------------------------------------------------------
+# The downstream data sets, and removing their sentences from the corpus
+# --------------------------------------------------------------------------
+
+
+def read_wnut_texts(path: Path) -> list[str]:
+    """The tweets of a WNUT ``token<TAB>TAG`` file, tokens joined by spaces."""
+    texts, tokens = [], []
+    for line in read_text_file(path).splitlines():
+        token = line.split("\t", 1)[0].strip()
+        if token:
+            tokens.append(token)
+        elif tokens:  # a blank line or a lone tab ends a tweet
+            texts.append(" ".join(tokens))
+            tokens = []
+    if tokens:
+        texts.append(" ".join(tokens))
+    return texts
+
+
+def read_polarity_texts(path: Path) -> list[str]:
+    """The texts of the ``label,text`` sentence-polarity CSV (BOM-tolerant)."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        return [row[1] for row in csv.reader(handle) if len(row) >= 2]
+
+
+def read_rt_texts(path: Path) -> list[str]:
+    """The texts of the ``id<TAB>rating<TAB>text`` Rotten Tomatoes file (CRLF)."""
+    texts = []
+    for line in read_text_file(path).lstrip("\ufeff").splitlines():
+        fields = line.split("\t", 2)
+        if len(fields) == 3 and fields[2].strip():
+            texts.append(fields[2])
+    return texts
+
+
+DOWNSTREAM = {
+    "wnut16": ("wnut16/ner.txt", read_wnut_texts),
+    "sentence_polarity": ("sentence_polarity/snippets.csv", read_polarity_texts),
+    "rt_snippets": ("rt_snippets/movieReviewSnippets_GroundTruth.txt", read_rt_texts),
+}
+
+# Downstream texts (and their sentences) shorter than this many words do not
+# take part in the sentence match: "Great ." must not remove every "Great .".
+MIN_SENTENCE_WORDS = 4
+# Downstream texts of at least this many words also remove every corpus line
+# that contains them (normalised) as a substring.
+MIN_SUBSTRING_WORDS = 8
+# Sentence boundary: whitespace after ., ! or ?, or after one of them followed
+# by a closing quote or bracket.
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'\u201d\u2019)\]])\s+")
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_HAS_ALNUM = re.compile(r"[^\W_]")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a line by ``SENTENCE_BREAK``; empty pieces dropped."""
+    return [s for s in SENTENCE_BREAK.split(text.strip()) if s]
+
+
+def normalize_for_match(text: str) -> str:
+    """Lower-cased, with punctuation and all whitespace removed.
+
+    Removing the whitespace too (rather than collapsing it to one space) makes
+    tokenised and untokenised copies agree: ``it 's`` / ``it's`` -> ``its``.
+    """
+    return _NOT_ALNUM.sub("", text.lower())
+
+
+def count_words(text: str) -> int:
+    """Whitespace tokens holding at least one letter or digit."""
+    return sum(1 for token in text.split() if _HAS_ALNUM.search(token))
+
+
+class LeakageFilter:
+    """Removes the sentences of the downstream texts from corpus lines.
+
+    See the module docstring for the rules. ``clean_line`` returns the line
+    without its leaked sentences (``""`` when nothing is left or the line
+    contains a long downstream text) and adds what it removed to ``counts``.
+    """
+
+    def __init__(self, texts: Iterable[str]):
+        self.exact: set[str] = set()
+        self.normalised: set[str] = set()
+        long_keys: set[str] = set()
+        for text in texts:
+            text = normalize_space(text)
+            for piece in {text, *split_sentences(text)}:
+                if count_words(piece) >= MIN_SENTENCE_WORDS:
+                    self.exact.add(piece)
+                    self.normalised.add(normalize_for_match(piece))
+            if count_words(text) >= MIN_SUBSTRING_WORDS:
+                long_keys.add(normalize_for_match(text))
+        self.normalised.discard("")
+        long_keys.discard("")
+        # Substring search: every long key is indexed by its first
+        # ``window`` characters; a line is scanned window by window.
+        self.window = min((len(key) for key in long_keys), default=0)
+        self.by_prefix: dict[str, list[str]] = {}
+        for key in sorted(long_keys):
+            self.by_prefix.setdefault(key[: self.window], []).append(key)
+
+    def contains_long_text(self, line: str) -> bool:
+        """Whether the normalised line contains a normalised long downstream text."""
+        if not self.window:
+            return False
+        norm = normalize_for_match(line)
+        get, window = self.by_prefix.get, self.window
+        for start in range(len(norm) - window + 1):
+            keys = get(norm[start : start + window])
+            if keys and any(norm.startswith(key, start) for key in keys):
+                return True
+        return False
+
+    def clean_line(self, line: str, counts: Counter) -> str:
+        kept = []
+        for sentence in split_sentences(line):
+            if sentence in self.exact:
+                counts["exact_sentences"] += 1
+                counts["removed_tokens"] += len(sentence.split())
+            elif normalize_for_match(sentence) in self.normalised:
+                counts["normalised_sentences"] += 1
+                counts["removed_tokens"] += len(sentence.split())
+            else:
+                kept.append(sentence)
+        cleaned = " ".join(kept)
+        if cleaned and self.contains_long_text(cleaned):
+            counts["substring_lines"] += 1
+            counts["removed_tokens"] += len(cleaned.split())
+            return ""
+        return cleaned
+
+
+def load_downstream_texts(assets_dir: Path) -> dict[str, list[str]]:
+    """Every text of every downstream set, all splits, by set name."""
+    texts = {}
+    for name, (rel_path, reader) in DOWNSTREAM.items():
+        path = assets_dir / rel_path
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{path} is missing (needed to keep downstream sentences out of the "
+                f"corpus): run scripts/fetch_data.py {assets_dir} first"
+            )
+        texts[name] = reader(path)
+    return texts
+
+
+def remove_leakage(
+    docs: list[tuple[str, Document]], leakage_filter: LeakageFilter
+) -> tuple[list[tuple[str, Document]], dict[str, Counter]]:
+    """Docs with downstream sentences removed (empty lines and docs dropped).
+
+    Returns the cleaned docs and, per source, the counts of removed exact and
+    normalised sentence matches, substring lines, tokens and emptied docs.
+    """
+    counts: dict[str, Counter] = {source: Counter() for source in SOURCES}
+    cleaned_docs = []
+    for source, doc in docs:
+        counter = counts.setdefault(source, Counter())
+        lines = [leakage_filter.clean_line(line, counter) for line in doc]
+        lines = [line for line in lines if line]
+        if lines:
+            cleaned_docs.append((source, lines))
+        else:
+            counter["emptied_docs"] += 1
+    return cleaned_docs, counts
+
+
+def load_documents(assets_dir: Path) -> tuple[list[tuple[str, Document]], int]:
+    """Every ``(source, document)`` pair, exact duplicates dropped (first kept).
+
+    Returns the documents and the number of duplicates dropped.
+    """
     seen: set[tuple[str, ...]] = set()
     docs: list[tuple[str, Document]] = []
+    duplicates = 0
     for source, (rel_path, reader) in SOURCES.items():
         path = assets_dir / rel_path
         if not path.exists():
@@ -149,10 +356,12 @@ def load_documents(assets_dir: Path) -> list[tuple[str, Document]]:
             )
         for doc in reader(path):
             key = tuple(doc)
-            if key not in seen:
+            if key in seen:
+                duplicates += 1
+            else:
                 seen.add(key)
                 docs.append((source, doc))
-    return docs
+    return docs, duplicates
 
 
 def split_documents(
@@ -161,10 +370,12 @@ def split_documents(
     seed: int = 0,
     max_docs: Optional[int] = None,
 ) -> tuple[list[tuple[str, Document]], list[tuple[str, Document]]]:
-    """Shuffle whole documents with ``seed``, cap at ``max_docs``, cut off dev.
+    """Shuffle whole documents with ``seed``, cap at ``max_docs``, hold out dev per source.
 
-    Dev gets ``round(n * dev_fraction)`` documents, but at least one when
-    ``dev_fraction > 0`` and there are two or more documents.
+    Each source's dev set is its first ``round(n * dev_fraction)`` documents
+    in the shuffled order (``n`` its documents after the cap), but at least
+    one when ``dev_fraction > 0`` and the source has two or more documents.
+    Train keeps the shuffled order; dev is grouped by source (``SOURCES`` order).
     """
     if not 0 <= dev_fraction < 1:
         raise ValueError(f"dev_fraction must be in [0, 1), got {dev_fraction}")
@@ -174,10 +385,22 @@ def split_documents(
     random.Random(seed).shuffle(docs)
     if max_docs is not None:
         docs = docs[:max_docs]
-    n_dev = round(len(docs) * dev_fraction)
-    if dev_fraction > 0 and len(docs) >= 2:
-        n_dev = max(n_dev, 1)
-    return docs[n_dev:], docs[:n_dev]
+    n_docs = Counter(source for source, _doc in docs)
+    n_dev = {}
+    for source, n in n_docs.items():
+        n_dev[source] = round(n * dev_fraction)
+        if dev_fraction > 0 and n >= 2:
+            n_dev[source] = max(n_dev[source], 1)
+    train, dev_by_source = [], {}
+    for source, doc in docs:
+        held_out = dev_by_source.setdefault(source, [])
+        if len(held_out) < n_dev[source]:
+            held_out.append((source, doc))
+        else:
+            train.append((source, doc))
+    order = list(SOURCES) + sorted(set(dev_by_source) - set(SOURCES))
+    dev = [item for source in order for item in dev_by_source.get(source, [])]
+    return train, dev
 
 
 def to_text(docs: Iterable[tuple[str, Document]]) -> str:
@@ -186,14 +409,58 @@ def to_text(docs: Iterable[tuple[str, Document]]) -> str:
 
 
 def count_by_source(docs: Iterable[tuple[str, Document]]) -> dict[str, Counter]:
-    """Documents, lines and whitespace-separated words per source."""
+    """Documents, lines and whitespace tokens per source."""
     counts: dict[str, Counter] = {}
     for source, doc in docs:
         counter = counts.setdefault(source, Counter())
         counter["docs"] += 1
         counter["lines"] += len(doc)
-        counter["words"] += sum(len(line.split()) for line in doc)
+        counter["tokens"] += sum(len(line.split()) for line in doc)
     return counts
+
+
+@dataclass
+class CorpusReport:
+    """What ``prepare_corpus`` wrote: counts per split and source, and the leakage removed."""
+
+    counts: dict[str, dict[str, Counter]] = field(default_factory=dict)
+    leakage: dict[str, Counter] = field(default_factory=dict)
+    duplicates: int = 0
+
+    def stats_json(self) -> dict:
+        stats: dict = {}
+        for split, by_source in self.counts.items():
+            total: Counter = Counter()
+            stats[split] = {}
+            for source in SOURCES:
+                counter = by_source.get(source, Counter())
+                total.update(counter)
+                stats[split][source] = {k: counter[k] for k in ("docs", "lines", "tokens")}
+            stats[split]["total"] = {k: total[k] for k in ("docs", "lines", "tokens")}
+        stats["duplicate_docs_removed"] = self.duplicates
+        return stats
+
+    def leakage_json(self) -> dict:
+        keys = (
+            "exact_sentences", "normalised_sentences", "substring_lines",
+            "removed_tokens", "emptied_docs",
+        )  # fmt: skip
+        per_source = {
+            source: {k: self.leakage.get(source, Counter())[k] for k in keys}
+            for source in SOURCES
+        }
+        total = {k: sum(c[k] for c in per_source.values()) for k in keys}
+        return {
+            "rules": {
+                "downstream_sets": list(DOWNSTREAM),
+                "splits_checked": "all (train, dev and test)",
+                "min_sentence_words": MIN_SENTENCE_WORDS,
+                "min_substring_words": MIN_SUBSTRING_WORDS,
+                "normalisation": "lower-case, punctuation and whitespace removed",
+            },
+            "per_source": per_source,
+            "total": total,
+        }
 
 
 def prepare_corpus(
@@ -202,50 +469,78 @@ def prepare_corpus(
     max_docs: Optional[int] = None,
     dev_fraction: float = 0.02,
     seed: int = 0,
-) -> dict[str, dict[str, Counter]]:
-    """Write ``train.txt`` and ``dev.txt``; return the counts per split and source."""
-    docs = load_documents(Path(assets_dir))
+) -> CorpusReport:
+    """Write train.txt, dev.txt, dev_<source>.txt, stats.json and leakage.json."""
+    assets_dir = Path(assets_dir)
+    downstream = load_downstream_texts(assets_dir)
+    docs, duplicates = load_documents(assets_dir)
+    leakage_filter = LeakageFilter(text for texts in downstream.values() for text in texts)
+    docs, leakage = remove_leakage(docs, leakage_filter)
     train, dev = split_documents(docs, dev_fraction=dev_fraction, seed=seed, max_docs=max_docs)
+    report = CorpusReport(
+        counts={"train": count_by_source(train), "dev": count_by_source(dev)},
+        leakage=leakage,
+        duplicates=duplicates,
+    )
     output_dir = Path(output_dir)
     write_atomic(output_dir / "train.txt", to_text(train))
     write_atomic(output_dir / "dev.txt", to_text(dev))
-    return {"train": count_by_source(train), "dev": count_by_source(dev)}
+    for source in SOURCES:
+        source_dev = [item for item in dev if item[0] == source]
+        write_atomic(output_dir / f"dev_{source}.txt", to_text(source_dev))
+    write_atomic(output_dir / "stats.json", json.dumps(report.stats_json(), indent=2) + "\n")
+    write_atomic(output_dir / "leakage.json", json.dumps(report.leakage_json(), indent=2) + "\n")
+    return report
 
 
 def main(
     assets_dir: Annotated[Path, typer.Argument(help="Folder fetch_data.py wrote into.")],
-    output_dir: Annotated[Path, typer.Argument(help="Folder for train.txt and dev.txt.")],
+    output_dir: Annotated[
+        Path, typer.Argument(help="Folder for train.txt, dev*.txt and the stats.")
+    ],
     max_docs: Annotated[
-        Optional[int], typer.Option("--max-docs", help="Keep at most this many documents (0 = all).")
+        Optional[int],
+        typer.Option("--max-docs", help="Keep at most this many documents (0 = all)."),
     ] = None,
     dev_fraction: Annotated[
-        float, typer.Option("--dev-fraction", help="Share of documents held out as dev.")
+        float,
+        typer.Option("--dev-fraction", help="Share of each source's documents held out as dev."),
     ] = 0.02,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the document shuffle.")] = 0,
 ) -> None:
-    """Write the biLM pretraining text (train.txt, dev.txt) from the assets."""
+    """Write the biLM pretraining text (train.txt, dev.txt, dev_<source>.txt) from the assets."""
     max_docs = max_docs or None  # 0 keeps everything
     try:
-        counts = prepare_corpus(assets_dir, output_dir, max_docs, dev_fraction, seed)
+        report = prepare_corpus(assets_dir, output_dir, max_docs, dev_fraction, seed)
     except (FileNotFoundError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(code=1)
-    header = f"{'split':<6} {'source':<8} {'docs':>8} {'lines':>8} {'words':>10}"
-    typer.echo(header)
-    for split, by_source in counts.items():
-        total: Counter = Counter()
-        for source in SOURCES:
-            counter = by_source.get(source, Counter())
-            total.update(counter)
-            typer.echo(
-                f"{split:<6} {source:<8} {counter['docs']:>8,} {counter['lines']:>8,} "
-                f"{counter['words']:>10,}"
-            )
+    leakage = report.leakage_json()
+    typer.echo(f"Exact duplicate documents removed: {report.duplicates:,}")
+    typer.echo(
+        f"Leakage removed (downstream: {', '.join(DOWNSTREAM)}; all their splits; "
+        f">= {MIN_SENTENCE_WORDS} words per sentence, >= {MIN_SUBSTRING_WORDS} per substring):"
+    )
+    typer.echo(
+        f"{'source':<8} {'exact':>7} {'normal.':>8} {'substr.':>8} {'tokens':>8} {'docs':>5}"
+    )
+    for source, row in [*leakage["per_source"].items(), ("total", leakage["total"])]:
         typer.echo(
-            f"{split:<6} {'total':<8} {total['docs']:>8,} {total['lines']:>8,} "
-            f"{total['words']:>10,}"
+            f"{source:<8} {row['exact_sentences']:>7,} {row['normalised_sentences']:>8,} "
+            f"{row['substring_lines']:>8,} {row['removed_tokens']:>8,} {row['emptied_docs']:>5,}"
         )
-    typer.echo(f"Wrote {output_dir / 'train.txt'} and {output_dir / 'dev.txt'}")
+    typer.echo(f"{'split':<6} {'source':<8} {'docs':>8} {'lines':>8} {'tokens':>10}")
+    for split, by_source in report.stats_json().items():
+        if not isinstance(by_source, dict):
+            continue
+        for source, row in by_source.items():
+            typer.echo(
+                f"{split:<6} {source:<8} {row['docs']:>8,} {row['lines']:>8,} {row['tokens']:>10,}"
+            )
+    typer.echo(
+        f"Wrote train.txt, dev.txt, {', '.join(f'dev_{s}.txt' for s in SOURCES)}, "
+        f"stats.json and leakage.json to {output_dir}"
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,15 @@ import typer  # noqa: E402
 TASKS = {
     # task: (metric key in the metrics JSON, how to call it)
     "ner": ("ents_f", "NER F1 (WNUT-16 tweets)"),
+    "sentiment5": ("cats_accuracy", "5-class sentiment accuracy (RT snippets)"),
     "textcat": ("cats_accuracy", "Sentence polarity accuracy"),
 }
+# The runs compared with the baseline: + ELMo, and ablations where they were run.
+VARIANTS = {
+    "elmo": "+ ELMo",
+    "elmo_untuned": "+ ELMo, biLM not tuned to the task",
+}
+BOOTSTRAP_SAMPLES = 10000
 
 
 def mean_std(values: List[float]) -> Dict[str, float]:
@@ -41,7 +48,7 @@ def collect_scores(metrics_dir: Path) -> Dict[str, Dict[str, Dict[str, float]]]:
     """{task: {variant: {"mean", "std", "n", "seeds"}}} in percent."""
     results: Dict[str, Dict[str, Dict[str, float]]] = {}
     for task, (key, _) in TASKS.items():
-        for variant in ("baseline", "elmo"):
+        for variant in ("baseline", *VARIANTS):
             files = sorted((metrics_dir / f"{task}_{variant}").glob("seed*.json"))
             values = [100.0 * float(json.loads(f.read_text())[key]) for f in files]
             if values:
@@ -49,13 +56,34 @@ def collect_scores(metrics_dir: Path) -> Dict[str, Dict[str, Dict[str, float]]]:
     return results
 
 
-def gains(row: Dict[str, Dict[str, float]]) -> Optional[Dict[str, float]]:
-    if "baseline" not in row or "elmo" not in row:
+def gains(row: Dict[str, Dict[str, float]], variant: str = "elmo") -> Optional[Dict[str, float]]:
+    """The variant against the baseline: absolute gain, relative error reduction and, over
+    the seeds both have (paired by seed), a bootstrap 95% interval of the mean difference
+    and the exact two-sided sign-flip p-value."""
+    if "baseline" not in row or variant not in row:
         return None
-    base, elmo = row["baseline"]["mean"], row["elmo"]["mean"]
+    base, other = row["baseline"]["mean"], row[variant]["mean"]
     error_base = 100.0 - base
-    reduction = 100.0 * (error_base - (100.0 - elmo)) / error_base if error_base else 0.0
-    return {"absolute": elmo - base, "relative_error_reduction": reduction}
+    reduction = 100.0 * (error_base - (100.0 - other)) / error_base if error_base else 0.0
+    differences = numpy.asarray(row[variant]["seeds"][: row["baseline"]["n"]]) - numpy.asarray(
+        row["baseline"]["seeds"][: row[variant]["n"]]
+    )
+    return {"absolute": other - base, "relative_error_reduction": reduction, **paired_test(differences)}
+
+
+def paired_test(differences: numpy.ndarray) -> Dict[str, float]:
+    """Bootstrap 95% interval of the mean paired difference, and the exact sign-flip
+    p-value (every assignment of signs to the differences)."""
+    n = len(differences)
+    if n < 2:
+        return {}
+    rng = numpy.random.default_rng(0)
+    means = rng.choice(differences, size=(BOOTSTRAP_SAMPLES, n), replace=True).mean(axis=1)
+    low, high = numpy.percentile(means, [2.5, 97.5])
+    signs = numpy.array([[1 if (k >> i) & 1 else -1 for i in range(n)] for k in range(2**n)])
+    observed = abs(differences.mean())
+    p_value = float(numpy.mean(numpy.abs((signs * differences).mean(axis=1)) >= observed - 1e-12))
+    return {"ci95_low": float(low), "ci95_high": float(high), "sign_flip_p": p_value, "pairs": n}
 
 
 def collect_mixes(training_dir: Path) -> Dict[str, List[List[float]]]:
@@ -75,17 +103,25 @@ def collect_mixes(training_dir: Path) -> Dict[str, List[List[float]]]:
 
 def markdown_table(scores, perplexity: Optional[dict]) -> str:
     lines = [
-        "| task | baseline | + ELMo | absolute gain | relative error reduction | seeds |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| task | baseline | run | score | absolute gain [95% CI] | relative error reduction | sign-flip p | seeds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for task, row in scores.items():
         label = TASKS[task][1]
-        cells = [f"{row[v]['mean']:.2f} ± {row[v]['std']:.2f}" if v in row else "—" for v in ("baseline", "elmo")]
-        g = gains(row)
-        gain = f"{g['absolute']:+.2f}" if g else "—"
-        reduction = f"{g['relative_error_reduction']:+.1f}%" if g else "—"
-        n = max(row[v]["n"] for v in row)
-        lines.append(f"| {label} | {cells[0]} | {cells[1]} | {gain} | {reduction} | {n} |")
+        base = f"{row['baseline']['mean']:.2f} ± {row['baseline']['std']:.2f}" if "baseline" in row else "—"
+        for variant, name in VARIANTS.items():
+            if variant not in row:
+                continue
+            g = gains(row, variant)
+            score = f"{row[variant]['mean']:.2f} ± {row[variant]['std']:.2f}"
+            if g:
+                interval = f" [{g['ci95_low']:+.2f}, {g['ci95_high']:+.2f}]" if "ci95_low" in g else ""
+                gain, reduction = f"{g['absolute']:+.2f}{interval}", f"{g['relative_error_reduction']:+.1f}%"
+                p_value = f"{g['sign_flip_p']:.3f}" if "sign_flip_p" in g else "—"
+            else:
+                gain = reduction = p_value = "—"
+            n = max(row[v]["n"] for v in row)
+            lines.append(f"| {label} | {base} | {name} | {score} | {gain} | {reduction} | {p_value} | {n} |")
     if perplexity:
         lines += [
             "",
@@ -99,10 +135,10 @@ def markdown_table(scores, perplexity: Optional[dict]) -> str:
 def plot_scores(scores, output: Path) -> None:
     fig, axes = plt.subplots(1, len(scores), figsize=(3.2 * max(1, len(scores)), 3.2), squeeze=False)
     for ax, (task, row) in zip(axes[0], scores.items()):
-        variants = [v for v in ("baseline", "elmo") if v in row]
+        variants = [v for v in ("baseline", *VARIANTS) if v in row]
         means = [row[v]["mean"] for v in variants]
         stds = [row[v]["std"] for v in variants]
-        ax.bar(variants, means, yerr=stds, capsize=6, color=["#999999", "#3b75af"][: len(variants)])
+        ax.bar(variants, means, yerr=stds, capsize=6, color=["#999999", "#3b75af", "#9ecae1"][: len(variants)])
         for v, x in zip(variants, range(len(variants))):
             ax.scatter([x] * len(row[v]["seeds"]), row[v]["seeds"], color="black", s=10, zorder=3)
         low = min(min(row[v]["seeds"]) for v in variants)
@@ -151,7 +187,7 @@ def main(
     (output_dir / "results.md").write_text(f"### {title}\n\n{table}", encoding="utf8")
     report = {
         "scores": scores,
-        "gains": {t: gains(r) for t, r in scores.items()},
+        "gains": {t: {v: gains(r, v) for v in VARIANTS if v in r} for t, r in scores.items()},
         "layer_weights": mixes,
         "perplexity": ppl,
     }

@@ -19,10 +19,14 @@ class ElmoDocData:
         device the component ran on.
     mix: (n_layers,) the fixed weights that `Token/Span/Doc._.elmo_vector`
         apply; they sum to 1 for the averaging mixes.
+    vector_hooks: whether ``.vector`` and ``.similarity()`` of the doc should
+        use these layers (the component's `set_vector_hooks`); it travels with
+        the data, so the hooks can be put back on a deserialised doc.
     """
 
     layers: Floats3d
     mix: Floats1d
+    vector_hooks: bool = False
 
     @classmethod
     def empty(cls, n_layers: int, width: int, n_tokens: int = 0) -> "ElmoDocData":
@@ -46,11 +50,11 @@ class ElmoDocData:
         return xp.tensordot(xp.asarray(self.mix, dtype="float32"), layers, axes=1)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"layers": _to_numpy(self.layers), "mix": _to_numpy(self.mix)}
+        return {"layers": _to_numpy(self.layers), "mix": _to_numpy(self.mix), "vector_hooks": self.vector_hooks}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ElmoDocData":
-        return cls(layers=data["layers"], mix=data["mix"])
+        return cls(layers=data["layers"], mix=data["mix"], vector_hooks=bool(data.get("vector_hooks", False)))
 
 
 def _to_numpy(array: Any) -> numpy.ndarray:

@@ -60,6 +60,10 @@ class Errors:
         "Expected a list of sentences, each a list of str tokens; found {found} "
         "at sentence {index}. Tokenise first, e.g. [t.text for t in doc]."
     )
+    E104 = (
+        "Unknown precision '{found}': expected one of {choices}. Set it with "
+        "--precision (embed) or [training] precision (pretrain)."
+    )
     # CLI (E2xx)
     E201 = (
         "Unknown value '{found}' for --layers: expected one of 'all', 'top', "
@@ -172,4 +176,70 @@ class Errors:
         "step was saved; {kept}. Lower training.optimizer.learn_rate, set "
         "training.grad_clip (e.g. 1.0) or more warm-up steps, then continue with "
         "--resume."
+    )
+    # Reliability: inputs, faults and damaged files (E5xx)
+    E501 = (
+        "The ELMo weights file '{path}' holds the dataset '{dataset}', which the "
+        "options file '{options}' does not use: {why}. Every dataset must be "
+        "used, or the biLM would silently compute something else; {fix}."
+    )
+    E502 = (
+        "The ELMo weights in {path} are not finite: dataset '{dataset}' holds "
+        "{count} NaN or infinite value(s) out of {size}. The weights are damaged "
+        "or come from a diverged training run; export them again from a good "
+        "checkpoint."
+    )
+    E503 = (
+        "The run folder '{path}' is in use by another pretraining process "
+        "({holder}); two runs in one folder would both train and both export "
+        "into its model/. Wait for that run to end or stop it (its lock goes "
+        "with it, even after a kill), or choose another folder."
+    )
+    E504 = (
+        "There is nothing to measure: {what} holds no tokens ({detail}). "
+        "Expected UTF-8 text, one sentence or paragraph a line; a perplexity "
+        "over no predictions is not a number."
+    )
+    E505 = (
+        "The dev text {paths} holds no tokens (after skipping empty lines and "
+        "lines that are not UTF-8 text), so the dev perplexity could not be "
+        "measured. Point paths.dev at text with tokens in it, or set it to null "
+        "to train without a dev set."
+    )
+    E506 = (
+        "The {what} perplexity is not finite (forward {forward}, backward "
+        "{backward} over {tokens} predictions): the model has diverged, or its "
+        "weights hold NaN or infinite values. Nothing was reported or exported "
+        "from it. Lower training.optimizer.learn_rate, set training.grad_clip "
+        "(e.g. 1.0) or more warm-up steps, and continue with --resume from the "
+        "last good checkpoint."
+    )
+    E507 = (
+        "Could not load the saved elmo component from '{path}': {reason}. The "
+        "file is damaged, was edited by hand or is missing; save the pipeline "
+        "again (nlp.to_disk) or restore the file from a copy."
+    )
+    E508 = (
+        "The elmo component's setting '{key}' is {found!r}: expected {expected}. "
+        "Found in {where}."
+    )
+    E509 = (
+        "The device '{found}' cannot be used: {reason}. Pass 'cpu', or 'cuda' / "
+        "'cuda:N' on a machine where PyTorch sees a CUDA GPU (it sees {n_gpus})."
+    )
+    E510 = (
+        "Cannot create the output '{path}': {reason}. Choose an output path "
+        "whose parent is a folder (or can be made one)."
+    )
+    E511 = (
+        "'{path}' is not a saved spaCy pipeline: {reason}. Pass a folder written "
+        "by nlp.to_disk or spacy train (e.g. training/ner/model-best), with a "
+        "config.cfg in it."
+    )
+    E512 = (
+        "Training stopped at step {step}: its update left {n_bad} weight "
+        "tensor(s) with NaN or infinite values ({names}), though the loss was "
+        "finite. Nothing was exported. {saved}, with a lower "
+        "training.optimizer.learn_rate, training.grad_clip set (e.g. 1.0) or "
+        "more warm-up steps."
     )

@@ -5,6 +5,13 @@
 (``vector_mix``): a token's vector, and the mean over a span's or doc's tokens.
 They return ``None`` for a doc the component has not processed (never zeros
 that look like real vectors), and an empty span or doc gives ``None`` too.
+
+The ``.vector`` hooks (``set_vector_hooks``) are module-level functions that
+read ``doc._.elmo`` when called, so they pickle with the doc. spaCy drops a
+doc's user hooks when it serialises it (``DocBin``, ``nlp.pipe(n_process=N)``,
+warning W109), but the wish for them travels in ``doc._.elmo``
+(``ElmoDocData.vector_hooks``): reading ``doc._.elmo`` (or an ``elmo_vector``)
+puts them back on such a doc.
 """
 from typing import Any, List, Optional, Union
 
@@ -17,10 +24,14 @@ from .errors import ElmoError, Errors
 MixSpec = Union[str, int, List[float]]
 
 
+# Where spaCy keeps ``doc._.elmo`` in ``doc.user_data`` (and so in DocBin files).
+ELMO_KEY = ("._.", "elmo", None, None)
+
+
 def install_extensions() -> None:
     """Register the extensions (safe to call more than once)."""
     if not Doc.has_extension("elmo"):
-        Doc.set_extension("elmo", default=None)
+        Doc.set_extension("elmo", getter=_get_elmo, setter=_set_elmo)
     for cls, getter in ((Doc, _doc_vector), (Span, _span_vector), (Token, _token_vector)):
         if not cls.has_extension("elmo_vector"):
             cls.set_extension("elmo_vector", getter=getter)
@@ -42,6 +53,18 @@ def fixed_mix_weights(spec: MixSpec, n_layers: int) -> numpy.ndarray:
     else:
         raise ElmoError("E401", Errors.E401.format(found=spec, n_layers=n_layers))
     return weights
+
+
+def _get_elmo(doc: Doc) -> Optional[Any]:
+    data = doc.user_data.get(ELMO_KEY)
+    wants_hooks = data is not None and getattr(data, "vector_hooks", False)
+    if wants_hooks and "vector" not in doc.user_hooks:
+        set_vector_hooks(doc)  # a doc that came back from a DocBin or another process
+    return data
+
+
+def _set_elmo(doc: Doc, value: Optional[Any]) -> None:
+    doc.user_data[ELMO_KEY] = value
 
 
 def _token_vector(token: Token) -> Optional[Any]:
@@ -66,30 +89,54 @@ def _doc_vector(doc: Doc) -> Optional[Any]:
 def set_vector_hooks(doc: Doc) -> None:
     """Make ``.vector``, ``.has_vector``, ``.vector_norm`` and ``.similarity()``
     of the doc, its spans and tokens use the ELMo vectors."""
-    for hooks, getter in (
-        (doc.user_hooks, _doc_vector),
-        (doc.user_span_hooks, _span_vector),
-        (doc.user_token_hooks, _token_vector),
+    for hooks, vector in (
+        (doc.user_hooks, _doc_vector_hook),
+        (doc.user_span_hooks, _span_vector_hook),
+        (doc.user_token_hooks, _token_vector_hook),
     ):
-        hooks["vector"] = _required(getter)
-        hooks["has_vector"] = lambda obj, getter=getter: getter(obj) is not None
-        hooks["vector_norm"] = lambda obj, getter=getter: _norm(getter(obj))
-        hooks["similarity"] = lambda obj, other: _cosine(obj.vector, other.vector)
+        hooks["vector"] = vector
+        hooks["has_vector"] = _has_vector_hook
+        hooks["vector_norm"] = _vector_norm_hook
+        hooks["similarity"] = _similarity_hook
 
 
-def _required(getter):
+def _doc_vector_hook(doc: Doc) -> Any:
+    return _required(doc, _doc_vector(doc))
+
+
+def _span_vector_hook(span: Span) -> Any:
+    return _required(span, _span_vector(span))
+
+
+def _token_vector_hook(token: Token) -> Any:
+    return _required(token, _token_vector(token))
+
+
+def _getter_of(obj: Union[Doc, Span, Token]):
+    return _doc_vector if isinstance(obj, Doc) else _span_vector if isinstance(obj, Span) else _token_vector
+
+
+def _has_vector_hook(obj: Union[Doc, Span, Token]) -> bool:
+    return _getter_of(obj)(obj) is not None
+
+
+def _vector_norm_hook(obj: Union[Doc, Span, Token]) -> float:
+    return _norm(_getter_of(obj)(obj))
+
+
+def _similarity_hook(obj: Union[Doc, Span, Token], other: Union[Doc, Span, Token]) -> float:
+    return _cosine(obj.vector, other.vector)
+
+
+def _required(obj: Union[Doc, Span, Token], value: Optional[Any]) -> Any:
     # spaCy's `.vector` must be an array: zeros for an empty span, and an
     # error (never zeros) for a doc the component has not processed.
-    def vector(obj):
-        value = getter(obj)
-        if value is not None:
-            return value
-        data = (obj if isinstance(obj, Doc) else obj.doc)._.elmo
-        if data is None:
-            raise ElmoError("E402", Errors.E402.format(text=obj.text[:40]))
-        return get_array_module(data.layers).zeros((data.width,), dtype="float32")
-
-    return vector
+    if value is not None:
+        return value
+    data = (obj if isinstance(obj, Doc) else obj.doc)._.elmo
+    if data is None:
+        raise ElmoError("E402", Errors.E402.format(text=obj.text[:40]))
+    return get_array_module(data.layers).zeros((data.width,), dtype="float32")
 
 
 def _norm(vector: Optional[Any]) -> float:

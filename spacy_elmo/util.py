@@ -1,19 +1,34 @@
 """Small helpers shared across the package (standard library only)."""
+import glob
 import os
+import re
+import signal
+import socket
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Iterator, List, Union
+
+from .errors import ElmoError, Errors
+
+_HOST = re.sub(r"[^A-Za-z0-9-]", "_", socket.gethostname())[:40] or "host"
 
 
 @contextmanager
 def atomic_path(target: Union[str, Path]) -> Iterator[Path]:
     """Yield a temporary path beside `target` that replaces it on success.
 
-    A crash or kill before the end leaves `target` as it was.
+    A crash or kill before the end leaves `target` as it was. The temporary
+    file is named ``.NAME.HOST-PID.RANDOM.tmp``: an exception or Ctrl-C removes
+    it at once, and one left by a process that was killed (kill -9) is removed
+    by the next write to the same target on the same host, once its process
+    is gone.
     """
     target = Path(target)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    remove_stale_temporaries(target)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.",
+                                suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
     try:
@@ -23,6 +38,69 @@ def atomic_path(target: Union[str, Path]) -> Iterator[Path]:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _temporary_prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+def remove_stale_temporaries(target: Union[str, Path]) -> List[Path]:
+    """Remove the temporaries of `target` that `atomic_path` left behind in
+    processes of this host that no longer run. RETURNS: the removed paths."""
+    target = Path(target)
+    prefix = _temporary_prefix(target)
+    removed = []
+    for path in target.parent.glob(glob.escape(prefix) + "*.tmp"):
+        owner = path.name[len(prefix):].split(".", 1)[0]  # HOST-PID
+        host, _, pid = owner.rpartition("-")
+        if host == _HOST and pid.isdigit() and not _is_running(int(pid)):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def make_parent_dir(path: Union[str, Path]) -> None:
+    """Create the folder an output file goes into, or say why it cannot be."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as err:
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), path.parent)
+        raise ElmoError("E510", Errors.E510.format(path=path, reason=f"'{blocker}' is a file, not a folder")) from err
+    except OSError as err:
+        raise ElmoError("E510", Errors.E510.format(path=path, reason=err)) from err
+    if not path.parent.is_dir():
+        raise ElmoError("E510", Errors.E510.format(path=path, reason=f"'{path.parent}' is not a folder"))
+
+
+@contextmanager
+def exit_on_sigterm() -> Iterator[None]:
+    """Within the block, SIGTERM raises SystemExit(143) as Ctrl-C raises
+    KeyboardInterrupt, so `finally` clauses (temporary files) run; the
+    previous handler is put back afterwards. Only the main thread can set
+    handlers: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _umask() -> int:

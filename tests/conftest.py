@@ -19,5 +19,14 @@ def fixture_paths():
 
 @pytest.fixture(params=TORCH_DEVICES)
 def device(request) -> str:
-    """Every torch device here: the CPU, and the first GPU when there is one."""
-    return request.param
+    """Every torch device here: the CPU, and the first GPU when there is one (in
+    float32: PyTorch lets cuDNN convolutions use TF32 unless told otherwise)."""
+    if request.param == "cpu":
+        yield request.param
+        return
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield request.param
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

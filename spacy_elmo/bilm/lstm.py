@@ -68,6 +68,7 @@ class BiLSTMStack(nn.Module):
         batch_sizes: List[int],
         initial_state: Optional[List[LayerState]] = None,
         return_final_state: bool = False,
+        dropout: float = 0.0,
     ) -> Tuple[List[torch.Tensor], Optional[List[LayerState]]]:
         """Run both directions over every layer.
 
@@ -76,6 +77,8 @@ class BiLSTMStack(nn.Module):
         batch_sizes: the number of rows running at each step, non-increasing,
             summing to n_packed.
         initial_state: per layer (h, c) for all batch_sizes[0] rows; zeros when None.
+        dropout: the rate of dropout on each layer's output as it goes into the
+            next layer (pretraining sets it; the outputs returned have none).
         RETURNS: per layer its packed output (2, n_packed, projection_dim); and
             the final state per layer when asked.
         """
@@ -88,7 +91,9 @@ class BiLSTMStack(nn.Module):
         needs_grad = torch.is_grad_enabled() and (
             inputs.requires_grad or any(p.requires_grad for p in self.parameters())
         )
-        if not needs_grad:
+        # Under autocast the products run in bfloat16/float16 and make their own
+        # outputs; the shared float32 buffer is for full precision only.
+        if not needs_grad and not torch.is_autocast_enabled(inputs.device.type):
             # Without gradients, the input-to-gate products of every block go
             # into one buffer: a fresh buffer per block (tens of MiB) costs more
             # in page faults on first touch than the products' bias copy.
@@ -120,7 +125,7 @@ class BiLSTMStack(nn.Module):
                 out = out + x
             outputs.append(out)
             final_states.append((final_h, final_c))
-            x = out
+            x = nn.functional.dropout(out, dropout) if dropout and layer + 1 < self.n_layers else out
         return outputs, (final_states if return_final_state else None)
 
     def _input_gates(self, layer: int, x: torch.Tensor, scratch: Optional[torch.Tensor] = None) -> torch.Tensor:

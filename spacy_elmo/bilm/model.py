@@ -132,7 +132,9 @@ class BiLM(nn.Module):
         packed_index = torch.stack([
             index.t()[valid_by_step], torch.gather(index, 1, reversed_positions).t()[valid_by_step]
         ])
-        inputs = nn.functional.embedding(packed_index, distinct)  # (2, n_packed, p)
+        # float32 even under autocast, so the layers returned are float32 (the products inside
+        # the LSTMs are what autocast makes cheaper).
+        inputs = nn.functional.embedding(packed_index, distinct.float())  # (2, n_packed, p)
         batch_sizes = [n for n in valid.sum(dim=0).tolist() if n]
         initial = self._initial_state(order, batch) if self.stateful else None
         outputs, final = self.lstm(inputs, batch_sizes, initial, return_final_state=self.stateful)
@@ -162,8 +164,14 @@ class BiLM(nn.Module):
         if needs_grad:
             distinct, inverse = torch.unique(ids, dim=0, return_inverse=True)
             return self.token_encoder(distinct), inverse
+        # Vectors are only valid for these weights in this arithmetic (autocast, TF32).
+        device = ids.device.type
+        arithmetic = (
+            torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device),
+            device == "cuda" and (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32),
+        )
         weights_key = tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in self.token_encoder.parameters())
-        return self.token_cache.encode(ids, self.token_encoder, weights_key)
+        return self.token_cache.encode(ids, self.token_encoder, (weights_key, arithmetic))
 
     def _check_ids(self, char_ids: torch.Tensor) -> None:
         max_chars = self.options.max_characters_per_token

@@ -1,5 +1,6 @@
 """The biLM architecture, as AllenNLP/bilm-tf ``options.json`` describes it."""
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -135,8 +136,8 @@ class _OptionsReader:
             node = node[part]
         if node is None and nullable:
             return None
-        if kind is float:
-            ok = isinstance(node, (int, float)) and not isinstance(node, bool)
+        if kind is float:  # finite: json reads NaN and Infinity too
+            ok = isinstance(node, (int, float)) and not isinstance(node, bool) and math.isfinite(node)
         elif kind is int:
             ok = _is_int(node)
         else:
@@ -144,7 +145,7 @@ class _OptionsReader:
         if ok and positive:
             ok = node > 0
         if not ok:
-            expected = ("a positive " if positive else "a ") + kind.__name__
+            expected = ("a positive " if positive else "a ") + ("finite float" if kind is float else kind.__name__)
             raise ElmoError("E003", Errors.E003.format(
                 path=self.path, key=key, expected=expected + (" or null" if nullable else ""), found=node
             ))

@@ -18,10 +18,11 @@ def reference_layers(model: BiLM, char_ids: torch.Tensor) -> torch.Tensor:
     opts = model.options
     enc = model.token_encoder
     batch, n_tokens, max_chars = char_ids.shape
-    dtype = enc.char_embed.dtype
+    dtype, device = enc.char_embed.dtype, enc.char_embed.device
+    char_ids = char_ids.to(device)
     mask = char_ids[:, :, 0] > 0
     lengths = mask.sum(dim=1) + 2
-    ids = torch.zeros(batch, n_tokens + 2, max_chars, dtype=torch.long)
+    ids = torch.zeros(batch, n_tokens + 2, max_chars, dtype=torch.long, device=device)
     for b in range(batch):
         n = int(lengths[b]) - 2
         ids[b, 0] = model.boundary_ids[0]
@@ -48,9 +49,9 @@ def reference_layers(model: BiLM, char_ids: torch.Tensor) -> torch.Tensor:
             W_x = torch.cat(list(lstm.W_input[layer][d]), dim=1)  # (p, 4c)
             W_h = torch.cat(list(lstm.W_hidden[layer][d]), dim=1)
             bias, W_p = lstm.bias[layer][d].reshape(-1), lstm.W_proj[layer][d]
-            h = torch.zeros(batch, opts.projection_dim, dtype=dtype)
-            c = torch.zeros(batch, c_dim, dtype=dtype)
-            out = torch.zeros(batch, n_tokens + 2, opts.projection_dim, dtype=dtype)
+            h = torch.zeros(batch, opts.projection_dim, dtype=dtype, device=device)
+            c = torch.zeros(batch, c_dim, dtype=dtype, device=device)
+            out = torch.zeros(batch, n_tokens + 2, opts.projection_dim, dtype=dtype, device=device)
             steps = range(n_tokens + 2) if d == 0 else reversed(range(n_tokens + 2))
             for t in steps:
                 gates = inputs[d][:, t] @ W_x + h @ W_h + bias

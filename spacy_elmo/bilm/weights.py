@@ -13,8 +13,9 @@ LSTM layers l (F = total filters, p = projection, c = LSTM cells):
                                            /W_P_0 (c, p)
 """
 import json
+import re
 from pathlib import Path
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import h5py
 import numpy
@@ -99,30 +100,79 @@ def _join_gates(tensor: torch.Tensor) -> numpy.ndarray:
     return value.reshape(*value.shape[:-2], -1)
 
 
+# Which option says how many of each numbered dataset there are.
+_COUNTED_BY = [
+    (re.compile(r"CNN/[Wb]_cnn_\d+$"), "char_cnn.filters", "convolutions"),
+    (re.compile(r"CNN_high_\d+/"), "char_cnn.n_highway", "highway layers"),
+    (re.compile(r"RNN_\d+/RNN/MultiRNNCell/Cell\d+/"), "lstm.n_layers", "LSTM layers"),
+]
+
+
+def _datasets(fin: h5py.File) -> List[str]:
+    names: List[str] = []
+    fin.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+    return names
+
+
+def _check_all_used(names: List[str], used: set, weights_path, options_path) -> None:
+    """Every dataset in the file must have gone into the model: options that
+    describe fewer layers than the file holds would silently drop some."""
+    for name in sorted(set(names) - used):
+        why = "it is not part of the bilm-tf layout"
+        fix = "check that the two files belong to the same model"
+        for pattern, key, kind in _COUNTED_BY:
+            if pattern.match(name):
+                why = f"'{key}' describes fewer {kind} than the weights hold"
+                fix = f"set '{key}' to match the weights, or {fix}"
+                break
+        raise ElmoError("E501", Errors.E501.format(
+            path=_describe(weights_path), dataset=name, options=options_path, why=why, fix=fix
+        ))
+
+
+def _describe(weights_path) -> str:
+    """A weights path as messages name it ('<in-memory HDF5>' for a file object)."""
+    if isinstance(weights_path, (str, Path)):
+        return str(weights_path)
+    return getattr(weights_path, "name", None) or "<in-memory HDF5>"
+
+
 def load_weights(model, weights_path, options_path: Optional[Path] = None) -> None:
-    """Copy a bilm-tf HDF5 file's weights into `model`, checking every shape.
+    """Copy a bilm-tf HDF5 file's weights into `model`, checking every shape,
+    that every value is finite and that every dataset in the file is used.
 
     weights_path: a path, or a binary file object holding HDF5.
     """
     try:
         fin = h5py.File(weights_path, "r")
     except (OSError, ValueError) as err:
-        raise ElmoError("E001", Errors.E001.format(kind="weights", path=weights_path, reason=err)) from err
+        raise ElmoError("E001", Errors.E001.format(kind="weights", path=_describe(weights_path), reason=err)) from err
     with fin, torch.no_grad():
+        used = set()
         for name, target, shape, how in _parameters(model):
+            used.add(name)
             if name not in fin or not isinstance(fin[name], h5py.Dataset):
-                raise ElmoError("E004", Errors.E004.format(path=weights_path, dataset=name, options=options_path))
+                raise ElmoError("E004", Errors.E004.format(
+                    path=_describe(weights_path), dataset=name, options=options_path
+                ))
             dataset = fin[name]
             if tuple(dataset.shape) != shape:
                 raise ElmoError("E005", Errors.E005.format(
-                    path=weights_path, dataset=name, found=tuple(dataset.shape), expected=shape, options=options_path
+                    path=_describe(weights_path), dataset=name, found=tuple(dataset.shape), expected=shape,
+                    options=options_path,
                 ))
             try:
                 value = numpy.asarray(dataset[...], dtype=numpy.float32)
             except OSError as err:  # a truncated file fails here
                 raise ElmoError("E001", Errors.E001.format(
-                    kind="weights", path=weights_path, reason=f"dataset '{name}' cannot be read ({err})"
+                    kind="weights", path=_describe(weights_path), reason=f"dataset '{name}' cannot be read ({err})"
                 )) from err
+            finite = numpy.isfinite(value)
+            if not finite.all():
+                raise ElmoError("E502", Errors.E502.format(
+                    path=f"'{_describe(weights_path)}'", dataset=name, count=int(finite.size - finite.sum()),
+                    size=int(finite.size),
+                ))
             if how == "conv":
                 value = value[0].transpose(2, 1, 0)
             elif how == "T":
@@ -135,6 +185,7 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
                 target.copy_(torch.from_numpy(_split_gates(value)))
             else:
                 target.copy_(torch.from_numpy(numpy.ascontiguousarray(value)))
+        _check_all_used(_datasets(fin), used, weights_path, options_path)
 
 
 def write_weights(model, target) -> None:

@@ -13,8 +13,10 @@ from tqdm import tqdm
 from wasabi import msg
 
 from ..bilm import BiLM, batch_to_ids, length_sorted_batches
+from ..bilm.precision import precision as in_precision
+from ..device import check_device
 from ..errors import ElmoError, Errors
-from ..util import atomic_path
+from ..util import atomic_path, exit_on_sigterm, make_parent_dir
 from . import app
 
 PathLike = Union[str, Path]
@@ -30,13 +32,15 @@ def embed_file(
     layers: str = "all",
     batch_size: int = 64,
     device: str = "cpu",
+    precision: str = "fp32",
 ) -> None:
     """Write the ELMo vectors of every line of a text file to a new HDF5 file.
 
     options, weights: the biLM's ``options.json`` and ``weights.hdf5``
         (AllenNLP/bilm-tf format).
     input_path: UTF-8 text, one sentence per line, tokens separated by
-        whitespace. A blank line is an empty sentence.
+        whitespace. A blank line is an empty sentence; a byte-order mark at
+        the start is not text.
     output_path: the HDF5 file to create; an existing file is never
         overwritten. It holds one float32 dataset per input line, named by the
         line number ("0", "1", ...): ``(n_layers + 1, n_tokens, dim)`` for
@@ -53,25 +57,29 @@ def embed_file(
         only changes the speed: a sentence's vectors never depend on the others
         in its batch.
     device: the torch device to run on, e.g. "cpu" or "cuda:0".
+    precision: on a GPU, "fp32", "tf32" or "bf16" (see spacy_elmo.bilm.precision).
 
     The file is written beside `output_path` under a temporary name and moved
-    into place at the end, so an interrupted run leaves no partial output.
+    into place at the end, so an interrupted run (an error, Ctrl-C or
+    SIGTERM) leaves no partial output; a temporary left by a killed run is
+    removed by the next run for the same output.
     """
     if layers not in LAYER_CHOICES:
         raise ElmoError("E201", Errors.E201.format(found=layers))
+    torch_device = check_device(str(device))
     output_path = Path(output_path)
     _refuse_existing(output_path)
     lines = _read_lines(Path(input_path))
     sentences = [line.split() for line in lines]
-    model = BiLM.from_allennlp(options, weights).to(device).eval()
+    make_parent_dir(output_path)
+    model = BiLM.from_allennlp(options, weights).to(torch_device).eval()
     batches = length_sorted_batches([len(s) for s in sentences], batch_size)
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(output_path) as tmp:
-        with h5py.File(tmp, "w") as fout, torch.inference_mode(), tqdm(
+    with exit_on_sigterm(), atomic_path(output_path) as tmp:
+        with h5py.File(tmp, "w") as fout, torch.inference_mode(), in_precision(torch_device, precision), tqdm(
             total=len(sentences), unit="sentence", desc="embed"
         ) as progress:
             for rows in batches:
-                output = model(batch_to_ids([sentences[i] for i in rows]).to(device))
+                output = model(batch_to_ids([sentences[i] for i in rows]).to(torch_device))
                 for k, i in enumerate(rows):
                     vectors = output.layers[:, k, : len(sentences[i])]  # (n_layers + 1, n_tokens, dim)
                     if layers == "top":
@@ -91,9 +99,10 @@ def _refuse_existing(path: Path) -> None:
 
 
 def _read_lines(path: Path) -> List[str]:
-    """The file's lines, split as text files are (\\n, \\r\\n or \\r), without line ends."""
+    """The file's lines, split as text files are (\\n, \\r\\n or \\r), without line
+    ends and without a byte-order mark."""
     try:
-        with path.open(encoding="utf8") as fin:
+        with path.open(encoding="utf-8-sig") as fin:
             return [line.rstrip("\n") for line in fin]
     except (OSError, UnicodeDecodeError) as err:
         raise ElmoError("E203", Errors.E203.format(path=path, reason=err)) from err
@@ -109,6 +118,7 @@ def embed_cli(
     layers: str = typer.Option("all", "--layers", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per batch"),
     device: str = typer.Option("cpu", "--device", help="Torch device, e.g. cpu or cuda:0"),
+    precision: str = typer.Option("fp32", "--precision", help="On a GPU: fp32, tf32 or bf16"),
     # fmt: on
 ):
     """ELMo vectors of every line of INPUT, written to a new HDF5 file OUTPUT.
@@ -120,7 +130,8 @@ def embed_cli(
     sentence with "/" simply works. A blank line gives a dataset with 0 tokens.
     """
     try:
-        embed_file(options, weights, input_path, output_path, layers=layers, batch_size=batch_size, device=device)
+        embed_file(options, weights, input_path, output_path, layers=layers, batch_size=batch_size, device=device,
+                   precision=precision)
     except ElmoError as err:
         msg.fail("Embedding failed", str(err), exits=1)
     msg.good(f"Saved to {output_path}")

@@ -6,6 +6,8 @@ import numpy
 import typer
 from wasabi import msg
 
+from ..errors import ElmoError, Errors
+from ..util import make_parent_dir
 from . import app
 
 
@@ -27,6 +29,21 @@ def listener_mixes(nlp) -> Dict[str, Dict[str, object]]:
             gamma = float(mix.ops.to_numpy(mix.get_param("gamma"))[0])
             mixes[name if len(found) == 1 else f"{name}#{k}"] = {"weights": weights.tolist(), "gamma": gamma}
     return mixes
+
+
+def load_pipeline(path: Path):
+    """spacy.load, with a coded error (E511) for a folder that holds no pipeline."""
+    import spacy
+
+    if not (path / "config.cfg").is_file():
+        raise ElmoError("E511", Errors.E511.format(path=path, reason="it has no config.cfg"))
+    try:
+        return spacy.load(path)
+    except ElmoError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as err:  # what spaCy raises for a damaged pipeline
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ElmoError("E511", Errors.E511.format(path=path, reason=reason)) from err
 
 
 def plot_mixes(mixes: Dict[str, Dict[str, object]], output: Path, title: str = "Learned ELMo layer weights") -> None:
@@ -62,9 +79,12 @@ def mix_weights_cli(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="PNG path (default: PIPELINE_DIR/elmo_mix_weights.png)"),
 ) -> None:
     """Print every listener's learned layer weights softmax(s) and scale γ, and plot them."""
-    import spacy
-
-    nlp = spacy.load(pipeline_dir)
+    try:
+        nlp = load_pipeline(pipeline_dir)
+        output = output or pipeline_dir / "elmo_mix_weights.png"
+        make_parent_dir(output)
+    except ElmoError as err:
+        msg.fail("Cannot show the layer weights", str(err), exits=1)
     mixes = listener_mixes(nlp)
     if not mixes:
         msg.fail(f"No ELMo layer mix found in {pipeline_dir}: none of {nlp.pipe_names} listens to an elmo component.", exits=1)
@@ -73,6 +93,5 @@ def mix_weights_cli(
     ]
     n_layers = len(next(iter(mixes.values()))["weights"])
     msg.table(rows, header=["component", *(f"layer {j}" for j in range(n_layers)), "gamma"], divider=True)
-    output = output or pipeline_dir / "elmo_mix_weights.png"
     plot_mixes(mixes, output)
     msg.good(f"Saved the chart to {output}")

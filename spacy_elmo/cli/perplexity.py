@@ -6,8 +6,8 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
-from ..errors import ElmoError
-from ..util import atomic_path
+from ..errors import ElmoError, Errors
+from ..util import atomic_path, exit_on_sigterm, make_parent_dir
 from ..training import perplexity
 from . import app
 
@@ -17,7 +17,8 @@ def perplexity_cli(
     # fmt: off
     model_dir: Path = typer.Argument(..., help="A model exported by pretrain (OUTPUT_DIR/model)", exists=True, file_okay=False),
     text: List[Path] = typer.Argument(..., help="Text files or folders, tokenised as in pretraining", exists=True),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write {forward, backward, mean, tokens} to this JSON file"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write {forward, backward, mean, tokens} to this new JSON file"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the --output file if it exists"),
     tokens_per_batch: int = typer.Option(4000, "--tokens-per-batch", help="Batch size in tokens"),
     device: str = typer.Option("cpu", "--device", help="'cpu' or 'cuda'"),
     # fmt: on
@@ -26,10 +27,14 @@ def perplexity_cli(
 
     Exact: every prediction is normalised over the whole vocabulary. Each
     sentence counts its words plus one boundary (</S> forward, <S> backward);
-    a word outside the vocabulary is scored as <UNK>.
+    a word outside the vocabulary is scored as <UNK>. An existing --output
+    file is refused unless --overwrite is given.
     """
     try:
-        report = perplexity(model_dir, text, tokens_per_batch=tokens_per_batch, device=device)
+        if output is not None:
+            _check_output(output, overwrite)
+        with exit_on_sigterm():
+            report = perplexity(model_dir, text, tokens_per_batch=tokens_per_batch, device=device)
     except ElmoError as err:
         msg.fail("Perplexity failed", str(err), exits=1)
     ppl = report.perplexity
@@ -42,7 +47,16 @@ def perplexity_cli(
     if report.read.skipped_lines:
         msg.warn(f"Skipped {report.read.skipped_lines:,} lines that were not UTF-8 text or held binary data")
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(output) as tmp:
-            tmp.write_text(json.dumps(ppl.to_dict(), indent=2) + "\n", encoding="utf8")
+        try:
+            _check_output(output, overwrite)  # created by someone else while we ran
+            with exit_on_sigterm(), atomic_path(output) as tmp:
+                tmp.write_text(json.dumps(ppl.to_dict(), indent=2, allow_nan=False) + "\n", encoding="utf8")
+        except ElmoError as err:
+            msg.fail("Perplexity failed", str(err), exits=1)
         msg.good(f"Saved to {output}")
+
+
+def _check_output(output: Path, overwrite: bool) -> None:
+    if output.exists() and not (overwrite and output.is_file()):
+        raise ElmoError("E202", Errors.E202.format(path=output) + " To replace it, pass --overwrite.")
+    make_parent_dir(output)

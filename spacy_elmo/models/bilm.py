@@ -16,6 +16,7 @@ import io
 import os
 from typing import Callable, List, Optional, Tuple
 
+import numpy
 import srsly
 import torch
 from spacy.tokens import Doc
@@ -24,6 +25,8 @@ from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3, get_torch_default_de
 from thinc.types import Floats3d
 
 from ..bilm import BiLM, BiLMOptions, batch_to_ids
+from ..bilm.precision import PRECISIONS
+from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
 from ..errors import ElmoError, Errors
 
@@ -32,13 +35,19 @@ _IMPORT_PID = os.getpid()
 
 
 @registry.architectures("spacy-elmo.BiLM.v1")
-def BiLMModel(max_batch_tokens: int = 4096, window_size: int = 128) -> Model[List[Doc], List[Floats3d]]:
+def BiLMModel(
+    max_batch_tokens: int = 4096, window_size: int = 128, precision: str = "fp32"
+) -> Model[List[Doc], List[Floats3d]]:
     """The biLM over Docs: every token's L + 1 layers, (n_layers, n_tokens, width) per doc.
 
     max_batch_tokens: at prediction, the most padded tokens the biLM sees at once.
     window_size: the longest segment; docs without sentence boundaries are cut
         into windows of this many tokens.
+    precision: on a GPU, "fp32" (exact float32; cuDNN's default TF32 convolutions are
+        turned off inside the biLM), "tf32" or "bf16" (see spacy_elmo.bilm.precision).
     """
+    if precision not in PRECISIONS:
+        raise ElmoError("E104", Errors.E104.format(found=precision, choices=", ".join(PRECISIONS)))
     wrapper = PyTorchWrapper_v3(
         _Unset(),
         convert_inputs=_convert_inputs,
@@ -51,7 +60,7 @@ def BiLMModel(max_batch_tokens: int = 4096, window_size: int = 128) -> Model[Lis
         forward,
         layers=[wrapper],
         dims={"nO": None, "nL": None},
-        attrs={"max_batch_tokens": max_batch_tokens, "window_size": window_size},
+        attrs={"max_batch_tokens": max_batch_tokens, "window_size": window_size, "precision": precision},
     )
 
 
@@ -106,14 +115,18 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3
     _single_thread_after_fork()
     ops = model.ops
     n_layers, width = bilm.n_layers, bilm.output_dim
-    outputs = [ops.alloc3f(n_layers, len(doc), width) for doc in docs]
+    # At prediction the layers go to the host, one copy per batch (see
+    # _convert_outputs): docs hold NumPy arrays whatever the device.
+    xp = ops.xp if is_train else numpy
+    outputs = [xp.zeros((n_layers, len(doc), width), dtype="float32") for doc in docs]
     segments = sorted(_segments(docs, model.attrs["window_size"]), key=lambda s: s[2] - s[1], reverse=True)
     # In training, one batch: one graph, one backward pass.
     batches = [segments] if is_train else list(_batches(segments, model.attrs["max_batch_tokens"]))
     backprops = []
     for batch in batches:
         words = [[t.text for t in docs[d][start:end]] for d, start, end in batch]
-        layers, backprop = wrapper(batch_to_ids(words, bilm.options.max_characters_per_token), is_train)
+        with in_precision(get_torch_default_device(), model.attrs.get("precision", "fp32")):
+            layers, backprop = wrapper(batch_to_ids(words, bilm.options.max_characters_per_token), is_train)
         for row, (d, start, end) in enumerate(batch):
             outputs[d][:, start:end] = layers[:, row, : end - start]
         backprops.append((batch, layers.shape, backprop))
@@ -176,6 +189,8 @@ def _convert_inputs(model: Model, char_ids: torch.Tensor, is_train: bool):
 def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
     _, output = inputs_outputs
     layers = output.layers
+    if not is_train:  # one device-to-host copy for the whole batch
+        return layers.float().cpu().numpy(), None
 
     def get_d_layers(d_layers) -> ArgsKwargs:
         return ArgsKwargs(args=(layers,), kwargs={"grad_tensors": xp2torch(d_layers)})

@@ -7,6 +7,7 @@ task learns which layers it wants from one biLM pass.
 """
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Dropout, Model, chain
@@ -52,7 +53,10 @@ def _mix_docs_forward(model: Model, X: List[Floats3d], is_train: bool) -> Tuple[
     if not X or sum(lengths) == 0:
         width = model.get_dim("nO")
         return [ops.alloc2f(n, width) for n in lengths], lambda dY: [ops.alloc3f(*x.shape) for x in X]
-    stacked = ops.xp.concatenate([ops.asarray(x, dtype="float32") for x in X], axis=1)
+    if all(isinstance(x, numpy.ndarray) for x in X):  # from doc._.elmo: one copy to the device
+        stacked = ops.asarray(numpy.concatenate(X, axis=1), dtype="float32")
+    else:
+        stacked = ops.xp.concatenate([ops.asarray(x, dtype="float32") for x in X], axis=1)
     Y, backprop = model.layers[0](stacked, is_train)
     splits = ops.xp.cumsum(ops.asarray1i(lengths))[:-1].tolist()
 

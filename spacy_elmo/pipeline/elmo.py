@@ -1,7 +1,12 @@
 """The `elmo` pipeline component: runs the biLM and shares its layers."""
+import math
+from contextlib import contextmanager
 from itertools import islice
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
+import numpy
+import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
@@ -69,8 +74,6 @@ class Elmo(TrainablePipe):
         set_vector_hooks: bool = False,
         train_cache_mb: int = 1024,
     ):
-        if store_dtype not in ("float32", "float16"):
-            raise ElmoError("E406", Errors.E406.format(found=store_dtype))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -82,6 +85,7 @@ class Elmo(TrainablePipe):
             "set_vector_hooks": set_vector_hooks,
             "train_cache_mb": train_cache_mb,
         }
+        check_cfg(self.cfg, f"the settings of the '{name}' component")
         self.train_cache = LayerCache(train_cache_mb * 2**20, store_dtype)
         self.model.attrs["replace_listener"] = replace_listener
         self.model.attrs["replace_listener_cfg"] = replace_listener_cfg
@@ -138,7 +142,10 @@ class Elmo(TrainablePipe):
         mix = fixed_mix_weights(self.cfg["vector_mix"], bilm.n_layers)
         dtype = self.cfg["store_dtype"]
         for doc, layers in zip(docs, outputs):
-            doc._.elmo = ElmoDocData(layers=layers.astype(dtype, copy=False), mix=self.model.ops.asarray1f(mix))
+            doc._.elmo = ElmoDocData(
+                layers=layers.astype(dtype, copy=False), mix=numpy.asarray(mix, dtype="float32"),
+                vector_hooks=bool(self.cfg["set_vector_hooks"]),
+            )
             if self.cfg["set_vector_hooks"]:
                 set_vector_hooks(doc)
 
@@ -241,6 +248,66 @@ class Elmo(TrainablePipe):
             validate_get_examples(get_examples, "Elmo.initialize")
             self.predict([eg.predicted for eg in islice(get_examples(), 2)])
 
+    # Loading: every part read is checked, and a failure names its file.
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "Elmo":
+        """Load the component saved in `path` (its `cfg` and `model` files).
+
+        A missing, damaged or hand-edited file is a coded error naming it
+        (E507; E508, E406 or E401 for a setting in `cfg` that is not valid).
+        """
+        path = Path(path)
+        exclude = list(exclude)
+        for part in _PARTS:
+            if part in exclude:
+                continue
+            if part != "vocab" and not (path / part).is_file():
+                raise ElmoError("E507", Errors.E507.format(path=path / part, reason="the file is missing"))
+            others = [p for p in _PARTS if p != part]
+            self._load_part(part, f"{path / part}", lambda: super(Elmo, self).from_disk(path, exclude=exclude + others))
+        self._check_mix(f"{path / 'cfg'}")
+        return self
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "Elmo":
+        """Load the component from `bytes_data` (see `from_disk`)."""
+        exclude = list(exclude)
+        where = f"the bytes of the '{self.name}' component"
+        with _naming(where):
+            msg = srsly.msgpack_loads(bytes_data)
+        if not isinstance(msg, dict):
+            raise ElmoError("E507", Errors.E507.format(path=where, reason="they hold no component"))
+        for part in _PARTS:
+            if part in exclude or (part == "vocab" and part not in msg):
+                continue
+            if part not in msg:
+                raise ElmoError("E507", Errors.E507.format(path=where, reason=f"they have no '{part}'"))
+            data = srsly.msgpack_dumps({part: msg[part]})
+            self._load_part(part, f"{where} ('{part}')", lambda: super(Elmo, self).from_bytes(data, exclude=exclude))
+        self._check_mix(f"{where} ('cfg')")
+        return self
+
+    def _load_part(self, part: str, where: str, load: Callable[[], Any]) -> None:
+        before = dict(self.cfg)
+        with _naming(where):
+            load()
+        if part == "cfg":
+            try:
+                check_cfg(self.cfg, where)
+            except ElmoError:
+                self.cfg = before
+                raise
+            self.train_cache = LayerCache(self.cfg["train_cache_mb"] * 2**20, self.cfg["store_dtype"])
+
+    def _check_mix(self, where: str) -> None:
+        """The loaded `vector_mix` fits the loaded biLM (E401)."""
+        bilm = get_bilm(self.model)
+        if bilm is None:
+            return
+        try:
+            fixed_mix_weights(self.cfg["vector_mix"], bilm.n_layers)
+        except ElmoError as err:
+            raise ElmoError(err.code, f"{str(err).split('] ', 1)[1]} Found in {where}.") from err
+
     def _require_bilm(self) -> BiLM:
         bilm = get_bilm(self.model)
         if bilm is None:
@@ -250,3 +317,48 @@ class Elmo(TrainablePipe):
 
 def _no_backprop(d_outputs: List[Floats3d]) -> None:
     return None
+
+
+_PARTS = ("cfg", "vocab", "model")  # what TrainablePipe saves, in its order
+_SETTINGS = {  # cfg key: (check, what is expected)
+    "frozen": (lambda v: isinstance(v, bool), "true or false"),
+    "set_vector_hooks": (lambda v: isinstance(v, bool), "true or false"),
+    "train_cache_mb": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                       "a whole number of megabytes >= 0"),
+    # (which mixes fit the biLM is checked once it is known: E401)
+    "vector_mix": (
+        lambda v: isinstance(v, (str, int)) and not isinstance(v, bool) or isinstance(v, list) and all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in v
+        ),
+        "'average', 'top', a layer index or a list of finite layer weights",
+    ),
+}
+
+
+def check_cfg(cfg: Dict[str, Any], where: str) -> None:
+    """The component's settings, as the factory or a saved `cfg` file gives them."""
+    if cfg.get("store_dtype") not in ("float32", "float16"):
+        raise ElmoError("E406", Errors.E406.format(found=cfg.get("store_dtype")) + f" Found in {where}.")
+    for key, value in cfg.items():
+        if key == "store_dtype":
+            continue
+        if key not in _SETTINGS:
+            raise ElmoError("E508", Errors.E508.format(
+                key=key, found=value, expected=f"no such setting (the settings are {sorted(_SETTINGS)})", where=where
+            ))
+        check, expected = _SETTINGS[key]
+        if not check(value):
+            raise ElmoError("E508", Errors.E508.format(key=key, found=value, expected=expected, where=where))
+
+
+@contextmanager
+def _naming(where: str) -> Iterator[None]:
+    """Any failure to read a saved part becomes E507, naming the file."""
+    try:
+        yield
+    except ElmoError as err:
+        if err.code in ("E406", "E508"):
+            raise
+        raise ElmoError("E507", Errors.E507.format(path=where, reason=str(err))) from err
+    except Exception as err:  # msgpack, HDF5, JSON, thinc: whatever a damaged file makes them raise
+        raise ElmoError("E507", Errors.E507.format(path=where, reason=f"{type(err).__name__}: {err}")) from err

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union, get_args, get_origin
 from confection import Config, ConfigValidationError
 
 from ..bilm import BiLMOptions
+from ..bilm.precision import PRECISIONS
 from ..errors import ElmoError
 
 OPTIMIZERS = ("adam", "sgd", "adagrad")
@@ -139,6 +140,9 @@ class TrainingSettings:
     eval_every: int = 500  # steps between dev evaluations; 0: only at the end
     checkpoint_every: int = 500
     log_every: int = 50
+    # On a GPU: "fp32", "tf32" or "bf16" (see spacy_elmo/bilm/precision.py);
+    # the CPU computes in float32 whatever this says.
+    precision: str = "fp32"
     optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
 
@@ -156,6 +160,8 @@ class TrainingSettings:
             out.append(("max_steps", f"the '{self.schedule.name}' schedule needs max_steps > 0"))
         if not 0 <= self.dropout < 1:
             out.append(("dropout", "must be in [0, 1)"))
+        if self.precision not in PRECISIONS:
+            out.append(("precision", f"must be one of {PRECISIONS}"))
         if self.grad_clip < 0:
             out.append(("grad_clip", "must be >= 0"))
         return out

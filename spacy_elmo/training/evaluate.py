@@ -11,6 +11,7 @@ from typing import Iterable
 
 import torch
 
+from ..errors import ElmoError, Errors
 from .batching import Batch
 from .lm import BidirectionalLM
 
@@ -23,15 +24,24 @@ class Perplexity:
     tokens: int  # predictions per direction
 
     @classmethod
-    def from_sums(cls, nll_forward: float, nll_backward: float, tokens: int) -> "Perplexity":
+    def from_sums(cls, nll_forward: float, nll_backward: float, tokens: int, what: str = "measured") -> "Perplexity":
+        """The perplexities of summed negative log-likelihoods over `tokens`
+        predictions per direction. Never NaN or infinite: no predictions is a
+        coded error (E504), and so is a perplexity that is not a finite number
+        (E506, a diverged model); `what` names the figure in the message."""
         if tokens == 0:
-            return cls(math.nan, math.nan, math.nan, 0)
-        return cls(
+            raise ElmoError("E504", Errors.E504.format(what=f"the {what} text", detail="no predictions"))
+        ppl = cls(
             forward=_exp(nll_forward / tokens),
             backward=_exp(nll_backward / tokens),
             mean=_exp((nll_forward + nll_backward) / (2 * tokens)),
             tokens=int(tokens),
         )
+        if not all(math.isfinite(v) for v in (ppl.forward, ppl.backward, ppl.mean)):
+            raise ElmoError("E506", Errors.E506.format(
+                what=what, forward=ppl.forward, backward=ppl.backward, tokens=f"{tokens:,}"
+            ))
+        return ppl
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -55,4 +65,4 @@ def nll_sums(lm: BidirectionalLM, batches: Iterable[Batch], device: torch.device
 
 
 def _exp(x: float) -> float:
-    return math.exp(x) if x < 700 else math.inf
+    return math.exp(x) if x < 700 else math.inf  # (NaN stays NaN)

@@ -22,8 +22,8 @@ class BidirectionalLM(nn.Module):
         super().__init__()
         self.bilm = bilm
         self.softmax = softmax
-        # On the token representations going into the LSTMs and on the top
-        # layer going into the softmax; active in training only.
+        # On the token representations going into the LSTMs, between the LSTM
+        # layers and on the top layer going into the softmax; in training only.
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, batch: Batch) -> torch.Tensor:
@@ -37,5 +37,6 @@ class BidirectionalLM(nn.Module):
         in the (packed) order of `batch.targets`."""
         vectors = self.bilm.encode_tokens(batch.char_ids)  # (n_words, p)
         inputs = self.dropout(F.embedding(batch.index, vectors))  # (2, n_packed, p)
-        outputs, _ = self.bilm.lstm(inputs, batch.batch_sizes)
+        between = self.dropout.p if self.training else 0.0
+        outputs, _ = self.bilm.lstm(inputs, batch.batch_sizes, dropout=between)
         return self.dropout(outputs[-1])

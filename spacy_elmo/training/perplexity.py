@@ -16,6 +16,8 @@ from typing import Dict, Iterator, List, Sequence, Union
 import numpy
 import torch
 
+from ..device import check_device
+from ..errors import ElmoError, Errors
 from .batching import collate, plan_sorted, segments
 from .evaluate import Perplexity, nll_sums
 from .export import load_model
@@ -42,12 +44,18 @@ def perplexity(
     device: Union[str, torch.device] = "cpu",
 ) -> PerplexityReport:
     """Forward, backward and mean perplexity of the model in `model_dir` over
-    `text` (a file or folder, or a list of them)."""
-    lm, vocab, info = load_model(model_dir, device)
+    `text` (a file or folder, or a list of them).
+
+    A text with no tokens (empty, blank or binary) is a coded error (E504),
+    and so is a perplexity that is not finite (E506), never a NaN.
+    """
+    device = check_device(str(device))
     paths = [text] if isinstance(text, (str, Path)) else list(text)
+    files = find_files(paths)
+    lm, vocab, info = load_model(model_dir, device)
     stats = ReadStats()
     tokenizer = make_tokenizer(info.get("tokenizer", "blank:en"))
-    sentences = tokenizer(read_lines(find_files(paths), stats))
+    sentences = tokenizer(read_lines(files, stats))
     max_length = int(info.get("max_length", 100))
     max_chars = lm.bilm.options.max_characters_per_token
     sums = torch.zeros(3, dtype=torch.float64)
@@ -63,8 +71,15 @@ def perplexity(
                     vocab.bos_id, vocab.eos_id, max_chars)
             for b in plan_sorted(lengths, tokens_per_batch)
         )
-        sums += nll_sums(lm, batches, torch.device(device))
-    return PerplexityReport(Perplexity.from_sums(float(sums[0]), float(sums[1]), int(sums[2])), oov, stats)
+        sums += nll_sums(lm, batches, device)
+    if int(sums[2]) == 0:
+        raise ElmoError("E504", Errors.E504.format(
+            what=f"the text {[str(p) for p in paths]}",
+            detail=f"{stats.files} file(s): {stats.lines} line(s) with text, {stats.empty_lines} empty, "
+                   f"{stats.skipped_lines} skipped as not UTF-8 text or binary",
+        ))
+    ppl = Perplexity.from_sums(float(sums[0]), float(sums[1]), int(sums[2]), what="held-out")
+    return PerplexityReport(ppl, oov, stats)
 
 
 def _pools(sentences: Iterator[List[str]], n_tokens: int) -> Iterator[List[List[str]]]:

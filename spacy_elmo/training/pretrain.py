@@ -4,6 +4,7 @@ One process, or several under ``torchrun`` (DistributedDataParallel, gloo on
 the CPU, NCCL on GPUs): process 0 prepares the data and writes the run's
 files, every process trains on its share of each epoch's batches.
 """
+import contextlib
 import copy
 import time
 from pathlib import Path
@@ -15,14 +16,17 @@ from wasabi import Printer
 
 from ..bilm import BiLM, BiLMOptions
 from ..bilm.weights import resolve_paths
+from ..device import check_device
 from ..errors import ElmoError, Errors
 from ..util import atomic_path
 from .batching import CorpusBatches
+from .checkpoint import TrainState
 from .config import PretrainConfig, load_config
 from .distributed import Distributed
 from .export import SOFTMAX_NAME, VOCAB_NAME
 from .lm import BidirectionalLM
 from .prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
+from .reader import find_files
 from .run_dir import RunDir
 from .softmax import SoftmaxHead
 from .trainer import PretrainResult, StepHook, Trainer
@@ -54,6 +58,8 @@ def pretrain(
     on_step: called after every step with the state and the model (tests use
         it to stop or upset a run).
     """
+    if device != "auto":
+        check_device(device)
     dist = Distributed.from_env(device)
     printer = Printer(no_print=not dist.is_main)
     config = load_config(config, overrides) if not isinstance(config, PretrainConfig) else copy.deepcopy(config)
@@ -64,10 +70,35 @@ def pretrain(
         if init_options != config.model:
             printer.info(f"The architecture is {config.paths.init}'s: it replaces [model]")
         config.model = init_options
+    _check_inputs(config)  # before the folder is claimed: a typo in a path costs nothing
     if config.system.threads:
         torch.set_num_threads(config.system.threads)
     run = RunDir(output_dir)
+    with run.lock() if dist.is_main else contextlib.nullcontext():  # held until the run ends
+        return _run(config, run, dist, printer, resume, progress, on_step)
+
+
+def _check_inputs(config: PretrainConfig) -> None:
+    """The text and vocabulary files the run will read exist (E301, E311, E303/E304)."""
+    if not find_files(config.train_paths):
+        raise ElmoError("E311", Errors.E311.format(paths=[str(p) for p in config.train_paths]))
+    find_files(config.dev_paths)
+    if config.vocab.path:
+        Vocab.from_file(config.vocab.path)
+
+
+def _run(
+    config: PretrainConfig,
+    run: RunDir,
+    dist: Distributed,
+    printer: Printer,
+    resume: bool,
+    progress: bool,
+    on_step: Optional[StepHook],
+) -> PretrainResult:
     if dist.is_main:
+        if run.config.exists() and not run.has_progress:
+            printer.info(f"{run.path} holds a run that stopped before its first checkpoint: starting it again")
         for change in run.claim(config, resume):
             printer.warn(f"Resuming with a changed setting: {change}")
     prepared = run.prepared(config)
@@ -75,6 +106,8 @@ def pretrain(
     dev = _prepared(config.dev_paths, config, prepared / "dev", dist, progress, printer) if config.dev_paths else None
     if train.n_tokens == 0:
         raise ElmoError("E311", Errors.E311.format(paths=[str(p) for p in config.train_paths]))
+    if dev is not None and dev.n_tokens == 0:
+        raise ElmoError("E505", Errors.E505.format(paths=[str(p) for p in config.dev_paths]))
     dist.start()
     try:
         dist.barrier()  # process 0 has claimed the folder
@@ -92,15 +125,46 @@ def pretrain(
         elif dist.is_main:
             trainer.log.truncate(0)  # the records of a run stopped before its first checkpoint
         _describe(trainer, printer)
-        result = trainer.fit(progress=progress, on_step=on_step)
+        result = trainer.fit(progress=progress, on_step=_stop_on_bad_weights(trainer, on_step))
     except ElmoError as err:
-        dist.stop(clean=err.code == "E312")  # every process stops together on a bad loss
+        dist.stop(clean=err.code in _RAISED_TOGETHER)  # every process stops together on a bad loss
         raise
     except BaseException:
         dist.stop(clean=False)
         raise
     dist.stop()
     return result
+
+
+# Errors that every process raises at the same step (their figures are summed
+# over all processes, or the weights are the same everywhere).
+_RAISED_TOGETHER = ("E312", "E506", "E512")
+
+
+def _stop_on_bad_weights(trainer: Trainer, on_step: Optional[StepHook]) -> StepHook:
+    """The step hook, after a check that the update left every weight finite.
+
+    A loss can be finite while its update is not (an infinite gradient
+    without clipping): without this, a last such step would be exported.
+    """
+
+    def hook(state: TrainState, lm: BidirectionalLM) -> None:
+        params = [p.detach() for p in lm.parameters()]
+        if not bool(torch.isfinite(torch.stack([p.float().sum() for p in params]).sum())):
+            bad = [name for name, p in lm.named_parameters() if not bool(torch.isfinite(p.detach()).all())]
+            if trainer.last_checkpoint == state.step:
+                saved = (f"The checkpoint of this step holds them too: remove {trainer.run.checkpoint} and start "
+                         "again")
+            elif trainer.last_checkpoint is None:
+                saved = "No checkpoint had been written yet: start again"
+            else:
+                saved = f"The checkpoint of step {trainer.last_checkpoint:,} is kept: continue with --resume"
+            raise ElmoError("E512", Errors.E512.format(step=state.step, names=", ".join(bad[:3]) or "their sum",
+                                                       n_bad=len(bad), saved=saved))
+        if on_step is not None:
+            on_step(state, lm)
+
+    return hook
 
 
 def _prepared(

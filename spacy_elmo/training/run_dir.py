@@ -9,20 +9,40 @@
                     softmax.hdf5, pretrain.json
     prepared/       the tokenised corpora, unless corpus.prepared_dir says otherwise
 
+    .lock           held (flock) by the process running the run; it says who
+
 A folder holding anything else is never written to, and a folder holding a
 run is only continued with ``resume``, and only by the same run: the same
 data, tokenizer, vocabulary, architecture, softmax and seed. The ``[training]``
 settings (steps, learning rate, clipping…) and ``system.threads`` may change
 on resume, e.g. to continue past a diverged loss with a lower learning rate.
+A run that stopped before its first checkpoint saved nothing worth keeping:
+its folder is taken over by the next run, with or without ``resume``.
+
+One process at a time: `lock` holds an exclusive ``flock`` on ``.lock`` for
+the whole run. The operating system releases it when the process ends, even
+by kill -9, so a stopped run never leaves a stale lock.
 """
+import json
+import os
+import socket
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, Iterator, List, Tuple, Union
 
 from confection import Config
 
 from ..errors import ElmoError, Errors
-from ..util import atomic_path
+from ..util import atomic_path, make_parent_dir
 from .config import PretrainConfig
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, and no lock
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_NAME = ".lock"
 
 # What may change when a run is resumed: (section, first key) or a whole section.
 _FREE_SETTINGS = {("system", "threads"), ("training", None)}
@@ -42,15 +62,55 @@ class RunDir:
     def prepared(self, config: PretrainConfig) -> Path:
         return Path(config.corpus.prepared_dir) if config.corpus.prepared_dir else self.path / "prepared"
 
+    @property
+    def has_progress(self) -> bool:
+        """Whether the run here saved anything worth keeping (a checkpoint or an export)."""
+        return self.checkpoint.exists() or self.model.exists()
+
+    def _entries(self) -> List[str]:
+        if self.path.exists() and not self.path.is_dir():
+            raise ElmoError("E306", Errors.E306.format(path=self.path, found="a file"))
+        entries = sorted(p.name for p in self.path.iterdir()) if self.path.exists() else []
+        return [name for name in entries if name != LOCK_NAME]
+
+    def _check_not_foreign(self) -> None:
+        entries = self._entries()
+        if entries and not self.config.exists():
+            raise ElmoError("E306", Errors.E306.format(path=self.path, found=", ".join(entries[:5])))
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder (creating it) for this process while the block runs.
+
+        Another process holding it is a coded error (E503) that names it: its
+        pid, host and start time, which the holder writes into the lock file.
+        """
+        self._check_not_foreign()  # nothing, not even the lock, is written into another's folder
+        make_parent_dir(self.path / LOCK_NAME)
+        if fcntl is None:
+            yield
+            return
+        fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as err:
+                raise ElmoError("E503", Errors.E503.format(path=self.path, holder=_holder(fd))) from err
+            holder = {"pid": os.getpid(), "host": socket.gethostname(),
+                      "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(holder).encode("utf8") + b"\n", 0)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     def claim(self, config: PretrainConfig, resume: bool) -> List[str]:
         """Check that this run may write here and record its config.
 
         RETURNS: the settings that changed since the run was started.
         """
-        if self.path.exists() and not self.path.is_dir():
-            raise ElmoError("E306", Errors.E306.format(path=self.path, found="a file"))
-        entries = sorted(p.name for p in self.path.iterdir()) if self.path.exists() else []
-        if not entries:
+        entries = self._entries()
+        if not entries or (self.config.exists() and not self.has_progress):
             self.path.mkdir(parents=True, exist_ok=True)
             self._write_config(config)
             return []
@@ -70,6 +130,15 @@ class RunDir:
     def _write_config(self, config: PretrainConfig) -> None:
         with atomic_path(self.config) as tmp:
             config.to_config().to_disk(tmp)
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, as its lock file says."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf8"))
+        return f"pid {info['pid']} on {info['host']}, running since {info['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not yet written its name into the lock file"
 
 
 def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[Tuple[str, str, str]]:

@@ -7,6 +7,7 @@ from typing import Callable, Optional
 import torch
 from wasabi import Printer
 
+from ..bilm.precision import precision
 from ..errors import ElmoError, Errors
 from .batching import CorpusBatches
 from .checkpoint import TrainState, load_checkpoint, rng_state, save_checkpoint, set_rng_state
@@ -33,6 +34,7 @@ class PretrainResult:
     train_perplexity: Optional[float]  # the last log interval's, mean of both LMs
     dev: Optional[Perplexity]
     tokens_per_second: float  # per direction, all processes, training steps only
+    steps_per_epoch: int = 0
 
 
 class _Window:
@@ -194,6 +196,7 @@ class Trainer:
             train_perplexity=last_train_ppl,
             dev=last_dev,
             tokens_per_second=train_tokens / train_seconds if train_seconds else 0.0,
+            steps_per_epoch=self.steps_per_epoch(),
         )
 
     def evaluate(self, data: CorpusBatches) -> Perplexity:
@@ -215,7 +218,8 @@ class Trainer:
         """One update. RETURNS: (the sums of all processes: forward and
         backward negative log-likelihood and predictions; the learning rate)."""
         batch = self.train.batch(indices).to(self.dist.device)
-        log_probs = self.model(batch)  # (2, n_targets)
+        with precision(self.dist.device, self.settings.precision):
+            log_probs = self.model(batch).float()  # (2, n_targets)
         loss = -log_probs.mean()
         sums = torch.stack([-log_probs[0].sum(), -log_probs[1].sum(), log_probs.new_tensor(log_probs.shape[1])])
         sums = self.dist.sum(sums.detach().double().cpu())

@@ -2,6 +2,7 @@ import json
 import shutil
 
 import h5py
+import numpy
 import pytest
 import torch
 
@@ -122,3 +123,39 @@ def test_directory_with_allennlp_file_names(tmp_path, fixture_paths):
     shutil.copy(fixture_paths[1], tmp_path / "other_weights.hdf5")  # two candidates: ambiguous
     with pytest.raises(ElmoError, match="E006"):
         BiLM.from_allennlp(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "section,key,value,dataset",
+    [("char_cnn", "n_highway", 1, "CNN_high_1/"), ("lstm", "n_layers", 1, "RNN_0/RNN/MultiRNNCell/Cell1/")],
+)
+def test_options_describing_fewer_layers_than_the_weights_are_refused(copied, section, key, value, dataset):
+    options, weights = copied
+    edit_options(options, lambda d: d[section].__setitem__(key, value))
+    with pytest.raises(ElmoError, match=rf"E501.*'{dataset}.*'{section}\.{key}'"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_a_dataset_outside_the_layout_is_refused(copied):
+    options, weights = copied
+    with h5py.File(weights, "a") as f:
+        f.create_dataset("softmax/W", data=numpy.zeros((3, 16), dtype="float32"))
+    with pytest.raises(ElmoError, match=r"E501.*'softmax/W'.*not part of the bilm-tf layout"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_weights_that_are_not_finite_are_refused(copied, value):
+    options, weights = copied
+    with h5py.File(weights, "a") as f:
+        f["RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"][3, 5] = value
+    dataset = "RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"
+    with pytest.raises(ElmoError, match=rf"E502.*weights\.hdf5.*'{dataset}' holds 1 NaN"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_a_clip_that_is_not_finite_is_refused(copied):
+    options, weights = copied
+    options.write_text(options.read_text().replace('"cell_clip": 3', '"cell_clip": NaN'))
+    with pytest.raises(ElmoError, match=r"E003.*lstm\.cell_clip.*finite"):
+        BiLM.from_allennlp(options, weights)

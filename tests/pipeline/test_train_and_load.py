@@ -16,14 +16,14 @@ from .test_elmo_component import elmo_pipeline
 CONFIGS = Path(__file__).parent.parent.parent / "configs"
 
 
-def spacy_train(config, output, corpus_dir, bilm_dir, steps=40):
+def spacy_train(config, output, corpus_dir, bilm_dir, steps=40, extra=()):
     cmd = [
         sys.executable, "-m", "spacy", "train", str(CONFIGS / config), "--output", str(output),
         "--paths.train", str(corpus_dir / "train.spacy"), "--paths.dev", str(corpus_dir / "dev.spacy"),
         "--paths.elmo", str(bilm_dir), "--training.max_steps", str(steps), "--training.eval_frequency", "20",
         "--nlp.batch_size", "16",
         # Small and quick: the tiny fixture biLM and narrow encoders.
-        "--training.batcher.size.start", "200", "--training.batcher.size.stop", "200",
+        "--training.batcher.size.start", "200", "--training.batcher.size.stop", "200", *extra,
     ]
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]

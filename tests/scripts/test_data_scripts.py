@@ -7,9 +7,12 @@ loaded from its file path.
 import csv
 import hashlib
 import importlib.util
+import io
 import json
 import sys
+import tarfile
 import zipfile
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,6 +40,7 @@ fetch_data = load_script("fetch_data")
 prepare_corpus = load_script("prepare_corpus")
 convert_ner = load_script("convert_ner")
 convert_textcat = load_script("convert_textcat")
+convert_sentiment5 = load_script("convert_sentiment5")
 
 
 SPLITS = ("train", "dev", "test")
@@ -241,13 +245,15 @@ def make_assets(root: Path) -> None:
     write("oanc/tagged-en-oanc.txt", oanc)
     write("sentence_polarity/snippets.csv", '"1","SNIPPET_SENTINEL ."\n', encoding="utf-8-sig")
     write("wnut16/ner.txt", "TWEET_SENTINEL\tO\n\t\n")
+    write("rt_snippets/movieReviewSnippets_GroundTruth.txt", "1\t0.5\tRT_SENTINEL .\r\n")
 
 
 def test_prepare_corpus(tmp_path):
     make_assets(tmp_path / "assets")
-    counts = prepare_corpus.prepare_corpus(
+    report = prepare_corpus.prepare_corpus(
         tmp_path / "assets", tmp_path / "out", dev_fraction=0.1, seed=0
     )
+    counts = report.counts
     train = (tmp_path / "out" / "train.txt").read_text(encoding="utf-8")
     dev = (tmp_path / "out" / "dev.txt").read_text(encoding="utf-8")
     text = train + dev
@@ -265,7 +271,10 @@ def test_prepare_corpus(tmp_path):
         for source in prepare_corpus.SOURCES
     }
     assert docs == {"wiki": 30, "bbc": 11, "reviews": 8, "oanc": 3}
-    assert sum(c["docs"] for c in counts["dev"].values()) == round(52 * 0.1)
+    assert report.duplicates == 1
+    # Dev per source: round(n * 0.1), at least one: wiki 3, bbc 1, reviews 1, oanc 1.
+    n_dev = {source: c["docs"] for source, c in counts["dev"].items()}
+    assert n_dev == {"wiki": 3, "bbc": 1, "reviews": 1, "oanc": 1}
     # Whole documents go to one side: a document's lines never straddle the split.
     assert train.count("Body of tech 1.") + dev.count("Body of tech 1.") == 1
     for i in range(30):
@@ -276,20 +285,254 @@ def test_prepare_corpus(tmp_path):
     assert all(line == " ".join(line.split()) and line for line in text.splitlines())
 
 
+def test_prepare_corpus_dev_per_source(tmp_path):
+    make_assets(tmp_path / "assets")
+    out = tmp_path / "out"
+    report = prepare_corpus.prepare_corpus(tmp_path / "assets", out, dev_fraction=0.1, seed=0)
+    dev = (out / "dev.txt").read_text(encoding="utf-8")
+    train_lines = set((out / "train.txt").read_text(encoding="utf-8").splitlines())
+    markers = {"wiki": "Wiki article", "bbc": "Body of", "reviews": "review", "oanc": "OANC"}
+    per_source = {}
+    for source, marker in markers.items():
+        text = (out / f"dev_{source}.txt").read_text(encoding="utf-8")
+        lines = text.splitlines()
+        per_source[source] = text
+        assert lines, f"dev_{source}.txt is empty"
+        # Each file holds that source's documents only, and none of them is in train.
+        assert any(marker in line for line in lines)
+        for other, other_marker in markers.items():
+            if other != source:
+                assert not any(line.startswith(other_marker) for line in lines)
+        assert not (train_lines & set(lines)) - {"More."}  # every BBC body ends "More."
+    # dev.txt is the per-source files one after another.
+    assert dev == "".join(per_source[source] for source in prepare_corpus.SOURCES)
+    # stats.json holds the whitespace token counts per split and source.
+    stats = json.loads((out / "stats.json").read_text())
+    for split in ("train", "dev"):
+        for source in prepare_corpus.SOURCES:
+            assert stats[split][source]["tokens"] == report.counts[split][source]["tokens"]
+    assert stats["dev"]["oanc"]["tokens"] == len(per_source["oanc"].split())
+    assert stats["dev"]["total"]["docs"] == 6
+
+
 def test_prepare_corpus_seed_and_max_docs(tmp_path):
     make_assets(tmp_path / "assets")
     a = prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "a", max_docs=20, seed=0)
     prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "b", max_docs=20, seed=0)
     prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "c", max_docs=20, seed=1)
-    assert sum(c["docs"] for split in a.values() for c in split.values()) == 20
-    # 2% of 20 rounds to 0, but dev is never left empty.
-    assert sum(c["docs"] for c in a["dev"].values()) == 1
+    assert sum(c["docs"] for split in a.counts.values() for c in split.values()) == 20
+    # 2% of each source's share of 20 rounds to 0, but a source with two or
+    # more documents always holds one out.
+    for source, counter in a.counts["dev"].items():
+        n_total = counter["docs"] + a.counts["train"].get(source, {"docs": 0})["docs"]
+        assert counter["docs"] == (1 if n_total >= 2 else 0)
 
     def read(name: str) -> str:
         return "".join((tmp_path / name / f).read_text() for f in ("train.txt", "dev.txt"))
 
     assert read("a") == read("b")
     assert read("a") != read("c")
+
+
+def test_prepare_corpus_needs_downstream_sets(tmp_path):
+    make_assets(tmp_path / "assets")
+    (tmp_path / "assets" / "rt_snippets" / "movieReviewSnippets_GroundTruth.txt").unlink()
+    with pytest.raises(FileNotFoundError, match="rt_snippets"):
+        prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "out")
+
+
+# --------------------------------------------------------------------------
+# Leakage removal
+# --------------------------------------------------------------------------
+
+LEAKED = "This film is an utter waste of two hours."  # 9 words
+LEAKED_VARIANT = "this  FILM is an utter waste , of two-hours !"
+
+
+def test_normalize_for_match_and_sentences():
+    assert prepare_corpus.normalize_for_match("It 's  GOOD , really!") == "itsgoodreally"
+    assert prepare_corpus.normalize_for_match("it's good really") == "itsgoodreally"
+    assert prepare_corpus.split_sentences('One . "Two !" Three? four') == [
+        "One .", '"Two !"', "Three?", "four"
+    ]
+    assert prepare_corpus.count_words("Great .") == 1
+
+
+def make_leaky_assets(root: Path) -> None:
+    """``make_assets`` plus downstream sentences planted in the wiki, BBC and reviews."""
+    make_assets(root)
+    wiki_path = root / "wiki" / "summaries_en-us.json"
+    wiki = json.loads(wiki_path.read_text())
+    wiki["Leaky"] = {
+        "title": "Leaky",
+        # An exact copy of an RT snippet, and an unrelated sentence that stays.
+        "extract": f"Critics wrote about it. {LEAKED} The cast was large.",
+    }
+    # A case/punctuation/whitespace variant of a sentence-polarity snippet of 5 words.
+    wiki["Variant"] = {"title": "Variant", "extract": "Opening. SHEER , utter BRILLIANCE -- truly!"}
+    # A short downstream text ("Great .") must not remove the corpus's "Great .".
+    wiki["Short"] = {"title": "Short", "extract": "Great . The weather was fine."}
+    # A long downstream text (>= 8 words) inside a longer sentence removes the line.
+    wiki["Quote"] = {
+        "title": "Quote",
+        "extract": f"One critic said that {LEAKED_VARIANT.lower()} and left.\nSafe second line.",
+    }
+    wiki_path.write_text(json.dumps(wiki))
+    (root / "sentence_polarity" / "snippets.csv").write_bytes(
+        '"1","sheer utter brilliance , truly ."\n"-1","Great ."\n'.encode("utf-8-sig")
+    )
+    (root / "rt_snippets" / "movieReviewSnippets_GroundTruth.txt").write_bytes(
+        f"1\t-3.5\t{LEAKED}\r\n2\t3.1\tGreat.".encode("utf-8")
+    )
+    # A WNUT tweet of four words, planted in a BBC article in upper case, re-punctuated.
+    (root / "wnut16" / "ner.txt").write_text(
+        "Saw\tO\nthe\tO\nbig\tO\nparade\tO\n!\tO\n\t\nhi\tO\n\t\n"
+    )
+    (root / "bbc" / "tech" / "008.txt").write_text(
+        "Parade story\n\nWe covered it. SAW  THE big-parade. It rained.\n"
+    )
+
+
+def test_leakage_removed_and_counted(tmp_path):
+    make_leaky_assets(tmp_path / "assets")
+    out = tmp_path / "out"
+    report = prepare_corpus.prepare_corpus(tmp_path / "assets", out, dev_fraction=0.1)
+    text = (out / "train.txt").read_text() + (out / "dev.txt").read_text()
+    norm = prepare_corpus.normalize_for_match(text)
+    # The planted copies are gone ...
+    assert LEAKED not in text
+    assert "utterwasteoftwohours" not in norm
+    assert "sheerutterbrilliance" not in norm
+    assert "sawthebigparade" not in norm
+    assert "One critic said" not in text
+    # ... the text around them stays.
+    for kept in (
+        "Critics wrote about it. The cast was large.",
+        "Opening.",
+        "Great . The weather was fine.",
+        "Safe second line.",
+        "We covered it. It rained.",
+    ):
+        assert kept in text
+    leakage = json.loads((out / "leakage.json").read_text())
+    assert leakage == report.leakage_json()
+    wiki, bbc = leakage["per_source"]["wiki"], leakage["per_source"]["bbc"]
+    assert (wiki["exact_sentences"], wiki["normalised_sentences"], wiki["substring_lines"]) == (
+        1, 1, 1
+    )
+    assert (bbc["exact_sentences"], bbc["normalised_sentences"], bbc["substring_lines"]) == (
+        0, 1, 0
+    )
+    assert leakage["total"]["exact_sentences"] == 1
+    assert leakage["total"]["normalised_sentences"] == 2
+    assert leakage["per_source"]["reviews"]["removed_tokens"] == 0
+
+
+def test_leakage_cli_prints_counts(tmp_path, capsys):
+    make_leaky_assets(tmp_path / "assets")
+    prepare_corpus.main(tmp_path / "assets", tmp_path / "out", max_docs=0, dev_fraction=0.1, seed=0)
+    out = capsys.readouterr().out
+    wiki_row = next(line for line in out.splitlines() if line.startswith("wiki "))
+    assert wiki_row.split()[1:4] == ["1", "1", "1"]  # exact, normalised, substring
+    assert "dev    oanc" in out
+
+
+# --------------------------------------------------------------------------
+# Five-class sentiment (Rotten Tomatoes snippets)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "rating, label",
+    [
+        (-4.0, "VERY_NEGATIVE"),
+        (-2.0, "VERY_NEGATIVE"),
+        (-1.9999, "NEGATIVE"),
+        (-1.0, "NEGATIVE"),
+        (-0.9999, "NEUTRAL"),
+        (0.0, "NEUTRAL"),
+        (0.9999, "NEUTRAL"),
+        (1.0, "POSITIVE"),
+        (1.9999, "POSITIVE"),
+        (2.0, "VERY_POSITIVE"),
+        (4.0, "VERY_POSITIVE"),
+    ],
+)
+def test_sentiment5_bins(rating, label):
+    assert convert_sentiment5.CUT_POINTS == (-2.0, -1.0, 1.0, 2.0)
+    assert convert_sentiment5.rating_to_label(rating) == label
+
+
+def write_rt(path: Path, n_rows: int = 50, bom: bool = False) -> list[float]:
+    """``id<TAB>rating<TAB>text`` rows with CRLF line ends and no final newline, as shipped."""
+    ratings = [round(-4 + 8 * i / (n_rows - 1), 4) for i in range(n_rows)]
+    lines = [f"{i + 1}\t{r}\tSnippet  number {i}, rated {r} ." for i, r in enumerate(ratings)]
+    data = "\r\n".join(lines).encode("utf-8")
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data)
+    return ratings
+
+
+@pytest.mark.parametrize("bom", [False, True])
+def test_sentiment5_cats_one_hot(tmp_path, bom):
+    ratings = write_rt(tmp_path / "rt.txt", bom=bom)
+    convert_sentiment5.convert_sentiment5(tmp_path / "rt.txt", tmp_path / "out")
+    docs = read_all_splits(tmp_path / "out")
+    assert len(docs) == len(ratings)
+    by_text = {doc.text: doc for doc in docs}
+    for i, rating in enumerate(ratings):
+        doc = by_text[f"Snippet number {i}, rated {rating} ."]  # whitespace collapsed, no BOM
+        assert sorted(doc.cats) == sorted(convert_sentiment5.CATEGORIES)
+        assert sum(doc.cats.values()) == 1.0
+        assert doc.cats[convert_sentiment5.rating_to_label(rating)] == 1.0
+
+
+def test_sentiment5_split_deterministic_disjoint_stratified(tmp_path):
+    write_rt(tmp_path / "rt.txt", n_rows=200)
+    a = texts_of(convert_sentiment5.convert_sentiment5(tmp_path / "rt.txt", tmp_path / "a", seed=0))
+    b = texts_of(convert_sentiment5.convert_sentiment5(tmp_path / "rt.txt", tmp_path / "b", seed=0))
+    c = texts_of(convert_sentiment5.convert_sentiment5(tmp_path / "rt.txt", tmp_path / "c", seed=1))
+    assert a == b == split_texts(tmp_path / "a")
+    assert a != c
+    all_texts = [t for name in SPLITS for t in a[name]]
+    assert len(all_texts) == len(set(all_texts)) == 200  # disjoint, and covers every row
+    # Stratified: in every split each class has its exact share, whatever the seed.
+    ratings = write_rt(tmp_path / "rt.txt", n_rows=200)
+    n_class = Counter(convert_sentiment5.rating_to_label(r) for r in ratings)
+    for seed in range(4):
+        splits = convert_sentiment5.convert_sentiment5(
+            tmp_path / "rt.txt", tmp_path / "s", seed=seed
+        )
+        for name in ("dev", "test"):
+            found = Counter(convert_sentiment5.label_of(doc) for doc in splits[name])
+            assert found == {label: round(n * 0.1) for label, n in n_class.items()}
+
+
+def test_sentiment5_bad_rows(tmp_path):
+    path = tmp_path / "rt.txt"
+    path.write_bytes(b"1\t0.5\tfine .\r\n2\tnot-a-number\tbad .\r\n")
+    with pytest.raises(convert_sentiment5.FormatError, match=r"rt.txt:2:"):
+        convert_sentiment5.read_rated_snippets(path)
+    path.write_bytes(b"1\t4.5\tout of range .\r\n")
+    with pytest.raises(convert_sentiment5.FormatError, match=r"rt.txt:1:"):
+        convert_sentiment5.read_rated_snippets(path)
+
+
+def test_extract_vader_from_nested_tar(tmp_path):
+    inner = io.BytesIO()
+    payload = b"1\t2.5\tA fine film .\r\n2\t-1\tNot so .\r\n"
+    with tarfile.open(fileobj=inner, mode="w:gz") as tar:
+        info = tarfile.TarInfo(fetch_data.VADER_MEMBER)
+        info.size = len(payload)
+        tar.addfile(info, io.BytesIO(payload))
+    sdist = tmp_path / "vaderSentiment-3.3.2.tar.gz"
+    with tarfile.open(sdist, mode="w:gz") as tar:
+        info = tarfile.TarInfo(fetch_data.VADER_ARCHIVE)
+        info.size = len(inner.getvalue())
+        tar.addfile(info, io.BytesIO(inner.getvalue()))
+    outputs, summary = fetch_data.extract_vader(sdist, tmp_path / "assets")
+    assert outputs == [fetch_data.RT_SNIPPETS]
+    assert (tmp_path / "assets" / fetch_data.RT_SNIPPETS).read_bytes() == payload  # CRLF kept
+    assert summary == "2 snippets / 7 words"  # whitespace tokens
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The GPU checks, benchmarks and trainings, for a machine with one CUDA GPU.
+#
+#   bash benchmarks/run_gpu.sh start WORK OUT  # benchmarks; trainings started in the background; GPU tests
+#   bash benchmarks/run_gpu.sh finish WORK OUT  # waits for the trainings, copies results into OUT
+#   bash benchmarks/run_gpu.sh pretrain-speed WORK  # tokens/s of pretraining per config and precision
+#
+# WORK is a scratch folder that lives as long as the machine. Needs spaCy and this package
+# importable, the release corpus in corpus/release/pretrain and the PTB text in assets/ptb.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+phase=$1
+work=$2
+mkdir -p "$work"
+export PYTHONUNBUFFERED=1
+
+case "$phase" in
+start)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  python3 -c "import torch, spacy, thinc; print('torch', torch.__version__, 'spaCy', spacy.__version__, 'thinc', thinc.__version__)"
+  timeout "${BENCH_SECONDS:-270}" python3 benchmarks/bench_bilm.py --device cuda --text corpus/release/pretrain/train.txt --sentences 2048 \
+    --output "$work/bench_bilm_gpu.json" 2>&1 | tee "$work/bench_bilm_gpu.log"
+  setsid nohup bash benchmarks/run_gpu.sh trainings "$work" >"$work/trainings.log" 2>&1 < /dev/null &
+  OMP_NUM_THREADS=4 timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/bilm/test_gpu.py \
+    tests/pipeline/test_gpu.py 2>&1 | tee "$work/pytest_gpu.log" | tail -n 25
+  OMP_NUM_THREADS=4 timeout 60 python3 -m pytest -q -p no:cacheprovider tests/bilm -k cuda 2>&1 | tee "$work/pytest_cuda_params.log" | tail -n 5
+  tail -n 5 "$work/release.log" "$work/ptb.log" 2>/dev/null
+  tar czf "$3/start.tgz" -C "$work" bench_bilm_gpu.json bench_bilm_gpu.log pytest_gpu.log pytest_cuda_params.log
+  ;;
+trainings)
+  python3 scripts/pretrain_for_budget.py configs/bilm_release.cfg "$work/release" --minutes "${RELEASE_MINUTES:-10}" \
+    --device "${DEVICE:-cuda}" --paths.train corpus/release/pretrain/train.txt --paths.dev corpus/release/pretrain/dev.txt \
+    --score corpus/release/pretrain/dev_wiki.txt --score corpus/release/pretrain/dev_bbc.txt \
+    --score corpus/release/pretrain/dev_reviews.txt --score corpus/release/pretrain/dev_oanc.txt \
+    --score corpus/release/pretrain/dev.txt >"$work/release.log" 2>&1 &
+  python3 scripts/pretrain_for_budget.py configs/bilm_ptb_gpu.cfg "$work/ptb" --minutes "${PTB_MINUTES:-9}" \
+    --max-epochs 25 --device "${DEVICE:-cuda}" --score assets/ptb/valid.txt --score assets/ptb/test.txt >"$work/ptb.log" 2>&1 &
+  wait
+  touch "$work/DONE"
+  ;;
+finish)
+  out=$3
+  for _ in $(seq 1 "${WAIT_STEPS:-110}"); do [ -e "$work/DONE" ] && break; sleep 5; done
+  tail -n 8 "$work/release.log" "$work/ptb.log"
+  mkdir -p "$work/results"
+  cp "$work"/release/model/weights.hdf5 "$out/release_weights.hdf5"
+  cp "$work"/release/model/softmax.hdf5 "$out/release_softmax.hdf5"
+  (cd "$work" && tar czf "$out/results.tgz" --exclude='*.hdf5' --exclude='*.pt' --exclude='.*' \
+    *.log *.json release/model release/log.jsonl release/budget_run.json release/curves.png release/config.cfg \
+    ptb/model/options.json ptb/model/pretrain.json ptb/log.jsonl ptb/budget_run.json ptb/curves.png ptb/config.cfg)
+  ls -la "$out"
+  ;;
+pretrain-speed)
+  python3 benchmarks/bench_pretrain.py --text corpus/release/pretrain/train.txt --configs bilm_small bilm_release \
+    --device cuda --precisions fp32 tf32 bf16 --steps 60 --warmup 15 --output "$work/bench_pretrain_gpu.json" \
+    2>&1 | grep -v "^\s*$" | grep -E "tokens/s|written|Error|error" | tee "$work/bench_pretrain_gpu.log"
+  ;;
+esac

@@ -1,0 +1,97 @@
+"""Pretrain a biLM for a wall-clock budget, with a schedule that finishes.
+
+A linear or cosine schedule needs its step count up front. This runs a short probe of the
+config on this machine (the corpus is tokenised once, into a shared prepared folder), sets
+``training.max_steps`` to what the budget allows at the probe's speed (capped by
+``--max-epochs`` when given), trains and exports, then scores each held-out file given with
+``--score`` (one JSON of forward/backward/mean perplexity per file).
+
+    python scripts/pretrain_for_budget.py configs/bilm_release.cfg training/release \
+        --minutes 11 --device cuda --paths.train corpus/release/pretrain/train.txt \
+        --paths.dev corpus/release/pretrain/dev.txt --score corpus/release/pretrain/dev_wiki.txt
+
+Extra ``--section.key value`` options override the config, as in ``spacy_elmo pretrain``.
+"""
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from wasabi import msg
+
+from spacy_elmo.training.perplexity import perplexity
+from spacy_elmo.training.pretrain import pretrain
+
+PROBE_STEPS = 40
+PROBE_WARMUP = 10  # steps left out of the speed measurement (kernel choice, allocator warm-up)
+
+
+def parse_overrides(args: List[str]) -> dict:
+    overrides = {}
+    for key, value in zip(args[::2], args[1::2]):
+        if not key.startswith("--"):
+            raise typer.BadParameter(f"expected --section.key value, found {key}")
+        try:
+            overrides[key[2:]] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key[2:]] = value
+    return overrides
+
+
+def main(
+    ctx: typer.Context,
+    config_path: Path = typer.Argument(..., exists=True),
+    output_dir: Path = typer.Argument(...),
+    minutes: float = typer.Option(..., "--minutes", help="training time to fill (probe and scoring not counted)"),
+    device: str = typer.Option("auto", "--device"),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="never more than this many epochs"),
+    score: List[Path] = typer.Option([], "--score", help="held-out text to score after training (repeatable)"),
+):
+    overrides = parse_overrides(ctx.args)
+    prepared = output_dir.parent / f".{output_dir.name}.prepared"
+    overrides["corpus.prepared_dir"] = str(prepared)
+    probe_dir = output_dir.parent / f".{output_dir.name}.probe"
+    shutil.rmtree(probe_dir, ignore_errors=True)
+    step_times: List[float] = []
+    last = [time.perf_counter()]
+
+    def clock(state, lm):
+        now = time.perf_counter()
+        step_times.append(now - last[0])
+        last[0] = now
+
+    probe_overrides = {**overrides, "training.max_steps": PROBE_STEPS, "training.eval_every": 0,
+                       "training.checkpoint_every": PROBE_STEPS, "training.max_epochs": 0}
+    probe = pretrain(config_path, probe_dir, overrides=probe_overrides, device=device, progress=False, on_step=clock)
+    seconds_per_step = sorted(step_times[PROBE_WARMUP:])[len(step_times[PROBE_WARMUP:]) // 2]
+    steps = int(minutes * 60 / seconds_per_step)
+    msg.info(f"Probe: {seconds_per_step * 1000:.1f} ms a step (median), {probe.tokens_per_second:,.0f} tokens/s; "
+             f"{minutes} minutes allow {steps:,} steps")
+    if max_epochs and steps > max_epochs * probe.steps_per_epoch:
+        steps = max_epochs * probe.steps_per_epoch
+        msg.info(f"Capped at {max_epochs} epochs of {probe.steps_per_epoch:,} steps: {steps:,} steps")
+    shutil.rmtree(probe_dir, ignore_errors=True)
+    overrides["training.max_steps"] = steps
+    overrides["training.max_epochs"] = 0
+    (output_dir.parent).mkdir(parents=True, exist_ok=True)
+    result = pretrain(config_path, output_dir, overrides=overrides, device=device, progress=False, resume=True)
+    summary = {"config": str(config_path), "overrides": overrides, "probe_seconds_per_step": seconds_per_step,
+               "probe_tokens_per_s": probe.tokens_per_second, "steps": result.state.step,
+               "epochs": result.state.epoch, "train_tokens": result.state.tokens,
+               "train_seconds": result.state.elapsed, "tokens_per_s": result.tokens_per_second,
+               "parameters": result.parameters, "steps_per_epoch": result.steps_per_epoch, "scores": {}}
+    for path in score:
+        report = perplexity(output_dir / "model", path, device=device)
+        summary["scores"][path.name] = report.perplexity.to_dict()
+        msg.good(f"{path}: perplexity {report.perplexity.mean:.2f}")
+    (output_dir / "budget_run.json").write_text(json.dumps(summary, indent=2), encoding="utf8")
+    return summary
+
+
+app = typer.Typer(add_completion=False)
+app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(main)
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,97 @@
+"""The biLM on CUDA agrees with the CPU: outputs, gradients, reduced precision."""
+import json
+
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
+from spacy_elmo.bilm.precision import precision
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+ORIGINAL = BiLMOptions(filters=FILTERS, n_highway=2, lstm_dim=4096, projection_dim=512, n_layers=2)
+SENTENCES = [
+    "The bank raised its rates again , to nobody 's surprise .".split(),
+    "We sat on the river bank .".split(),
+    ["Hello", "!"],
+    "Dr. Smith-Jones flew from Zürich to São Paulo on 3 March 2021 , paying €1,200 for https://example.com/a/b .".split(),
+]
+
+
+def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Largest difference over the larger of 1 and the largest magnitude."""
+    a, b = a.double().cpu(), b.double().cpu()
+    return float((a - b).abs().max() / max(1.0, float(b.abs().max())))
+
+
+def run(model: BiLM, device: str, name: str = "fp32") -> torch.Tensor:
+    with torch.inference_mode(), precision(device, name):
+        return model.to(device)(batch_to_ids(SENTENCES).to(device)).layers.float().cpu()
+
+
+def original_model(seed: int = 0) -> BiLM:
+    torch.manual_seed(seed)
+    model = BiLM(ORIGINAL).eval()
+    with torch.no_grad():  # token vectors and states of order 1, as in a trained model
+        torch.nn.init.normal_(model.token_encoder.projection.weight, std=ORIGINAL.n_filters ** -0.5)
+    return model
+
+
+def test_fixture_cuda_matches_cpu(fixture_paths):
+    model = BiLM.from_allennlp(*fixture_paths).eval()
+    cpu = run(model, "cpu")
+    gpu = run(model, "cuda")
+    assert relative_error(gpu, cpu) <= 1e-4
+
+
+def test_original_architecture_cuda_matches_cpu():
+    model = original_model()
+    cpu = run(model, "cpu")
+    gpu = run(model, "cuda")
+    assert float(cpu.abs().max()) > 0.1  # not a model of zeros
+    assert relative_error(gpu, cpu) <= 1e-4
+
+
+@pytest.mark.parametrize("name,bound", [("tf32", 1e-2), ("bf16", 5e-2)])
+def test_reduced_precision_stays_close(fixture_paths, name, bound):
+    model = original_model()
+    exact = run(model, "cuda", "fp32")
+    reduced = run(model, "cuda", name)
+    assert torch.isfinite(reduced).all()
+    error = relative_error(reduced, exact)
+    assert 0 < error <= bound  # it did run in reduced precision, and stayed close
+    assert not torch.backends.cuda.matmul.allow_tf32 or name != "tf32"  # restored after the block
+
+
+def test_gradients_of_a_fine_tuned_bilm_match(fixture_paths):
+    grads = {}
+    for device in ("cpu", "cuda"):
+        model = BiLM.from_allennlp(*fixture_paths).to(device).train()
+        out = model(batch_to_ids(SENTENCES).to(device))
+        torch.manual_seed(0)
+        weights = torch.randn(out.layers.shape).to(device)
+        (out.layers * weights).sum().backward()
+        grads[device] = {n: p.grad.detach().cpu() for n, p in model.named_parameters() if p.grad is not None}
+    assert grads["cpu"].keys() == grads["cuda"].keys() and len(grads["cpu"]) > 10
+    for name, cpu_grad in grads["cpu"].items():
+        assert relative_error(grads["cuda"][name], cpu_grad) <= 1e-4, name
+
+
+def test_embed_on_cuda_writes_the_cpu_vectors(fixture_paths, tmp_path):
+    import h5py
+
+    from spacy_elmo.cli.embed import embed_file
+
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(" ".join(s) for s in SENTENCES) + "\n", encoding="utf8")
+    for device in ("cpu", "cuda:0"):
+        embed_file(*fixture_paths, text, tmp_path / f"{device[:4]}.hdf5", device=device)
+    with h5py.File(tmp_path / "cpu.hdf5", "r") as a, h5py.File(tmp_path / "cuda.hdf5", "r") as b:
+        for key in map(str, range(len(SENTENCES))):
+            assert relative_error(torch.from_numpy(b[key][...]), torch.from_numpy(a[key][...])) <= 1e-4
+        assert json.loads(a["sentence_to_index"][0]) == json.loads(b["sentence_to_index"][0])

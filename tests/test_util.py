@@ -1,0 +1,39 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from spacy_elmo.util import _HOST, atomic_path, remove_stale_temporaries
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_only_stale_temporaries_of_the_same_target_are_removed(tmp_path):
+    target = tmp_path / "out.hdf5"
+    stale = tmp_path / f".out.hdf5.{_HOST}-{dead_pid()}.abc123.tmp"
+    live = tmp_path / f".out.hdf5.{_HOST}-{os.getpid()}.def456.tmp"
+    other_host = tmp_path / f".out.hdf5.elsewhere-{dead_pid()}.ghi789.tmp"
+    other_target = tmp_path / f".other.hdf5.{_HOST}-{dead_pid()}.jkl012.tmp"
+    for path in (stale, live, other_host, other_target):
+        path.write_text("partial")
+    with atomic_path(target) as tmp:
+        assert f"{_HOST}-{os.getpid()}." in tmp.name  # a killed writer can be recognised
+        tmp.write_text("done")
+    assert target.read_text() == "done"
+    assert not stale.exists()
+    assert live.exists() and other_host.exists() and other_target.exists()
+    assert remove_stale_temporaries(target) == []
+
+
+def test_an_error_or_interrupt_leaves_nothing(tmp_path):
+    for error in (ValueError, KeyboardInterrupt, SystemExit):
+        with pytest.raises(error):
+            with atomic_path(tmp_path / "out.txt") as tmp:
+                tmp.write_text("partial")
+                raise error()
+    assert list(tmp_path.iterdir()) == []
