@@ -117,7 +117,7 @@ def markdown_table(scores, perplexity: Optional[dict]) -> str:
             if g:
                 interval = f" [{g['ci95_low']:+.2f}, {g['ci95_high']:+.2f}]" if "ci95_low" in g else ""
                 gain, reduction = f"{g['absolute']:+.2f}{interval}", f"{g['relative_error_reduction']:+.1f}%"
-                p_value = f"{g['sign_flip_p']:.3f}" if "sign_flip_p" in g else "—"
+                p_value = f"{g['sign_flip_p']:.3f}" if "sign_flip_p" in g else "n/a"
             else:
                 gain = reduction = p_value = "—"
             n = max(row[v]["n"] for v in row)
@@ -129,6 +129,26 @@ def markdown_table(scores, perplexity: Optional[dict]) -> str:
             f"forward {perplexity['forward']:.1f}, backward {perplexity['backward']:.1f}, "
             f"mean {perplexity['mean']:.1f}.",
         ]
+    return "\n".join(lines) + "\n"
+
+
+def collect_tuning(metrics_dir: Path) -> Dict[str, Dict[str, float]]:
+    """{task: {"before", "after"}}: the biLM's mean perplexity on the task's dev text before
+    and after tuning it to the task's training text, where both were measured."""
+    tuning = {}
+    for task in TASKS:
+        files = [metrics_dir / f"bilm_{task}_{when}.json" for when in ("before", "after")]
+        if all(f.exists() for f in files):
+            before, after = (json.loads(f.read_text())["mean"] for f in files)
+            tuning[task] = {"before": before, "after": after}
+    return tuning
+
+
+def tuning_lines(tuning: Dict[str, Dict[str, float]]) -> str:
+    if not tuning:
+        return ""
+    lines = ["", "biLM perplexity on each task's dev text, before and after tuning it to the task's training text:"]
+    lines += [f"- {TASKS[t][1]}: {v['before']:.1f} → {v['after']:.1f}" for t, v in tuning.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -183,13 +203,15 @@ def main(
         raise SystemExit(f"No metrics found under {metrics_dir}: run the evaluate-* commands first.")
     ppl = json.loads(perplexity.read_text()) if perplexity else None
     mixes = collect_mixes(training_dir)
-    table = markdown_table(scores, ppl)
+    tuning = collect_tuning(metrics_dir)
+    table = markdown_table(scores, ppl) + tuning_lines(tuning)
     (output_dir / "results.md").write_text(f"### {title}\n\n{table}", encoding="utf8")
     report = {
         "scores": scores,
         "gains": {t: {v: gains(r, v) for v in VARIANTS if v in r} for t, r in scores.items()},
         "layer_weights": mixes,
         "perplexity": ppl,
+        "tuning_perplexity": tuning,
     }
     (output_dir / "results.json").write_text(json.dumps(report, indent=2), encoding="utf8")
     plot_scores(scores, output_dir / "scores.png")

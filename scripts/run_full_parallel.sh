@@ -2,25 +2,28 @@
 # The `full` experiment with its training runs side by side (MAX_JOBS at a time): on a machine
 # with one GPU and many cores, or on the CPU (GPU_ID=-1, MAX_JOBS = the cores):
 #
-#   GPU_ID=0 MAX_JOBS=24 bash scripts/run_full_parallel.sh [PROFILE]
-#   GPU_ID=-1 MAX_JOBS=2 bash scripts/run_full_parallel.sh [PROFILE]
+#   bash scripts/run_full_parallel.sh [PROFILE [GPU_ID [MAX_JOBS]]]
+#   bash scripts/run_full_parallel.sh full 0 24      # one GPU, 16 cores
+#   bash scripts/run_full_parallel.sh full -1 2      # 2 CPU cores
 #
 # 1. converts WNUT-16 NER and the 5-class Rotten Tomatoes sentiment task;
 # 2. tunes the shipped biLM (pretrained/elmo-en-small) to each task's training text for a fixed
 #    budget (TUNE_STEPS steps of 2,000 tokens) and measures the task's dev perplexity before and after;
 # 3. trains, for each task and seed: the baseline, + ELMo (tuned biLM), + ELMo (shipped biLM, untuned);
 # 4. scores every run on the test split and writes the report.
-# Needs assets/ from `python scripts/fetch_data.py assets`.
+# SEEDS, TRAIN_STEPS, EVAL_FREQUENCY and TUNE_STEPS may be set in the environment. Needs assets/
+# from `python scripts/fetch_data.py assets`. A run whose model-best exists is skipped, so a stopped
+# experiment resumes where it was.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 P=${1:-full}
-GPU=${GPU_ID:-0}
+GPU=${2:-${GPU_ID:--1}}
 DEVICE=$([ "$GPU" -ge 0 ] && echo "cuda:$GPU" || echo cpu)
 SEEDS=${SEEDS:-"0 1 2 3 4"}
 STEPS=${TRAIN_STEPS:-1000}
 EVAL=${EVAL_FREQUENCY:-200}
 TUNE_STEPS=${TUNE_STEPS:-200}
-MAX_JOBS=${MAX_JOBS:-2}
+MAX_JOBS=${3:-${MAX_JOBS:-2}}
 BILM=pretrained/elmo-en-small
 export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
 mkdir -p "logs/$P" "metrics/$P"

@@ -243,3 +243,14 @@ class Errors:
         "training.optimizer.learn_rate, training.grad_clip set (e.g. 1.0) or "
         "more warm-up steps."
     )
+    # Several processes (E6xx)
+    E601 = (
+        "Process {rank} of the {world_size} started by torchrun failed, so "
+        "this one stopped too and no output was written: {reason}. Its own "
+        "message says more; fix that and run again."
+    )
+    E602 = (
+        "--device {found} names one GPU, but torchrun started {world_size} "
+        "processes, which would all run on it. Pass --device cuda: each "
+        "process then uses the GPU of its LOCAL_RANK (cuda:0, cuda:1, ...)."
+    )

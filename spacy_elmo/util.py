@@ -26,6 +26,19 @@ def atomic_path(target: Union[str, Path]) -> Iterator[Path]:
     is gone.
     """
     target = Path(target)
+    with scratch_path(target) as tmp:
+        yield tmp
+        # mkstemp makes the file private (0600); give it the mode a plain open() would.
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+
+
+@contextmanager
+def scratch_path(target: Union[str, Path]) -> Iterator[Path]:
+    """Yield a temporary file beside `target`, named as `atomic_path` names its
+    own, and remove it at the end whatever happens (stale ones of dead processes
+    go first, as in `atomic_path`)."""
+    target = Path(target)
     remove_stale_temporaries(target)
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.",
                                 suffix=".tmp")
@@ -33,9 +46,6 @@ def atomic_path(target: Union[str, Path]) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
-        # mkstemp makes the file private (0600); give it the mode a plain open() would.
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -153,6 +153,19 @@ class BiLM(nn.Module):
         layers[:, mask.reshape(-1)] = values
         return BiLMOutput(layers=layers.view(self.n_layers, batch, n_tokens, self.output_dim), mask=mask)
 
+    @torch.inference_mode()
+    def warm_token_cache(self, char_ids: torch.Tensor) -> None:
+        """Encode the tokens of `char_ids` (batch, tokens, max_chars) into the token cache,
+        as `forward` would, without running the LSTMs.
+
+        The character CNN's float32 results depend slightly on which tokens it encodes
+        together; a process that computes every N-th batch (``embed`` under torchrun)
+        warms its cache with the other batches, so that each token is encoded in the
+        same group as in a single process and the outputs are identical.
+        """
+        self._check_ids(char_ids)
+        self._distinct_token_vectors(char_ids[char_ids[:, :, 0] > 0])
+
     def _distinct_token_vectors(self, token_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Vectors of the distinct tokens among <S>, </S> and `token_ids` (n, max_chars).
 

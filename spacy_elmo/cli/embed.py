@@ -1,10 +1,11 @@
 """``python -m spacy_elmo embed OPTIONS WEIGHTS INPUT OUTPUT``: ELMo vectors of a text file, in HDF5.
 
-The replacement for ``allennlp elmo``, with the same output layout.
+The replacement for ``allennlp elmo``, with the same output layout. Under
+``torchrun`` the processes share the work and write one file together.
 """
 import json
 from pathlib import Path
-from typing import Dict, List, Union
+from typing import Callable, Dict, List, Sequence, TypeVar, Union
 
 import h5py
 import torch
@@ -16,12 +17,14 @@ from ..bilm import BiLM, batch_to_ids, length_sorted_batches
 from ..bilm.precision import precision as in_precision
 from ..device import check_device
 from ..errors import ElmoError, Errors
-from ..util import atomic_path, exit_on_sigterm, make_parent_dir
+from ..training.distributed import Distributed
+from ..util import atomic_path, exit_on_sigterm, make_parent_dir, scratch_path
 from . import app
 
 PathLike = Union[str, Path]
 LAYER_CHOICES = ("all", "top", "average")
 SENTENCE_TO_INDEX = "sentence_to_index"
+T = TypeVar("T")
 
 
 def embed_file(
@@ -63,10 +66,22 @@ def embed_file(
     into place at the end, so an interrupted run (an error, Ctrl-C or
     SIGTERM) leaves no partial output; a temporary left by a killed run is
     removed by the next run for the same output.
+
+    Under ``torchrun`` (WORLD_SIZE > 1; gloo on the CPU, NCCL with
+    device="cuda", each process then on cuda:LOCAL_RANK) the length-sorted
+    batches of a single run are dealt out in turn to the processes. Each
+    writes its datasets to a temporary file beside `output_path` (so its
+    folder must be one all the processes see), and process 0 copies them into
+    the output, which is the single run's, bit for bit on the same device
+    with the same threads. An error in one process stops all of them, with
+    no output.
     """
     if layers not in LAYER_CHOICES:
         raise ElmoError("E201", Errors.E201.format(found=layers))
     torch_device = check_device(str(device))
+    dist = Distributed.from_env(str(device))
+    if dist.enabled:
+        torch_device = _process_device(dist, str(device), torch_device)
     output_path = Path(output_path)
     _refuse_existing(output_path)
     lines = _read_lines(Path(input_path))
@@ -74,23 +89,121 @@ def embed_file(
     make_parent_dir(output_path)
     model = BiLM.from_allennlp(options, weights).to(torch_device).eval()
     batches = length_sorted_batches([len(s) for s in sentences], batch_size)
+    embed = _Embedder(model, sentences, layers, torch_device, precision)
+    if dist.enabled:
+        _embed_in_processes(dist, embed, batches, lines, output_path)
+        return
     with exit_on_sigterm(), atomic_path(output_path) as tmp:
-        with h5py.File(tmp, "w") as fout, torch.inference_mode(), in_precision(torch_device, precision), tqdm(
-            total=len(sentences), unit="sentence", desc="embed"
+        with h5py.File(tmp, "w") as fout:
+            embed(fout, batches)
+            _write_index(fout, lines)
+        _refuse_existing(output_path)  # created by someone else while we ran
+
+
+class _Embedder:
+    """Writes the vectors of batches of `sentences` into an open HDF5 file."""
+
+    def __init__(self, model: BiLM, sentences: List[List[str]], layers: str, device: torch.device, precision: str):
+        self.model = model
+        self.sentences = sentences
+        self.layers = layers
+        self.device = device
+        self.precision = precision
+
+    def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1) -> None:
+        """Write the sentences of batches rank, rank + world_size, ...
+
+        The other batches still pass through the model's token cache, in
+        order: the char CNN's sums depend on how many tokens it encodes at
+        once, so a token's vector is bit for bit a single process's only when
+        the cache has seen the same batches (the LSTMs, the bulk of the work,
+        run on this process's batches only).
+        """
+        sentences = self.sentences
+        with torch.inference_mode(), in_precision(self.device, self.precision), tqdm(
+            total=sum(len(rows) for rows in batches[rank::world_size]), unit="sentence", desc="embed",
+            disable=rank != 0,
         ) as progress:
-            for rows in batches:
-                output = model(batch_to_ids([sentences[i] for i in rows]).to(torch_device))
+            for j, rows in enumerate(batches):
+                char_ids = batch_to_ids([sentences[i] for i in rows]).to(self.device)
+                if j % world_size != rank:  # another process's batch: only its new tokens
+                    self.model.warm_token_cache(char_ids)
+                    continue
+                output = self.model(char_ids)
                 for k, i in enumerate(rows):
                     vectors = output.layers[:, k, : len(sentences[i])]  # (n_layers + 1, n_tokens, dim)
-                    if layers == "top":
+                    if self.layers == "top":
                         vectors = vectors[-1]
-                    elif layers == "average":
+                    elif self.layers == "average":
                         vectors = vectors.mean(dim=0)
                     fout.create_dataset(str(i), data=vectors.float().cpu().numpy())
                 progress.update(len(rows))
-            sentence_to_index: Dict[str, str] = {line.strip(): str(i) for i, line in enumerate(lines)}
-            fout.create_dataset(SENTENCE_TO_INDEX, data=[json.dumps(sentence_to_index)], dtype=h5py.string_dtype())
-        _refuse_existing(output_path)  # created by someone else while we ran
+
+
+def _write_index(fout: h5py.File, lines: List[str]) -> None:
+    sentence_to_index: Dict[str, str] = {line.strip(): str(i) for i, line in enumerate(lines)}
+    fout.create_dataset(SENTENCE_TO_INDEX, data=[json.dumps(sentence_to_index)], dtype=h5py.string_dtype())
+
+
+def _process_device(dist: Distributed, name: str, device: torch.device) -> torch.device:
+    """This process's device under torchrun: "cuda" means cuda:LOCAL_RANK; a
+    numbered GPU would be shared by all processes (E602)."""
+    if device.type == "cuda" and device.index is not None:
+        raise ElmoError("E602", Errors.E602.format(found=name, world_size=dist.world_size))
+    return check_device(str(dist.device))
+
+
+def _embed_in_processes(
+    dist: Distributed, embed: _Embedder, batches: List[List[int]], lines: List[str], output_path: Path
+) -> None:
+    """Process r embeds batches r, r + world_size, ... into its own temporary
+    file; process 0 then copies every shard into the output, atomically.
+    Longest batches first, dealt out in turn: the work is shared evenly."""
+
+    def write_shard() -> None:
+        with h5py.File(shard, "w") as fout:
+            embed(fout, batches, dist.rank, dist.world_size)
+
+    def merge() -> None:
+        with atomic_path(output_path) as tmp:
+            with h5py.File(tmp, "w") as fout:
+                for path in shards:
+                    with h5py.File(path, "r") as fin:
+                        for name, dataset in fin.items():
+                            fout.create_dataset(name, data=dataset[...])
+                _write_index(fout, lines)
+            _refuse_existing(output_path)  # created by someone else while we ran
+
+    dist.start()
+    try:
+        with exit_on_sigterm(), scratch_path(output_path) as shard:
+            _together(dist, write_shard)
+            shards = dist.gather(shard)
+            _together(dist, merge if dist.is_main else lambda: None)  # the shards stay until merged
+    except BaseException:
+        dist.stop(clean=False)  # nothing to do after _together, which leaves the group itself
+        raise
+    dist.stop()
+
+
+def _together(dist: Distributed, step: Callable[[], T]) -> T:
+    """Run `step` in every process; when it raised in any, raise in all (the
+    error itself where it happened, E601 elsewhere) after leaving the process
+    group together, so that no process waits for a peer that has given up."""
+    failure = None
+    try:
+        result = step()
+    except Exception as err:
+        failure = err
+    reasons = dist.gather(None if failure is None else f"{type(failure).__name__}: {failure}")
+    failed = [(rank, reason) for rank, reason in enumerate(reasons) if reason is not None]
+    if not failed:
+        return result
+    dist.stop()
+    if failure is not None:
+        raise failure
+    rank, reason = failed[0]
+    raise ElmoError("E601", Errors.E601.format(rank=rank, world_size=dist.world_size, reason=reason))
 
 
 def _refuse_existing(path: Path) -> None:
@@ -117,7 +230,7 @@ def embed_cli(
     output_path: Path = typer.Argument(..., metavar="OUTPUT", help="The HDF5 file to create (never overwritten)"),
     layers: str = typer.Option("all", "--layers", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per batch"),
-    device: str = typer.Option("cpu", "--device", help="Torch device, e.g. cpu or cuda:0"),
+    device: str = typer.Option("cpu", "--device", help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)"),
     precision: str = typer.Option("fp32", "--precision", help="On a GPU: fp32, tf32 or bf16"),
     # fmt: on
 ):
@@ -128,10 +241,16 @@ def embed_cli(
     from each line's text to its dataset name. Line numbers rather than
     sentences name the datasets because HDF5 names cannot contain "/": a
     sentence with "/" simply works. A blank line gives a dataset with 0 tokens.
+
+    To use more processes or GPUs, start it with torchrun, e.g. `torchrun
+    --nproc_per_node 2 -m spacy_elmo embed ... --device cuda`: each process
+    embeds a share of the batches (on cuda:LOCAL_RANK) and process 0
+    writes the one OUTPUT, the same as a single process's.
     """
     try:
         embed_file(options, weights, input_path, output_path, layers=layers, batch_size=batch_size, device=device,
                    precision=precision)
     except ElmoError as err:
         msg.fail("Embedding failed", str(err), exits=1)
-    msg.good(f"Saved to {output_path}")
+    if Distributed.from_env().is_main:
+        msg.good(f"Saved to {output_path}")

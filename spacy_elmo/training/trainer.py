@@ -235,6 +235,9 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()
+        # One check (one synchronisation) for all weights: a checkpoint never holds NaN.
+        if not bool(torch.stack([torch.isfinite(p).all() for p in self.lm.parameters()]).all()):
+            self._diverged("a weight after the update", float("nan"), bar)
         return sums, lr
 
     def _finished(self) -> bool:

@@ -1,7 +1,6 @@
 """The biLM on CUDA agrees with the CPU: outputs, gradients, reduced precision."""
 import json
 
-import numpy
 import pytest
 import torch
 

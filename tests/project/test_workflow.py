@@ -13,8 +13,7 @@ from weasel.util import load_project_config
 
 ROOT = Path(__file__).parent.parent.parent
 TINY = {
-    "vars.corpus_docs": "0",
-    "vars.bilm_steps": "6",
+    "vars.tune_steps": "4",
     "vars.train_steps": "20",
     "vars.eval_frequency": "10",
 }
@@ -27,7 +26,7 @@ def sentence(rng: random.Random, n: int) -> str:
 
 def write_assets(assets: Path, rng: random.Random) -> None:
     """A few hundred sentences in each source's real format, with fetch manifests."""
-    outputs = {"ptb": [], "wiki": [], "bbc": [], "pattern": [], "wnut": []}
+    outputs = {"ptb": [], "wiki": [], "bbc": [], "pattern": [], "wnut": [], "rt": []}
     for split in ("train", "valid", "test"):
         path = assets / "ptb" / f"{split}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,6 +65,15 @@ def write_assets(assets: Path, rng: random.Random) -> None:
     (assets / "wnut16").mkdir()
     (assets / "wnut16" / "ner.txt").write_text("\n".join(lines) + "\n")
     outputs["wnut"].append("wnut16/ner.txt")
+    # Rated snippets as vaderSentiment ships them: id<TAB>rating<TAB>text, CRLF line ends.
+    rows = []
+    for i in range(100):
+        rating = rng.uniform(-4, 4)
+        mood = "great fun" if rating > 1 else "dull mess" if rating < -1 else "fine"
+        rows.append(f"{i + 1}\t{rating:.6f}\t{sentence(rng, 8)} {mood}")
+    (assets / "rt_snippets").mkdir()
+    (assets / "rt_snippets" / "movieReviewSnippets_GroundTruth.txt").write_bytes(("\r\n".join(rows) + "\r\n").encode())
+    outputs["rt"].append("rt_snippets/movieReviewSnippets_GroundTruth.txt")
     # Manifests as fetch_data.py writes them, so that its step finds everything fetched.
     spec = importlib.util.spec_from_file_location("fetch_data", ROOT / "scripts" / "fetch_data.py")
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -85,7 +93,7 @@ def test_all_workflow_end_to_end(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "project.yml", project)
-    for folder in ("configs", "scripts"):
+    for folder in ("configs", "scripts", "pretrained"):
         shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
     write_assets(project / "assets", random.Random(0))
     overrides = [arg for key, value in TINY.items() for arg in (f"--{key}", value)]
@@ -100,8 +108,10 @@ def test_all_workflow_end_to_end(tmp_path):
         for output in commands[name].get("outputs", []):
             assert (project / output).exists(), f"{name} did not write {output}"
     report = json.loads((project / "reports" / "demo" / "results.json").read_text())
-    for task in ("ner", "textcat"):
+    for task in ("ner", "sentiment5"):
         assert set(report["scores"][task]) == {"baseline", "elmo"}
-        assert report["gains"][task] is not None
+        assert report["gains"][task]["elmo"] is not None
+        tuning = report["tuning_perplexity"][task]
+        assert tuning["after"] < tuning["before"]  # the biLM learned the task's text
     table = (project / "reports" / "demo" / "results.md").read_text()
-    assert "NER F1" in table and "polarity" in table and "—" not in table
+    assert "NER F1" in table and "5-class sentiment" in table and "—" not in table
