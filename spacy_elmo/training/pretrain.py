@@ -20,7 +20,6 @@ from ..device import check_device
 from ..errors import ElmoError, Errors
 from ..util import atomic_path
 from .batching import CorpusBatches
-from .checkpoint import TrainState
 from .config import PretrainConfig, load_config
 from .distributed import Distributed
 from .export import SOFTMAX_NAME, VOCAB_NAME
@@ -125,7 +124,7 @@ def _run(
         elif dist.is_main:
             trainer.log.truncate(0)  # the records of a run stopped before its first checkpoint
         _describe(trainer, printer)
-        result = trainer.fit(progress=progress, on_step=_stop_on_bad_weights(trainer, on_step))
+        result = trainer.fit(progress=progress, on_step=on_step)
     except ElmoError as err:
         dist.stop(clean=err.code in _RAISED_TOGETHER)  # every process stops together on a bad loss
         raise
@@ -139,32 +138,6 @@ def _run(
 # Errors that every process raises at the same step (their figures are summed
 # over all processes, or the weights are the same everywhere).
 _RAISED_TOGETHER = ("E312", "E506", "E512")
-
-
-def _stop_on_bad_weights(trainer: Trainer, on_step: Optional[StepHook]) -> StepHook:
-    """The step hook, after a check that the update left every weight finite.
-
-    A loss can be finite while its update is not (an infinite gradient
-    without clipping): without this, a last such step would be exported.
-    """
-
-    def hook(state: TrainState, lm: BidirectionalLM) -> None:
-        params = [p.detach() for p in lm.parameters()]
-        if not bool(torch.isfinite(torch.stack([p.float().sum() for p in params]).sum())):
-            bad = [name for name, p in lm.named_parameters() if not bool(torch.isfinite(p.detach()).all())]
-            if trainer.last_checkpoint == state.step:
-                saved = (f"The checkpoint of this step holds them too: remove {trainer.run.checkpoint} and start "
-                         "again")
-            elif trainer.last_checkpoint is None:
-                saved = "No checkpoint had been written yet: start again"
-            else:
-                saved = f"The checkpoint of step {trainer.last_checkpoint:,} is kept: continue with --resume"
-            raise ElmoError("E512", Errors.E512.format(step=state.step, names=", ".join(bad[:3]) or "their sum",
-                                                       n_bad=len(bad), saved=saved))
-        if on_step is not None:
-            on_step(state, lm)
-
-    return hook
 
 
 def _prepared(

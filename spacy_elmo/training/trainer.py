@@ -235,10 +235,23 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()
-        # One check (one synchronisation) for all weights: a checkpoint never holds NaN.
+        # A finite loss can still give a non-finite update (an infinite gradient without
+        # clipping): one check (one synchronisation) for all weights, before any checkpoint.
         if not bool(torch.stack([torch.isfinite(p).all() for p in self.lm.parameters()]).all()):
-            self._diverged("a weight after the update", float("nan"), bar)
+            self._bad_weights(bar)
         return sums, lr
+
+    def _bad_weights(self, bar) -> None:
+        bar.close()
+        bad = [name for name, p in self.lm.named_parameters() if not bool(torch.isfinite(p).all())]
+        step = self.state.step + 1
+        if self.dist.is_main:
+            self.log.write({"kind": "stopped", "step": step, "reason": f"non-finite weights: {', '.join(bad)}"})
+        if self.last_checkpoint is None:
+            saved = "No checkpoint had been written yet: start again"
+        else:
+            saved = f"The checkpoint of step {self.last_checkpoint:,} is kept: continue with --resume"
+        raise ElmoError("E512", Errors.E512.format(step=step, names=", ".join(bad[:3]), n_bad=len(bad), saved=saved))
 
     def _finished(self) -> bool:
         settings, state = self.settings, self.state
