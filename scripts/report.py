@@ -34,6 +34,8 @@ VARIANTS = {
     "elmo_untuned": "+ ELMo, biLM not tuned to the task",
 }
 BOOTSTRAP_SAMPLES = 10000
+# The pipeline component whose listener a task's mix is in.
+COMPONENTS = {"ner": "ner", "sentiment5": "textcat", "textcat": "textcat"}
 
 
 def mean_std(values: List[float]) -> Dict[str, float]:
@@ -94,10 +96,11 @@ def collect_mixes(training_dir: Path) -> Dict[str, List[List[float]]]:
 
     mixes: Dict[str, List[List[float]]] = {}
     for task in TASKS:
+        component = COMPONENTS.get(task, task)
         for model in sorted((training_dir / f"{task}_elmo").glob("seed*/model-best")):
             found = listener_mixes(spacy.load(model))
-            if task in found:
-                mixes.setdefault(task, []).append(found[task]["weights"])
+            if component in found:
+                mixes.setdefault(task, []).append(found[component]["weights"])
     return mixes
 
 
