@@ -20,15 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_bilm import peak_rss_mb  # noqa: E402
+
 CONFIGS = Path(__file__).parent.parent / "configs"
 RESULTS = Path(__file__).parent / "results" / "bench_pretrain.json"
-
-
-def peak_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def worker(args) -> None:

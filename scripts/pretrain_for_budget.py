@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from spacy.cli._util import parse_config_overrides
 from wasabi import msg
 
 from spacy_elmo.training.perplexity import perplexity
@@ -26,18 +27,6 @@ from spacy_elmo.training.pretrain import pretrain
 
 PROBE_STEPS = 40
 PROBE_WARMUP = 10  # steps left out of the speed measurement (kernel choice, allocator warm-up)
-
-
-def parse_overrides(args: List[str]) -> dict:
-    overrides = {}
-    for key, value in zip(args[::2], args[1::2]):
-        if not key.startswith("--"):
-            raise typer.BadParameter(f"expected --section.key value, found {key}")
-        try:
-            overrides[key[2:]] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[key[2:]] = value
-    return overrides
 
 
 def main(
@@ -49,7 +38,7 @@ def main(
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="never more than this many epochs"),
     score: List[Path] = typer.Option([], "--score", help="held-out text to score after training (repeatable)"),
 ):
-    overrides = parse_overrides(ctx.args)
+    overrides = parse_config_overrides(ctx.args)
     prepared = output_dir.parent / f".{output_dir.name}.prepared"
     overrides["corpus.prepared_dir"] = str(prepared)
     probe_dir = output_dir.parent / f".{output_dir.name}.probe"

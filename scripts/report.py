@@ -52,9 +52,10 @@ def collect_scores(metrics_dir: Path) -> Dict[str, Dict[str, Dict[str, float]]]:
     for task, (key, _) in TASKS.items():
         for variant in ("baseline", *VARIANTS):
             files = sorted((metrics_dir / f"{task}_{variant}").glob("seed*.json"))
-            values = [100.0 * float(json.loads(f.read_text())[key]) for f in files]
-            if values:
-                results.setdefault(task, {})[variant] = {**mean_std(values), "seeds": values}
+            by_seed = {f.stem: 100.0 * float(json.loads(f.read_text())[key]) for f in files}
+            if by_seed:
+                values = list(by_seed.values())
+                results.setdefault(task, {})[variant] = {**mean_std(values), "seeds": values, "by_seed": by_seed}
     return results
 
 
@@ -67,9 +68,8 @@ def gains(row: Dict[str, Dict[str, float]], variant: str = "elmo") -> Optional[D
     base, other = row["baseline"]["mean"], row[variant]["mean"]
     error_base = 100.0 - base
     reduction = 100.0 * (error_base - (100.0 - other)) / error_base if error_base else 0.0
-    differences = numpy.asarray(row[variant]["seeds"][: row["baseline"]["n"]]) - numpy.asarray(
-        row["baseline"]["seeds"][: row[variant]["n"]]
-    )
+    common = sorted(row[variant]["by_seed"].keys() & row["baseline"]["by_seed"].keys())
+    differences = numpy.asarray([row[variant]["by_seed"][s] - row["baseline"]["by_seed"][s] for s in common])
     return {"absolute": other - base, "relative_error_reduction": reduction, **paired_test(differences)}
 
 

@@ -19,11 +19,17 @@ from ..errors import ElmoError, Errors
 PRECISIONS = ("fp32", "tf32", "bf16")
 
 
+def check_precision(name: str) -> str:
+    """`name` if it is one of PRECISIONS, else a coded error (E104)."""
+    if name not in PRECISIONS:
+        raise ElmoError("E104", Errors.E104.format(found=name, choices=", ".join(PRECISIONS)))
+    return name
+
+
 @contextlib.contextmanager
 def precision(device: Union[str, torch.device], name: str = "fp32") -> Iterator[None]:
     """Run the block in `name`'s arithmetic on `device` (see the module docstring)."""
-    if name not in PRECISIONS:
-        raise ElmoError("E104", Errors.E104.format(found=name, choices=", ".join(PRECISIONS)))
+    check_precision(name)
     device_type = torch.device(device).type
     if device_type != "cuda":
         yield

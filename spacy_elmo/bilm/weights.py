@@ -114,7 +114,7 @@ def _datasets(fin: h5py.File) -> List[str]:
     return names
 
 
-def _check_all_used(names: List[str], used: set, weights_path, options_path) -> None:
+def _check_all_used(names: List[str], used: set, path: str, options_path) -> None:
     """Every dataset in the file must have gone into the model: options that
     describe fewer layers than the file holds would silently drop some."""
     for name in sorted(set(names) - used):
@@ -126,7 +126,7 @@ def _check_all_used(names: List[str], used: set, weights_path, options_path) -> 
                 fix = f"set '{key}' to match the weights, or {fix}"
                 break
         raise ElmoError("E501", Errors.E501.format(
-            path=_describe(weights_path), dataset=name, options=options_path, why=why, fix=fix
+            path=path, dataset=name, options=options_path, why=why, fix=fix
         ))
 
 
@@ -143,34 +143,35 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
 
     weights_path: a path, or a binary file object holding HDF5.
     """
+    path = _describe(weights_path)
     try:
         fin = h5py.File(weights_path, "r")
     except (OSError, ValueError) as err:
-        raise ElmoError("E001", Errors.E001.format(kind="weights", path=_describe(weights_path), reason=err)) from err
+        raise ElmoError("E001", Errors.E001.format(kind="weights", path=path, reason=err)) from err
     with fin, torch.no_grad():
         used = set()
         for name, target, shape, how in _parameters(model):
             used.add(name)
             if name not in fin or not isinstance(fin[name], h5py.Dataset):
                 raise ElmoError("E004", Errors.E004.format(
-                    path=_describe(weights_path), dataset=name, options=options_path
+                    path=path, dataset=name, options=options_path
                 ))
             dataset = fin[name]
             if tuple(dataset.shape) != shape:
                 raise ElmoError("E005", Errors.E005.format(
-                    path=_describe(weights_path), dataset=name, found=tuple(dataset.shape), expected=shape,
+                    path=path, dataset=name, found=tuple(dataset.shape), expected=shape,
                     options=options_path,
                 ))
             try:
                 value = numpy.asarray(dataset[...], dtype=numpy.float32)
             except OSError as err:  # a truncated file fails here
                 raise ElmoError("E001", Errors.E001.format(
-                    kind="weights", path=_describe(weights_path), reason=f"dataset '{name}' cannot be read ({err})"
+                    kind="weights", path=path, reason=f"dataset '{name}' cannot be read ({err})"
                 )) from err
             finite = numpy.isfinite(value)
             if not finite.all():
                 raise ElmoError("E502", Errors.E502.format(
-                    path=f"'{_describe(weights_path)}'", dataset=name, count=int(finite.size - finite.sum()),
+                    path=f"'{path}'", dataset=name, count=int(finite.size - finite.sum()),
                     size=int(finite.size),
                 ))
             if how == "conv":
@@ -185,7 +186,7 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
                 target.copy_(torch.from_numpy(_split_gates(value)))
             else:
                 target.copy_(torch.from_numpy(numpy.ascontiguousarray(value)))
-        _check_all_used(_datasets(fin), used, weights_path, options_path)
+        _check_all_used(_datasets(fin), used, path, options_path)
 
 
 def write_weights(model, target) -> None:

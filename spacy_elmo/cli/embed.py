@@ -129,14 +129,14 @@ class _Embedder:
                 if j % world_size != rank:  # another process's batch: only its new tokens
                     self.model.warm_token_cache(char_ids)
                     continue
-                output = self.model(char_ids)
+                layers = self.model(char_ids).layers.float().cpu()  # one copy to the host per batch
                 for k, i in enumerate(rows):
-                    vectors = output.layers[:, k, : len(sentences[i])]  # (n_layers + 1, n_tokens, dim)
+                    vectors = layers[:, k, : len(sentences[i])]  # (n_layers + 1, n_tokens, dim)
                     if self.layers == "top":
                         vectors = vectors[-1]
                     elif self.layers == "average":
                         vectors = vectors.mean(dim=0)
-                    fout.create_dataset(str(i), data=vectors.float().cpu().numpy())
+                    fout.create_dataset(str(i), data=vectors.numpy())
                 progress.update(len(rows))
 
 

@@ -25,7 +25,7 @@ from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3, get_torch_default_de
 from thinc.types import Floats3d
 
 from ..bilm import BiLM, BiLMOptions, batch_to_ids
-from ..bilm.precision import PRECISIONS
+from ..bilm.precision import check_precision
 from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
 from ..errors import ElmoError, Errors
@@ -46,8 +46,7 @@ def BiLMModel(
     precision: on a GPU, "fp32" (exact float32; cuDNN's default TF32 convolutions are
         turned off inside the biLM), "tf32" or "bf16" (see spacy_elmo.bilm.precision).
     """
-    if precision not in PRECISIONS:
-        raise ElmoError("E104", Errors.E104.format(found=precision, choices=", ".join(PRECISIONS)))
+    check_precision(precision)
     wrapper = PyTorchWrapper_v3(
         _Unset(),
         convert_inputs=_convert_inputs,
@@ -125,7 +124,7 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3
     backprops = []
     for batch in batches:
         words = [[t.text for t in docs[d][start:end]] for d, start, end in batch]
-        with in_precision(get_torch_default_device(), model.attrs.get("precision", "fp32")):
+        with in_precision(get_torch_default_device(), model.attrs["precision"]):
             layers, backprop = wrapper(batch_to_ids(words, bilm.options.max_characters_per_token), is_train)
         for row, (d, start, end) in enumerate(batch):
             outputs[d][:, start:end] = layers[:, row, : end - start]

@@ -235,9 +235,12 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()
-        # A finite loss can still give a non-finite update (an infinite gradient without
-        # clipping): one check (one synchronisation) for all weights, before any checkpoint.
-        if not bool(torch.stack([torch.isfinite(p).all() for p in self.lm.parameters()]).all()):
+        # A finite loss can still give a non-finite update: an infinite gradient, which the
+        # norm check above catches when clipping, and this check (one synchronisation for
+        # all weights, before any checkpoint) when not.
+        if not self.settings.grad_clip and not bool(
+            torch.stack([torch.isfinite(p).all() for p in self.lm.parameters()]).all()
+        ):
             self._bad_weights(bar)
         return sums, lr
 

@@ -8,14 +8,10 @@ import h5py
 import numpy
 import pytest
 
+from .test_embed import LINES as SINGLE_PROCESS_LINES
+
 LINES = [
-    "The cat sat on the mat .",
-    "",
-    "either/or and/or 1/2",
-    "A much longer sentence , with more tokens than any other line in this small file .",
-    "  spaced   out  ",
-    "The cat sat on the mat .",
-    "é 🙂 x",
+    *SINGLE_PROCESS_LINES,
     "one",
     "two words",
     "a b c d e f g h",
