@@ -115,6 +115,11 @@ class Errors:
         "'spacy-elmo.ElmoListener.v1' section (directly or one level down, as in "
         "ElmoTok2Vec's 'elmo' section); found {found}."
     )
+    E408 = (
+        "Expected the ScalarMix's fixed `layer` to be one of the biLM's layers, 0 to "
+        "{n_layers} - 1 (0 = the token representation, j = LSTM j); found layer = "
+        "{layer}. Fix `layer` in the mix's config section, or leave it unset for a learned mix."
+    )
     # Pretraining (E3xx)
     E301 = (
         "The text path '{path}' does not exist. Expected a text file or a folder of "

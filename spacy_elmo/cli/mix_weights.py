@@ -8,6 +8,7 @@ from wasabi import msg
 
 from ..errors import ElmoError, Errors
 from ..util import make_parent_dir
+from ..models.scalar_mix import SCALAR_MIX_NAME, mix_weights
 from . import app
 
 
@@ -21,11 +22,9 @@ def listener_mixes(nlp) -> Dict[str, Dict[str, object]]:
         model = getattr(pipe, "model", None)
         if model is None or not hasattr(model, "walk"):
             continue
-        found = [node for node in model.walk() if node.name == "elmo-scalar-mix" and node.has_param("s")]
+        found = [node for node in model.walk() if node.name == SCALAR_MIX_NAME and node.has_param("s")]
         for k, mix in enumerate(found):
-            s = numpy.asarray(mix.ops.to_numpy(mix.get_param("s")), dtype="float64")
-            weights = numpy.exp(s - s.max())
-            weights /= weights.sum()
+            weights = numpy.asarray(mix.ops.to_numpy(mix_weights(mix)), dtype="float64")
             gamma = float(mix.ops.to_numpy(mix.get_param("gamma"))[0])
             mixes[name if len(found) == 1 else f"{name}#{k}"] = {"weights": weights.tolist(), "gamma": gamma}
     return mixes

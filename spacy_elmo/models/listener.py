@@ -14,7 +14,7 @@ from thinc.api import Dropout, Model, chain
 from thinc.types import Floats2d, Floats3d
 
 from ..errors import ElmoError, Errors
-from .scalar_mix import ScalarMix
+from .scalar_mix import SCALAR_MIX_NAME, ScalarMix
 
 LISTENER_ARCH = "spacy-elmo.ElmoListener.v1"
 
@@ -43,7 +43,7 @@ def _mix_docs_init(model: Model, X: Optional[List[Floats3d]] = None, Y=None) -> 
     inner = model.layers[0]
     sample = model.ops.xp.concatenate(X, axis=1) if X else None
     inner.initialize(X=sample)
-    mix = next(node for node in inner.walk() if node.name == "elmo-scalar-mix")
+    mix = next(node for node in inner.walk() if node.name == SCALAR_MIX_NAME)
     model.set_dim("nO", mix.get_dim("nO"), force=True)
 
 
@@ -101,14 +101,14 @@ class ElmoListenerModel(Model):
         self.set_dim("nL", n_layers, force=True)
         self.set_dim("nO", width, force=True)
         for node in self.layers[0].walk():
-            if node.name == "elmo-scalar-mix":
+            if node.name == SCALAR_MIX_NAME:
                 node.set_dim("nL", n_layers, force=True)
                 node.set_dim("nO", width, force=True)
         self.layers[0].set_dim("nO", width, force=True)
 
     @property
     def mix(self) -> Model:
-        return next(node for node in self.walk() if node.name == "elmo-scalar-mix")
+        return next(node for node in self.walk() if node.name == SCALAR_MIX_NAME)
 
 
 def _listener_init(model: ElmoListenerModel, X=None, Y=None) -> None:

@@ -5,7 +5,11 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Floats3d
 
+from ..errors import ElmoError, Errors
+
 LAYER_NORM_EPS = 1e-12
+# The Thinc name of the mix layer: how listeners, `mix-weights` and reports find it in a model.
+SCALAR_MIX_NAME = "elmo-scalar-mix"
 
 
 @registry.layers("spacy-elmo.ScalarMix.v1")
@@ -14,6 +18,7 @@ def ScalarMix(
     layer_dropout: float = 0.0,
     l2_to_uniform: float = 0.0,
     n_layers: Optional[int] = None,
+    layer: Optional[int] = None,
 ) -> Model[Floats3d, Floats2d]:
     """``γ · Σ_j softmax(s)_j · h_j`` over the biLM's L + 1 layers.
 
@@ -26,16 +31,24 @@ def ScalarMix(
     l2_to_uniform: λ of an L2 penalty ``λ · ‖s − mean(s)‖²`` that pulls the
         mix towards the uniform average (the paper's regulariser).
     n_layers: L + 1; inferred from the data at initialisation when unset.
+    layer: use this one layer only (0 = the token representation, j = LSTM j):
+        a fixed one-hot mix whose scalars are not learned, for layer probes.
+        γ is still learned.
 
     Input (n_layers, n_tokens, width) -> output (n_tokens, width).
     """
     return Model(
-        "elmo-scalar-mix",
+        SCALAR_MIX_NAME,
         forward,
         init=init,
         params={"s": None, "gamma": None},
         dims={"nL": n_layers, "nO": None},
-        attrs={"layer_norm": layer_norm, "layer_dropout": layer_dropout, "l2_to_uniform": l2_to_uniform},
+        attrs={
+            "layer_norm": layer_norm,
+            "layer_dropout": layer_dropout,
+            "l2_to_uniform": l2_to_uniform,
+            "layer": layer,
+        },
     )
 
 
@@ -44,6 +57,9 @@ def init(model: Model, X: Optional[Floats3d] = None, Y=None) -> None:
         model.set_dim("nL", X.shape[0])
         model.set_dim("nO", X.shape[2])
     n_layers = model.get_dim("nL")
+    layer = model.attrs.get("layer")
+    if layer is not None and not 0 <= layer < n_layers:
+        raise ElmoError("E408", Errors.E408.format(layer=layer, n_layers=n_layers))
     model.set_param("s", model.ops.alloc1f(n_layers))
     gamma = model.ops.alloc1f(1)
     gamma[0] = 1.0
@@ -55,12 +71,13 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
     xp = ops.xp
     s = model.get_param("s")
     gamma = model.get_param("gamma")
+    fixed = model.attrs.get("layer") is not None
     rate = model.attrs["layer_dropout"]
     keep = None
-    if is_train and rate > 0.0:
+    if is_train and rate > 0.0 and not fixed:
         keep = xp.random.uniform(size=s.shape) >= rate
         keep[int(xp.random.randint(s.shape[0]))] = True
-    weights = _softmax(xp, s, keep)
+    weights = mix_weights(model) if fixed else _softmax(xp, s, keep)
     if model.attrs["layer_norm"]:
         H, normalise_backprop = _layer_norm(xp, X)
     else:
@@ -69,17 +86,30 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
     Y = gamma[0] * mixed
 
     def backprop(dY: Floats2d) -> Floats3d:
-        dweights = gamma[0] * xp.tensordot(H, dY, axes=([1, 2], [0, 1]))  # (n_layers,)
-        ds = weights * (dweights - (weights * dweights).sum())
-        lam = model.attrs["l2_to_uniform"]
-        if lam:
-            ds += 2.0 * lam * (s - s.mean())
-        model.inc_grad("s", ds.astype(s.dtype))
+        if not fixed:
+            dweights = gamma[0] * xp.tensordot(H, dY, axes=([1, 2], [0, 1]))  # (n_layers,)
+            ds = weights * (dweights - (weights * dweights).sum())
+            lam = model.attrs["l2_to_uniform"]
+            if lam:
+                ds += 2.0 * lam * (s - s.mean())
+            model.inc_grad("s", ds.astype(s.dtype))
         model.inc_grad("gamma", xp.asarray([(dY * mixed).sum()], dtype=gamma.dtype))
         dH = (gamma[0] * weights)[:, None, None] * dY[None]
         return normalise_backprop(dH) if normalise_backprop is not None else dH
 
     return Y, backprop
+
+
+def mix_weights(model: Model) -> Floats1d:
+    """The weights the mix applies at prediction: softmax(s), or one-hot for a fixed `layer`."""
+    xp = model.ops.xp
+    s = model.get_param("s")
+    layer = model.attrs.get("layer")
+    if layer is None:
+        return _softmax(xp, s)
+    weights = xp.zeros_like(s)
+    weights[layer] = 1.0
+    return weights
 
 
 def _softmax(xp, s: Floats1d, keep=None) -> Floats1d:

@@ -70,3 +70,28 @@ def test_layer_dropout_keeps_a_layer_and_renormalises():
         # Each output is an average of some kept layers' values: within [0, 3] and not NaN.
         assert numpy.isfinite(Y).all() and Y.min() >= 0 and Y.max() <= 3
     assert numpy.allclose(mix.predict(X), 1.5)  # no dropout at prediction
+
+
+@pytest.mark.parametrize("layer", [0, 1, 2])
+def test_fixed_layer_passes_one_layer_and_learns_only_gamma(layer):
+    mix, X = make(layer=layer)
+    s_before = mix.get_param("s").copy()
+    Y, backprop = mix(X, is_train=True)
+    numpy.testing.assert_allclose(Y, 1.3 * X[layer], rtol=1e-6)
+    dY = numpy.random.default_rng(2).normal(size=Y.shape)
+    dX = backprop(dY)
+    numpy.testing.assert_allclose(dX[layer], 1.3 * dY, rtol=1e-6)
+    assert not numpy.any(numpy.delete(dX, layer, axis=0))
+    assert not mix.has_grad("s") or not numpy.any(mix.get_grad("s"))
+    numpy.testing.assert_allclose(mix.get_grad("gamma"), [(dY * X[layer]).sum()], rtol=1e-6)
+    assert numpy.array_equal(mix.get_param("s"), s_before)
+    from spacy_elmo.models.scalar_mix import mix_weights
+
+    assert mix_weights(mix).tolist() == [float(j == layer) for j in range(3)]
+
+
+def test_fixed_layer_out_of_range_is_a_coded_error():
+    from spacy_elmo.errors import ElmoError
+
+    with pytest.raises(ElmoError, match="E408"):
+        ScalarMix(layer=3).initialize(X=numpy.ones((3, 2, 4), dtype="f"))
