@@ -120,6 +120,16 @@ class Errors:
         "{n_layers} - 1 (0 = the token representation, j = LSTM j); found layer = "
         "{layer}. Fix `layer` in the mix's config section, or leave it unset for a learned mix."
     )
+    E409 = (
+        "The ELMo listener in component '{component}' expected the ELMo layers of "
+        "every doc in doc._.elmo, written by the '{upstream}' component, but found "
+        "none for {n_missing} of {n_docs} docs (the first: '{text}'): '{upstream}' "
+        "did not run on them. Enable it (it is disabled or excluded: check "
+        "nlp.select_pipes(disable=...) and spacy.load(..., disable=/exclude=)) and "
+        "keep it before '{component}' in the pipeline. The listener does not run the "
+        "biLM itself; to give '{component}' a biLM of its own, use "
+        "nlp.replace_listeners('{upstream}', '{component}', [...])."
+    )
     # Pretraining (E3xx)
     E301 = (
         "The text path '{path}' does not exist. Expected a text file or a folder of "

@@ -19,6 +19,7 @@ import numpy
 from spacy.tokens import Doc, Span, Token
 from thinc.api import get_array_module
 
+from . import data_classes  # noqa: F401  (the msgpack encoders of doc._.elmo, for DocBin)
 from .errors import ElmoError, Errors
 
 MixSpec = Union[str, int, List[float]]

@@ -8,7 +8,6 @@ from wasabi import msg
 
 from ..errors import ElmoError, Errors
 from ..util import make_parent_dir
-from ..models.scalar_mix import SCALAR_MIX_NAME, mix_weights
 from . import app
 
 
@@ -17,6 +16,10 @@ def listener_mixes(nlp) -> Dict[str, Dict[str, object]]:
 
     RETURNS: {"component" or "component#k": {"weights": [...], "gamma": float}}.
     """
+    # Imported here, not at the top: the other commands (embed, pretrain,
+    # perplexity) load this module too and must not pay for Thinc and spaCy.
+    from ..models.scalar_mix import SCALAR_MIX_NAME, mix_weights
+
     mixes: Dict[str, Dict[str, object]] = {}
     for name, pipe in nlp.pipeline:
         model = getattr(pipe, "model", None)

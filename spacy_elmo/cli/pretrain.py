@@ -3,12 +3,18 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from spacy.cli._util import parse_config_overrides, show_validation_error
 from wasabi import msg
+# spaCy's own CLI takes these two from weasel (a dependency of spaCy >= 3.7);
+# importing them from there keeps this command free of spaCy and Thinc.
+from weasel.util import parse_config_overrides
+from weasel.util.validation import show_validation_error
 
 from ..errors import ElmoError
 from ..training import load_config, pretrain
 from . import app
+
+# The environment variable `spacy train` reads overrides from, read here too.
+CONFIG_OVERRIDES_ENV = "SPACY_CONFIG_OVERRIDES"
 
 
 @app.command(
@@ -35,7 +41,7 @@ def pretrain_cli(
     --training.max_steps 1000. Runs on several processes under torchrun
     (DistributedDataParallel).
     """
-    overrides = parse_config_overrides(ctx.args)
+    overrides = parse_config_overrides(ctx.args, env_var=CONFIG_OVERRIDES_ENV)
     with show_validation_error(config_path, hint_fill=False):
         config = load_config(config_path, overrides)
     try:

@@ -4,6 +4,13 @@ In training the `elmo` component runs the biLM once per batch and hands the
 same layers to every listener (`receive`); at prediction a listener reads
 ``doc._.elmo``. Either way the listener applies its OWN learned mix, so each
 task learns which layers it wants from one biLM pass.
+
+A listener never runs the biLM for docs the `elmo` component has not
+processed, with one exception: the sample docs its component's
+``initialize`` passes it (spaCy initialises the pipeline's components in
+turn, and no component has annotated the sample). Anything else without
+``doc._.elmo`` is an error (E409), so a pipeline with `elmo` disabled fails
+loudly instead of running the biLM inside each downstream component.
 """
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -14,6 +21,7 @@ from thinc.api import Dropout, Model, chain
 from thinc.types import Floats2d, Floats3d
 
 from ..errors import ElmoError, Errors
+from ..extensions import install_extensions
 from .scalar_mix import SCALAR_MIX_NAME, ScalarMix
 
 LISTENER_ARCH = "spacy-elmo.ElmoListener.v1"
@@ -29,6 +37,7 @@ def ElmoListener(
     mix: the layer mix, `spacy-elmo.ScalarMix.v1` by default.
     dropout: dropout on the mixed vectors in training.
     """
+    install_extensions()  # the listener reads doc._.elmo, even if no `elmo` component was built
     return ElmoListenerModel(upstream, mix_docs(mix if mix is not None else ScalarMix(), dropout))
 
 
@@ -68,7 +77,22 @@ def _mix_docs_forward(model: Model, X: List[Floats3d], is_train: bool) -> Tuple[
 
 
 class ElmoListenerModel(Model):
-    """Receives the `elmo` component's layers for the current batch in training."""
+    """Receives the `elmo` component's layers for the current batch in training,
+    and reads them from ``doc._.elmo`` otherwise.
+
+    Where the layers come from:
+    - in training (``is_train`` after the `elmo` component's ``update``): the
+      layers it broadcast for this batch (E405 if the docs differ);
+    - at prediction: ``doc._.elmo``. A doc without it is an error (E409),
+      never a silent run of the biLM here: enable the `elmo` component and
+      keep it before this listener's component.
+    - during its component's ``initialize``: the sample docs the listener is
+      initialised with have not been through the `elmo` component (spaCy
+      initialises components one after another and Thinc's `chain` predicts
+      the sample layer by layer to infer shapes), so `initialize` runs the
+      linked biLM on them once and keeps their layers, for those very doc
+      objects only, until the first training batch arrives.
+    """
 
     name = "elmo-listener"
 
@@ -78,8 +102,13 @@ class ElmoListenerModel(Model):
         self._batch_id: Optional[int] = None
         self._outputs: Optional[List[Floats3d]] = None
         self._backprop: Optional[Callable] = None
-        # The `elmo` component's model, linked when the pipeline is assembled.
+        # The `elmo` component's model, linked when the pipeline is assembled,
+        # and the names of that component and of the one this listener is in.
         self.upstream_model: Optional[Model] = None
+        self.upstream_component: Optional[str] = None
+        self.component: Optional[str] = None
+        # The sample docs of `initialize` and their layers (see the class docstring).
+        self._init_sample: List[Tuple[Doc, Floats3d]] = []
 
     @classmethod
     def get_batch_id(cls, docs: List[Doc]) -> int:
@@ -89,10 +118,15 @@ class ElmoListenerModel(Model):
         self._batch_id = batch_id
         self._outputs = outputs
         self._backprop = backprop
+        self._init_sample = []  # initialisation is over
 
-    def link(self, upstream_model: Model) -> None:
-        """Connect to the `elmo` component's model (`add_listener` calls this)."""
+    def link(self, upstream_model: Model, upstream_component: Optional[str] = None,
+             component: Optional[str] = None) -> None:
+        """Connect to the `elmo` component's model (`add_listener` calls this,
+        with the two components' names for the error messages)."""
         self.upstream_model = upstream_model
+        self.upstream_component = upstream_component or self.upstream_component
+        self.component = component or self.component
         if upstream_model.has_dim("nL") is True:
             self.set_upstream_dims(upstream_model.get_dim("nL"), upstream_model.get_dim("nO"))
 
@@ -111,12 +145,17 @@ class ElmoListenerModel(Model):
         return next(node for node in self.walk() if node.name == SCALAR_MIX_NAME)
 
 
-def _listener_init(model: ElmoListenerModel, X=None, Y=None) -> None:
+def _listener_init(model: ElmoListenerModel, X: Optional[List[Doc]] = None, Y=None) -> None:
     if model.upstream_model is not None and model.upstream_model.has_dim("nL") is True:
         model.link(model.upstream_model)
     if model.has_dim("nL") is not True:
-        raise ElmoError("E404", Errors.E404.format(component="?", upstream=model.upstream_name))
+        raise ElmoError("E404", Errors.E404.format(component=model.component or "?", upstream=model.upstream_name))
     model.layers[0].initialize()
+    # The one place the listener runs the biLM itself: the sample docs of
+    # initialisation, which the `elmo` component has not processed.
+    sample = [doc for doc in X or [] if doc._.elmo is None]
+    layers = model.upstream_model.predict(sample) if sample and model.upstream_model is not None else []
+    model._init_sample = list(zip(sample, layers))
 
 
 def _listener_forward(model: ElmoListenerModel, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
@@ -137,16 +176,27 @@ def _listener_forward(model: ElmoListenerModel, docs: List[Doc], is_train: bool)
 
 
 def _read_layers(model: ElmoListenerModel, docs: List[Doc]) -> List[Floats3d]:
-    """The docs' layers from ``doc._.elmo``. A doc the `elmo` component has not
-    processed (e.g. during initialisation) is run through the linked biLM."""
-    missing = [i for i, doc in enumerate(docs) if doc._.elmo is None]
-    computed = {}
+    """The docs' layers from ``doc._.elmo``, or, for the sample docs of
+    initialisation only, the layers `_listener_init` computed for them. Any
+    other doc without ``doc._.elmo`` is an error (E409)."""
+    layers = []
+    missing = []
+    for doc in docs:
+        data = doc._.elmo
+        if data is None:
+            data = next((out for sample, out in model._init_sample if sample is doc), None)
+            if data is None:
+                missing.append(doc)
+            layers.append(data)
+        else:
+            layers.append(data.layers)
     if missing:
-        if model.upstream_model is None:
-            raise ElmoError("E402", Errors.E402.format(text=docs[missing[0]].text[:40]))
-        outputs = model.upstream_model.predict([docs[i] for i in missing])
-        computed = dict(zip(missing, outputs))
-    return [computed[i] if i in computed else doc._.elmo.layers for i, doc in enumerate(docs)]
+        upstream = model.upstream_component or (model.upstream_name if model.upstream_name != "*" else "elmo")
+        raise ElmoError("E409", Errors.E409.format(
+            component=model.component or "?", upstream=upstream, n_missing=len(missing), n_docs=len(docs),
+            text=missing[0].text[:40],
+        ))
+    return layers
 
 
 def replace_listener_cfg(bilm_cfg: Dict[str, Any], listener_parent_cfg: Dict[str, Any]) -> Dict[str, Any]:

@@ -109,7 +109,7 @@ class Elmo(TrainablePipe):
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)
-        listener.link(self.model)
+        listener.link(self.model, upstream_component=self.name, component=component_name)
 
     def remove_listener(self, listener: Model, component_name: str) -> bool:
         if component_name in self.listener_map and listener in self.listener_map[component_name]:

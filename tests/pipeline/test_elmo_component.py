@@ -151,7 +151,7 @@ def test_listener_reads_doc_elmo_at_prediction(bilm_dir):
     numpy.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     doc._.elmo.layers[:] = 0.0
     assert not listener.predict([doc])[0].any()
-    with pytest.raises(ElmoError, match="E402"):
+    with pytest.raises(ElmoError, match="E409"):
         listener.predict([nlp.make_doc("not processed")])
 
 
