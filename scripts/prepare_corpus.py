@@ -463,6 +463,21 @@ class CorpusReport:
         }
 
 
+def corpus_split(assets_dir: Path, max_docs: Optional[int] = None, dev_fraction: float = 0.02, seed: int = 0):
+    """The documents of the pretraining text, cleaned of downstream sentences and split.
+
+    Returns (train, dev, leakage, duplicates). `convert_pos.py` reads the OANC
+    documents this holds out (with the shipped biLM's settings) as its test text.
+    """
+    assets_dir = Path(assets_dir)
+    downstream = load_downstream_texts(assets_dir)
+    docs, duplicates = load_documents(assets_dir)
+    leakage_filter = LeakageFilter(text for texts in downstream.values() for text in texts)
+    docs, leakage = remove_leakage(docs, leakage_filter)
+    train, dev = split_documents(docs, dev_fraction=dev_fraction, seed=seed, max_docs=max_docs)
+    return train, dev, leakage, duplicates
+
+
 def prepare_corpus(
     assets_dir: Path,
     output_dir: Path,
@@ -471,12 +486,7 @@ def prepare_corpus(
     seed: int = 0,
 ) -> CorpusReport:
     """Write train.txt, dev.txt, dev_<source>.txt, stats.json and leakage.json."""
-    assets_dir = Path(assets_dir)
-    downstream = load_downstream_texts(assets_dir)
-    docs, duplicates = load_documents(assets_dir)
-    leakage_filter = LeakageFilter(text for texts in downstream.values() for text in texts)
-    docs, leakage = remove_leakage(docs, leakage_filter)
-    train, dev = split_documents(docs, dev_fraction=dev_fraction, seed=seed, max_docs=max_docs)
+    train, dev, leakage, duplicates = corpus_split(assets_dir, max_docs, dev_fraction, seed)
     report = CorpusReport(
         counts={"train": count_by_source(train), "dev": count_by_source(dev)},
         leakage=leakage,

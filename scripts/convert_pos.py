@@ -1,0 +1,114 @@
+"""The tagged OANC sample (``word/TAG``) into part-of-speech train/dev/test DocBins.
+
+The probe task of the layer study. Its test text is exactly the OANC text that
+the shipped biLM never saw: ``prepare_corpus.py`` cut the sample into blocks of
+20 sentences and held some out of the pretraining text (``dev_oanc.txt``, with
+the shipped biLM's settings: seed 0, 2% per source); those blocks are the test
+split here. Dev and train are drawn, by whole blocks and with ``--seed``, from
+the other blocks (text the biLM was trained on, without tags).
+
+The tags are the OANC's own Penn Treebank tags, made by a tagger and not
+checked by hand (the first lines already show ``nonchalant/NN``,
+``steamy/NN``, ``4/LS``): scores measure agreement with that tagger.
+
+    python scripts/convert_pos.py assets corpus/curves/pos [--train-sentences 4000]
+
+``--test-blocks`` picks the test blocks by their index instead (for tiny
+inputs that lack the other pretraining sources).
+"""
+import random
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import spacy
+import typer
+from spacy.tokens import Doc, DocBin
+
+from _split import write_atomic
+from prepare_corpus import OANC_SENTENCES_PER_DOC, SOURCES, corpus_split, read_oanc, strip_pos_tag
+
+OANC_PATH = SOURCES["oanc"][0]
+Sentence = list[tuple[str, str]]
+
+
+def read_tagged(path: Path) -> list[Sentence]:
+    """Every non-empty line as [(word, tag)]: the last ``/`` splits, ``&slash;`` is a ``/``."""
+    sentences = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        pairs = []
+        for token in line.split():
+            word, slash, tag = token.rpartition("/")
+            if not slash or not word or not tag:
+                raise ValueError(f"{path}: expected word/TAG, found {token!r} in {line[:80]!r}")
+            pairs.append((strip_pos_tag(token), tag))
+        sentences.append(pairs)
+    return sentences
+
+
+def held_out_blocks(assets_dir: Path, dev_fraction: float = 0.02, seed: int = 0) -> list[int]:
+    """Indices of the OANC blocks that the pretraining split holds out (its dev_oanc.txt)."""
+    blocks = {tuple(doc): i for i, doc in enumerate(read_oanc(assets_dir / OANC_PATH))}
+    _train, dev, _leakage, _dups = corpus_split(assets_dir, None, dev_fraction, seed)
+    held = [tuple(doc) for source, doc in dev if source == "oanc"]
+    missing = [doc for doc in held if doc not in blocks]
+    if missing:
+        raise ValueError(f"{len(missing)} held-out OANC block(s) were changed by the leakage filter")
+    return sorted(blocks[doc] for doc in held)
+
+
+def split_blocks(
+    n_blocks: int, test_blocks: List[int], dev_blocks: int, seed: int
+) -> dict[str, list[int]]:
+    """Test = the given blocks; dev = ``dev_blocks`` others drawn with ``seed``; train = the rest (shuffled)."""
+    test = sorted(set(test_blocks))
+    rest = [i for i in range(n_blocks) if i not in set(test)]
+    random.Random(seed).shuffle(rest)
+    return {"train": rest[dev_blocks:], "dev": sorted(rest[:dev_blocks]), "test": test}
+
+
+def convert_pos(
+    tagged_path: Path,
+    output_dir: Path,
+    test_blocks: List[int],
+    dev_blocks: int = 20,
+    train_sentences: int = 4000,
+    seed: int = 0,
+) -> dict[str, dict[str, int]]:
+    sentences = read_tagged(tagged_path)
+    blocks = [sentences[i : i + OANC_SENTENCES_PER_DOC] for i in range(0, len(sentences), OANC_SENTENCES_PER_DOC)]
+    if any(not 0 <= i < len(blocks) for i in test_blocks):
+        raise ValueError(f"test block index out of range 0..{len(blocks) - 1}: {test_blocks}")
+    split = split_blocks(len(blocks), test_blocks, dev_blocks, seed)
+    vocab = spacy.blank("en").vocab
+    counts = {}
+    for name, indices in split.items():
+        chosen = [sentence for i in indices for sentence in blocks[i]]
+        if name == "train" and train_sentences:
+            chosen = chosen[:train_sentences]
+        docs = [Doc(vocab, words=[w for w, _ in s], tags=[t for _, t in s]) for s in chosen]
+        write_atomic(output_dir / f"{name}.spacy", DocBin(docs=docs, attrs=["ORTH", "TAG"]).to_bytes())
+        counts[name] = {"sentences": len(docs), "tokens": sum(len(doc) for doc in docs), "blocks": len(indices)}
+    return counts
+
+
+def main(
+    assets_dir: Annotated[Path, typer.Argument(help="The assets folder of fetch_data.py")],
+    output_dir: Annotated[Path, typer.Argument(help="Folder for train/dev/test.spacy")],
+    train_sentences: Annotated[int, typer.Option(help="Training sentences kept (0 = all)")] = 4000,
+    dev_blocks: Annotated[int, typer.Option(help="Blocks of 20 sentences held out as dev")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the dev/train draw")] = 0,
+    test_blocks: Annotated[
+        Optional[List[int]], typer.Option("--test-blocks", help="Test block indices (default: the biLM's held-out OANC)")
+    ] = None,
+) -> None:
+    """OANC part-of-speech train/dev/test, tested on the text the shipped biLM held out."""
+    tests = test_blocks if test_blocks else held_out_blocks(assets_dir)
+    counts = convert_pos(assets_dir / OANC_PATH, output_dir, tests, dev_blocks, train_sentences, seed)
+    for name, c in counts.items():
+        typer.echo(f"{name}: {c['sentences']:,} sentences, {c['tokens']:,} tokens ({c['blocks']} blocks)")
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,277 @@
+"""Where ELMo helps: learning curves, the GloVe pairs and the part-of-speech layer probe.
+
+One run = one task, variant, share of the training split and seed. Each run
+trains with ``spacy train`` on a nested subset of the training split, scores
+its model-best on the test split, keeps the learned layer mix, and writes
+``METRICS/<task>/<variant>/f<share>_seed<seed>.json``; a run whose file exists
+is skipped, so a stopped experiment resumes run by run. Runs go side by side,
+``--jobs`` at a time, one CPU thread each.
+
+    python scripts/run_curves.py plan                    # the runs, and which are done
+    python scripts/run_curves.py run --jobs 2            # all runs not done yet
+    python scripts/run_curves.py run --jobs 15 --minutes 9   # no new run after 9 minutes
+
+The subsets are nested: a seed's permutation of the training docs is fixed, and
+a share takes its first ``ceil(share · n)`` docs, so the 5% docs are among the
+10% docs and so on. Baseline and ELMo runs of one seed train on the same docs.
+The ELMo runs read the shipped biLM, frozen and not tuned to the task.
+"""
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Dict, List, Optional
+
+import typer
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from _split import write_atomic  # noqa: E402
+
+SHARES = (0.05, 0.1, 0.25, 0.5, 1.0)
+BILM = "pretrained/elmo-en-small"
+
+# task: (config stem, the component holding the listener, the test metric)
+TASKS = {
+    "ner": ("ner", "ner", "ents_f"),
+    "sentiment5": ("textcat", "textcat", "cats_accuracy"),
+    "pos": ("pos", "tagger", "tag_acc"),
+}
+# variant: (config suffix, uses ELMo, uses GloVe, fixed probe layer)
+VARIANTS = {
+    "baseline": ("baseline", False, False, None),
+    "elmo": ("elmo", True, False, None),
+    "glove": ("baseline", False, True, None),
+    "glove_elmo": ("elmo", True, True, None),
+    "probe_mix": ("probe", True, False, None),
+    "probe_layer0": ("probe", True, False, 0),
+    "probe_layer1": ("probe", True, False, 1),
+    "probe_layer2": ("probe", True, False, 2),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    task: str
+    variant: str
+    share: float
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}/{self.variant}/f{self.share:g}_seed{self.seed}"
+
+
+def plan_runs(curve_seeds: List[int], full_seeds: List[int], shares=SHARES) -> List[Run]:
+    """The learning curves (baseline and ELMo at every share, curve_seeds), the four
+    GloVe/ELMo variants on the whole training split (full_seeds), and the POS probe."""
+    runs = []
+    for seed in full_seeds:
+        for task in ("ner", "sentiment5"):
+            for variant in ("baseline", "elmo", "glove", "glove_elmo"):
+                runs.append(Run(task, variant, 1.0, seed))
+    for seed in curve_seeds:
+        for variant in ("baseline", "probe_mix", "probe_layer0", "probe_layer1", "probe_layer2"):
+            runs.append(Run("pos", variant, 1.0, seed))
+    for share in sorted((s for s in shares if s < 1.0), reverse=True):
+        for seed in curve_seeds:
+            for task in ("ner", "sentiment5"):
+                for variant in ("baseline", "elmo"):
+                    runs.append(Run(task, variant, share, seed))
+    return runs
+
+
+def nested_subset(n_docs: int, share: float, seed: int) -> List[int]:
+    """The first ceil(share · n) indices of a seeded permutation, in input order.
+
+    For one seed, a smaller share's subset is always inside a larger one's.
+    """
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    order = list(range(n_docs))
+    random.Random(seed).shuffle(order)
+    return sorted(order[: max(1, math.ceil(share * n_docs))] if n_docs else [])
+
+
+def subset_path(corpus: Path, task: str, share: float, seed: int) -> Path:
+    """The .spacy file of a run's training docs (written once, atomically)."""
+    train = corpus / task / "train.spacy"
+    if share == 1.0:
+        return train
+    path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}.spacy"
+    if not path.exists():
+        import spacy
+        from spacy.tokens import DocBin
+
+        nlp = spacy.blank("en")
+        docs = list(DocBin().from_disk(train).get_docs(nlp.vocab))
+        keep = [docs[i] for i in nested_subset(len(docs), share, seed)]
+        write_atomic(path, DocBin(docs=keep, store_user_data=True).to_bytes())
+    return path
+
+
+def train_command(run: Run, corpus: Path, output: Path, steps: int, eval_frequency: int, train_path: Path) -> List[str]:
+    stem, component, _ = TASKS[run.task]
+    suffix, elmo, glove, layer = VARIANTS[run.variant]
+    command = [
+        sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / f"{stem}_{suffix}.cfg"),
+        "--output", str(output), "--gpu-id", "-1",
+        "--paths.train", str(train_path), "--paths.dev", str(corpus / run.task / "dev.spacy"),
+        "--system.seed", str(run.seed),
+        "--training.max_steps", str(steps), "--training.eval_frequency", str(eval_frequency),
+    ]
+    if elmo:
+        command += ["--paths.elmo", str(ROOT / BILM)]
+    if glove:
+        command += ["--paths.vectors", str(corpus / "glove"),
+                    f"--components.{component}.model.tok2vec.embed.include_static_vectors", "true"]
+    if layer is not None:
+        command += [f"--components.{component}.model.tok2vec.mix.layer", str(layer)]
+    return command
+
+
+def score_run(model_dir: Path, test_path: Path) -> Dict[str, object]:
+    """Test scores (as evaluate_seeds.py) and the learned mix of an ELMo listener."""
+    from evaluate_seeds import evaluate_model
+
+    import spacy
+    from spacy_elmo.cli.mix_weights import listener_mixes
+
+    scores = evaluate_model(model_dir, test_path)
+    mixes = listener_mixes(spacy.load(model_dir))
+    return {"scores": scores, "mixes": mixes}
+
+
+def do_run(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_frequency: int) -> Optional[float]:
+    """Train, score and clean up one run; returns its minutes (None when it was done already)."""
+    result = metrics / f"{run.name}.json"
+    if result.exists():
+        return None
+    started = time.time()
+    train_path = subset_path(corpus, run.task, run.share, run.seed)
+    output = work / run.name
+    shutil.rmtree(output, ignore_errors=True)
+    log = metrics / "logs" / f"{run.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    with open(log, "w") as handle:
+        code = subprocess.call(
+            train_command(run, corpus, output, steps, eval_frequency, train_path),
+            stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+        )
+    if code != 0:
+        raise RuntimeError(f"{run.name}: spacy train exited with {code}; see {log}")
+    train_minutes = (time.time() - started) / 60
+    scored = subprocess.run(
+        [sys.executable, __file__, "score", str(output / "model-best"), str(corpus / run.task / "test.spacy")],
+        capture_output=True, text=True, env=env, cwd=ROOT,
+    )
+    if scored.returncode != 0:
+        raise RuntimeError(f"{run.name}: scoring failed:\n{scored.stderr[-2000:]}")
+    record = json.loads(scored.stdout.strip().splitlines()[-1])
+    n_train = _count_docs(train_path)
+    record.update(task=run.task, variant=run.variant, share=run.share, seed=run.seed, steps=steps,
+                  train_docs=n_train, train_minutes=round(train_minutes, 2))
+    write_atomic(result, json.dumps(record, indent=1) + "\n")
+    shutil.rmtree(output, ignore_errors=True)
+    return (time.time() - started) / 60
+
+
+def _count_docs(path: Path) -> int:
+    from spacy.tokens import DocBin
+
+    return len(DocBin().from_disk(path))
+
+
+app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
+
+
+def _seeds(text: str) -> List[int]:
+    return [int(s) for s in text.replace(",", " ").split()]
+
+
+@app.command("plan")
+def plan_cli(
+    metrics: Path = typer.Option(Path("metrics/curves"), help="Where the run results go"),
+    curve_seeds: str = typer.Option("0 1 2", help="Seeds of the curves and the probe"),
+    full_seeds: str = typer.Option("0 1 2 3 4", help="Seeds of the runs on the whole training split"),
+) -> None:
+    """List the runs and which are done."""
+    runs = plan_runs(_seeds(curve_seeds), _seeds(full_seeds))
+    done = sum((metrics / f"{run.name}.json").exists() for run in runs)
+    for run in runs:
+        typer.echo(f"{'done' if (metrics / f'{run.name}.json').exists() else '    '}  {run.name}")
+    typer.echo(f"{done} of {len(runs)} runs done")
+
+
+@app.command("run")
+def run_cli(
+    corpus: Path = typer.Option(Path("corpus/curves"), help="Holds ner/, sentiment5/, pos/ and glove/"),
+    metrics: Path = typer.Option(Path("metrics/curves"), help="Where the run results go"),
+    work: Path = typer.Option(Path("training/curves"), help="Scratch folder of the trainings"),
+    curve_seeds: str = typer.Option("0 1 2", help="Seeds of the curves and the probe"),
+    full_seeds: str = typer.Option("0 1 2 3 4", help="Seeds of the runs on the whole training split"),
+    shares: str = typer.Option(" ".join(f"{s:g}" for s in SHARES), help="Shares of the training split"),
+    steps: int = typer.Option(1000, help="Training steps per run"),
+    eval_frequency: int = typer.Option(200, help="Steps between dev evaluations"),
+    jobs: int = typer.Option(2, help="Runs side by side (one thread each)"),
+    minutes: float = typer.Option(0, help="Start no run after this many minutes (0 = no limit)"),
+    only: Annotated[Optional[List[str]], typer.Option(help="Only runs whose name starts with this")] = None,
+) -> None:
+    """Train and score every run that is not done yet."""
+    share_list = [float(s) for s in shares.split()]
+    runs = [r for r in plan_runs(_seeds(curve_seeds), _seeds(full_seeds), share_list)
+            if not (metrics / f"{r.name}.json").exists() and (not only or any(r.name.startswith(o) for o in only))]
+    deadline = time.time() + minutes * 60 if minutes else None
+    typer.echo(f"{len(runs)} runs to do, {jobs} at a time")
+    for task in {r.task for r in runs}:  # the subsets, once, before the runs share them
+        for r in runs:
+            if r.task == task:
+                subset_path(corpus, task, r.share, r.seed)
+    failed = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending = iter(runs)
+        futures = {}
+
+        def submit_next() -> None:
+            if deadline is not None and time.time() > deadline:
+                return
+            run = next(pending, None)
+            if run is not None:
+                futures[pool.submit(do_run, run, corpus, metrics, work, steps, eval_frequency)] = run
+
+        for _ in range(jobs):
+            submit_next()
+        while futures:
+            future = next(as_completed(futures))
+            run = futures.pop(future)
+            try:
+                took = future.result()
+                typer.echo(f"done {run.name} in {took:.1f} min" if took is not None else f"skip {run.name}")
+            except RuntimeError as err:
+                failed.append(run.name)
+                typer.echo(f"FAILED {err}", err=True)
+            submit_next()
+    left = [r for r in plan_runs(_seeds(curve_seeds), _seeds(full_seeds), share_list)
+            if not (metrics / f"{r.name}.json").exists()]
+    typer.echo(f"{len(left)} runs left" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command("score", hidden=True)
+def score_cli(model_dir: Path, test_path: Path) -> None:
+    """Print one run's scores and mixes as one JSON line (in its own process)."""
+    typer.echo(json.dumps(score_run(model_dir, test_path)))
+
+
+if __name__ == "__main__":
+    app()
