@@ -192,6 +192,26 @@ class Errors:
         "training.grad_clip (e.g. 1.0) or more warm-up steps, then continue with "
         "--resume."
     )
+    E313 = (
+        "The pretraining config {where} has {n} wrong setting(s), listed below: "
+        "each with where it is, what was expected and what was found. Fix them "
+        "in the .cfg file or override them with --section.key value; every "
+        "setting and its default is in spacy_elmo/training/config.py."
+    )
+    E314 = (
+        "The checkpoint '{path}' has format {found}, expected {expected}: it was "
+        "written by another version of spacy-elmo, whose learning-rate schedule "
+        "state torch's schedulers cannot take over. Finish the run with the "
+        "version that started it, or start a new run from its export with "
+        "pretrain --init-from OUTPUT_DIR/model."
+    )
+    E315 = (
+        "The checkpoint '{path}' continues a learning-rate schedule built for "
+        "{saved}, but the config now says {found}. torch's schedulers resume "
+        "from their saved state, so these settings cannot change on --resume. "
+        "Set them back in the config, or start a new run from the export with "
+        "pretrain --init-from OUTPUT_DIR/model."
+    )
     # Reliability: inputs, faults and damaged files (E5xx)
     E501 = (
         "The ELMo weights file '{path}' holds the dataset '{dataset}', which the "

@@ -12,9 +12,11 @@ from typing import Any, Dict, List, Union
 
 import torch
 
+from ..errors import ElmoError, Errors
 from ..util import atomic_path
 
-FORMAT_VERSION = 1
+# 2: the schedule's state is torch's schedulers' (optim.Schedule); 1 had our own.
+FORMAT_VERSION = 2
 
 
 @dataclass
@@ -67,5 +69,7 @@ def save_checkpoint(
 
 def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     payload = torch.load(path, map_location="cpu", weights_only=True)
+    if payload.get("format") != FORMAT_VERSION:
+        raise ElmoError("E314", Errors.E314.format(path=path, found=payload.get("format"), expected=FORMAT_VERSION))
     payload["state"] = TrainState(**payload["state"])
     return payload

@@ -20,7 +20,7 @@ from ..device import check_device
 from ..errors import ElmoError, Errors
 from ..util import atomic_path
 from .batching import CorpusBatches
-from .config import PretrainConfig, load_config
+from .config import ModelSettings, PretrainConfig, load_config
 from .distributed import Distributed
 from .export import SOFTMAX_NAME, VOCAB_NAME
 from .lm import BidirectionalLM
@@ -66,9 +66,9 @@ def pretrain(
         config.paths.init = str(init_from)
     if config.paths.init:
         init_options = BiLMOptions.from_file(resolve_paths(config.paths.init)[0])
-        if init_options != config.model:
+        if init_options != config.model.options:
             printer.info(f"The architecture is {config.paths.init}'s: it replaces [model]")
-        config.model = init_options
+        config.model = ModelSettings.from_options(init_options)
     _check_inputs(config)  # before the folder is claimed: a typo in a path costs nothing
     if config.system.threads:
         torch.set_num_threads(config.system.threads)
@@ -116,7 +116,7 @@ def _run(
 
         def batches(corpus: PreparedCorpus) -> CorpusBatches:
             return CorpusBatches(corpus, vocab, config.corpus.max_length, config.training.tokens_per_batch,
-                                 config.model.max_characters_per_token)
+                                 config.model.options.max_characters_per_token)
 
         trainer = Trainer(lm, vocab, config, run, batches(train), batches(dev) if dev else None, dist, printer)
         if continuing:
@@ -171,7 +171,7 @@ def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Dis
 def _build_model(config: PretrainConfig, vocab: Vocab, printer: Printer) -> BidirectionalLM:
     torch.manual_seed(config.system.seed)
     init = Path(config.paths.init) if config.paths.init else None
-    bilm = BiLM.from_allennlp(init) if init else BiLM(config.model)
+    bilm = BiLM.from_allennlp(init) if init else BiLM(config.model.options)
     s = config.softmax
     softmax = SoftmaxHead(config.model.projection_dim, len(vocab), s.kind, s.cutoffs, s.div_value)
     if init is not None:

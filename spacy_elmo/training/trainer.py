@@ -16,7 +16,7 @@ from .distributed import Distributed
 from .evaluate import Perplexity, nll_sums
 from .export import export_model
 from .lm import BidirectionalLM
-from .optim import LearningRate, make_optimizer
+from .optim import Schedule, make_optimizer
 from .plot import plot_curves
 from .run_dir import RunDir
 from .train_log import TrainLog
@@ -83,7 +83,7 @@ class Trainer:
         self.printer = printer
         self.optimizer = make_optimizer(lm.parameters(), self.settings.optimizer)
         settings = self.settings
-        self.schedule = LearningRate(settings.schedule, settings.optimizer.learn_rate, settings.max_steps)
+        self.schedule = Schedule(self.optimizer, settings.schedule, settings.optimizer.learn_rate, settings.max_steps)
         self.state = TrainState(world_size=dist.world_size)
         self.log = TrainLog(run.log)
         self.last_checkpoint: Optional[int] = None
@@ -111,7 +111,7 @@ class Trainer:
         payload = load_checkpoint(self.run.checkpoint)
         self.lm.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
-        self.schedule.load_state_dict(payload["schedule"])
+        self.schedule.load_state_dict(payload["schedule"], self.run.checkpoint)
         state: TrainState = payload["state"]
         rngs = payload["rng"]
         world_size = self.dist.world_size
@@ -147,6 +147,7 @@ class Trainer:
         train_seconds, train_tokens = 0.0, 0
         last_train_ppl: Optional[float] = None
         last_dev: Optional[Perplexity] = None
+        lr = self.schedule.lr
         self.model.train()
         started = time.perf_counter() - state.elapsed
         while not self._finished():
@@ -181,7 +182,7 @@ class Trainer:
             break  # max_steps reached within the epoch
         bar.close()
         if not window.empty:
-            last_train_ppl = self._log_train(window, self.schedule(max(0, state.step - 1)), None)
+            last_train_ppl = self._log_train(window, lr, None)
         if self.dev is not None and self.last_dev_step != state.step:
             last_dev = self._evaluate_and_log(None)
         if self.last_checkpoint != state.step:
@@ -231,9 +232,7 @@ class Trainer:
             norm = torch.nn.utils.clip_grad_norm_(self.lm.parameters(), self.settings.grad_clip)
             if not torch.isfinite(norm):
                 self._diverged("gradient norm", float(norm), bar)
-        lr = self.schedule(self.state.step)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        lr = self.schedule.lr
         self.optimizer.step()
         # A finite loss can still give a non-finite update: an infinite gradient, which the
         # norm check above catches when clipping, and this check (one synchronisation for
@@ -242,6 +241,7 @@ class Trainer:
             torch.stack([torch.isfinite(p).all() for p in self.lm.parameters()]).all()
         ):
             self._bad_weights(bar)
+        self.schedule.step()
         return sums, lr
 
     def _bad_weights(self, bar) -> None:

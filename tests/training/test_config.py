@@ -40,15 +40,20 @@ def test_left_out_settings_take_defaults_and_any_can_be_overridden(tmp_path):
         (CONFIG + "lear_rate = 1\n", "training -> optimizer -> lear_rate", "did you mean 'learn_rate'"),
         (CONFIG.replace("max_steps", "max_step"), "training -> max_step", "did you mean 'max_steps'"),
         (CONFIG.replace("[model]", "[modle]"), "modle", "did you mean 'model'"),
-        (CONFIG.replace("max_steps = 10", 'max_steps = "ten"'), "training -> max_steps", "expected int"),
+        (CONFIG.replace("max_steps = 10", 'max_steps = "ten"'), "training -> max_steps", "expected a valid integer; found 'ten'"),
         (CONFIG.replace("lstm_dim = 64", "lstm_dim = -3"), "model", "lstm.dim"),
-        (CONFIG + "[softmax]\nkind = \"sampled\"\n", "softmax -> kind", "must be one of"),
+        (CONFIG + "[softmax]\nkind = \"sampled\"\n", "softmax -> kind", "expected 'full' or 'adaptive'; found 'sampled'"),
+        (CONFIG.replace("learn_rate = 0.01", "learn_rate = 0"), "training -> optimizer -> learn_rate", "expected greater than 0; found 0"),
+        (CONFIG.replace('train = "corpus/train.txt"', "train = null"), "paths -> train", "no training text"),
+        (CONFIG + "[training.schedule]\nname = \"linear\"\n", "training", "needs max_steps > 0"),
     ],
 )
 def test_a_wrong_setting_is_a_clear_config_error(tmp_path, text, location, message):
     with pytest.raises(ConfigValidationError) as err:
-        load_config(write(tmp_path, text))
-    assert location in str(err.value) and message in str(err.value)
+        load_config(write(tmp_path, text), {"training.max_steps": 0, "training.max_epochs": 1} if "linear" in text else None)
+    assert err.value.title.startswith("[E313] The pretraining config") and "bilm.cfg" in err.value.title
+    errors = {" -> ".join(e["loc"]): e["msg"] for e in err.value.errors}
+    assert location in errors and message in errors[location], errors
 
 
 def test_an_override_of_an_unknown_section_is_refused(tmp_path):

@@ -65,8 +65,16 @@ def stop_at(step):
     return hook
 
 
-def test_resume_continues_exactly(tmp_path, tiny_config):
-    config = tiny_config(training={"max_steps": 12, "checkpoint_every": 4, "eval_every": 6})
+@pytest.mark.parametrize("schedule", [
+    {},
+    {"name": "cosine", "warmup_steps": 3, "final_factor": 0.1},
+    # Every dev evaluation after the first (step 3) counts as no improvement: the rate halves at 6 and 9.
+    {"name": "plateau", "warmup_steps": 5, "decay": 0.5, "min_improvement": 1e6},
+])
+def test_resume_continues_exactly(tmp_path, tiny_config, schedule):
+    eval_every = 3 if schedule.get("name") == "plateau" else 6
+    config = tiny_config(training={"max_steps": 12, "checkpoint_every": 4, "eval_every": eval_every,
+                                   "schedule": schedule})
     pretrain(config, tmp_path / "whole", progress=False)
     with pytest.raises(Stop):  # a kill after step 6: the last checkpoint is step 4's
         pretrain(config, tmp_path / "cut", progress=False, on_step=stop_at(6))
@@ -79,9 +87,11 @@ def test_resume_continues_exactly(tmp_path, tiny_config):
     for name, value in whole["model"].items():
         torch.testing.assert_close(cut["model"][name], value, rtol=0, atol=1e-6, msg=name)
     def logged(run):
-        return [(r["kind"], r["step"]) for r in map(json.loads, (run / "log.jsonl").read_text().splitlines())]
+        return [(r["kind"], r["step"], r.get("lr")) for r in map(json.loads, (run / "log.jsonl").read_text().splitlines())]
 
     assert logged(tmp_path / "cut") == logged(tmp_path / "whole")
+    if schedule.get("name") == "plateau":
+        assert [lr for kind, _, lr in logged(tmp_path / "whole") if kind == "train"][-1] == pytest.approx(0.01 / 4)
 
 
 def test_a_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, tiny_config):
