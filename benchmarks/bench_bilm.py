@@ -207,37 +207,32 @@ def activation_stats(model: BiLM, sentences: List[List[str]]) -> Dict[str, float
     for sentence in sentences:
         words = model.encode_tokens(batch_to_ids([sentence])[0])
         x = torch.cat([bos[None], words, eos[None]])
-        inputs = [x, x.flip(0)]
+        inputs = torch.stack([x, x.flip(0)])  # (2, steps, p): both directions side by side
         for layer in range(o.n_layers):
-            outputs = []
-            for d in range(2):
-                h = x.new_zeros(o.projection_dim)
-                cell = x.new_zeros(o.lstm_dim)
-                hs = []
-                for step in inputs[d]:
-                    # (p) @ (4, p, c) -> (4, c): the four gates' pre-activations
-                    z = step @ lstm.W_input[layer][d] + h @ lstm.W_hidden[layer][d] + lstm.bias[layer][d] + lstm.forget_bias
-                    i, j, f, out_gate = z
-                    sig = torch.sigmoid(torch.stack([i, f, out_gate]))
-                    counts["gates_saturated"] += int(((sig < 0.05) | (sig > 0.95)).sum())
-                    counts["gates_near_half"] += int(((sig > 0.4) & (sig < 0.6)).sum())
-                    n_gates += sig.numel()
-                    cell = sig[1] * cell + sig[0] * torch.tanh(j)
-                    if o.cell_clip:
-                        counts["cells_clipped"] += int((cell.abs() >= o.cell_clip).sum())
-                        cell = cell.clamp(-o.cell_clip, o.cell_clip)
-                    n_cells += cell.numel()
-                    h = (sig[2] * torch.tanh(cell)) @ lstm.W_proj[layer][d]
-                    if o.proj_clip:
-                        counts["states_clipped"] += int((h.abs() >= o.proj_clip).sum())
-                        h = h.clamp(-o.proj_clip, o.proj_clip)
-                    n_states += h.numel()
-                    hs.append(h)
-                out_d = torch.stack(hs)
-                if o.use_skip_connections and layer > 0:
-                    out_d = out_d + inputs[d]
-                outputs.append(out_d)
-            inputs = outputs
+            # The library's own step (BiLSTMStack.gates and .cell), one row per direction.
+            gates_x = lstm.input_gates(layer, inputs)  # (2, 4, steps, c)
+            h = x.new_zeros(2, 1, o.projection_dim)
+            cell = x.new_zeros(2, 1, o.lstm_dim)
+            hs = []
+            for t in range(inputs.shape[1]):
+                z = lstm.gates(layer, gates_x[:, :, t : t + 1], h)  # (2, 4, 1, c)
+                sig = torch.sigmoid(z[:, [0, 2, 3]])  # the input, forget and output gates
+                counts["gates_saturated"] += int(((sig < 0.05) | (sig > 0.95)).sum())
+                counts["gates_near_half"] += int(((sig > 0.4) & (sig < 0.6)).sum())
+                n_gates += sig.numel()
+                h, cell = lstm.cell(layer, z, cell)
+                # The cell returns clipped values: one at the clip was at or beyond it.
+                if o.cell_clip:
+                    counts["cells_clipped"] += int((cell.abs() >= o.cell_clip).sum())
+                n_cells += cell.numel()
+                if o.proj_clip:
+                    counts["states_clipped"] += int((h.abs() >= o.proj_clip).sum())
+                n_states += h.numel()
+                hs.append(h[:, 0])
+            out = torch.stack(hs, dim=1)  # (2, steps, p)
+            if o.use_skip_connections and layer > 0:
+                out = out + inputs
+            inputs = out
     return {
         "gates_saturated": counts["gates_saturated"] / n_gates,
         "gates_near_half": counts["gates_near_half"] / n_gates,

@@ -43,7 +43,7 @@ from spacy_elmo.bilm import BiLM, batch_to_ids  # noqa: E402
 from spacy_elmo.bilm.char_ids import PAD_CHAR  # noqa: E402
 from spacy_elmo.bilm.precision import PRECISIONS, precision  # noqa: E402
 from spacy_elmo.bilm.reference import reference_layers  # noqa: E402
-from spacy_elmo.bilm.small_products import MIN_ROWS  # noqa: E402
+from spacy_elmo.bilm.row_padding import MIN_ROWS  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "bench_bilm_gpu.json"
 

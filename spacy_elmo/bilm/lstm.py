@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from .options import BiLMOptions
-from .small_products import MIN_ROWS, pad_rows
+from .row_padding import MIN_ROWS, pad_rows
 
 # Per layer: h (2, batch, projection_dim) and c (2, batch, lstm_dim); axis 0 is the direction.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
@@ -112,7 +112,7 @@ class BiLSTMStack(nn.Module):
             final_h, final_c = (h.clone(), c.clone()) if return_final_state else (h, c)
             for first, end in blocks:
                 block_start = offsets[first]
-                gates_x = self._input_gates(layer, x[:, block_start : offsets[end]], scratch)
+                gates_x = self.input_gates(layer, x[:, block_start : offsets[end]], scratch)
                 for t in range(first, end):
                     n, start = batch_sizes[t], offsets[t] - block_start
                     h, c = self._step(layer, gates_x[:, :, start : start + n], h[:, :n], c[:, :n])
@@ -128,15 +128,15 @@ class BiLSTMStack(nn.Module):
             x = nn.functional.dropout(out, dropout) if dropout and layer + 1 < self.n_layers else out
         return outputs, (final_states if return_final_state else None)
 
-    def _input_gates(self, layer: int, x: torch.Tensor, scratch: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def input_gates(self, layer: int, x: torch.Tensor, scratch: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The input-to-gate products and biases of many rows in one GEMM.
 
         x: (2, rows, p) -> (2, 4, rows, c), written into `scratch` (a flat
         buffer of at least that size) when given.
         """
         _, rows, p = x.shape
-        if rows < MIN_ROWS:  # see small_products
-            return self._input_gates(layer, pad_rows(x, 1), scratch)[:, :, :rows]
+        if rows < MIN_ROWS:  # see row_padding
+            return self.input_gates(layer, pad_rows(x, 1), scratch)[:, :, :rows]
         W_input = self.W_input[layer]
         c = W_input.shape[3]
         bias = (self.bias[layer] + self.forget_bias).view(2 * N_GATES, 1, c)
@@ -154,16 +154,28 @@ class BiLSTMStack(nn.Module):
 
         gates_x: (2, 4, n, c); h: (2, n, p); c: (2, n, c) -> new (h, c).
         """
-        _, _, n, c_dim = gates_x.shape
-        if n < MIN_ROWS:  # see small_products
+        n = gates_x.shape[2]
+        if n < MIN_ROWS:  # see row_padding
             h, c = self._step(layer, pad_rows(gates_x, 2), pad_rows(h, 1), pad_rows(c, 1))
             return h[:, :n], c[:, :n]
+        return self.cell(layer, self.gates(layer, gates_x, h), c)
+
+    def gates(self, layer: int, gates_x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """Every gate's pre-activation: the input's share with the biases
+        (gates_x (2, 4, n, c), from `input_gates`) plus the recurrent share
+        h (2, n, p) @ W_hidden -> (2, 4, n, c), gates in bilm-tf's order."""
+        _, _, n, c_dim = gates_x.shape
         p = h.shape[2]
         per_gate_h = h.unsqueeze(1).expand(2, N_GATES, n, p).reshape(2 * N_GATES, n, p)
         gates = torch.baddbmm(
             gates_x.reshape(2 * N_GATES, n, c_dim), per_gate_h, self.W_hidden[layer].view(2 * N_GATES, p, c_dim)
         )
-        i, j, f, o = gates.view(2, N_GATES, n, c_dim).unbind(1)
+        return gates.view(2, N_GATES, n, c_dim)
+
+    def cell(self, layer: int, gates: torch.Tensor, c: torch.Tensor) -> LayerState:
+        """The cell update from the gates' pre-activations (2, 4, n, c) and the
+        cell c (2, n, c): the new (h (2, n, p), c), each clipped."""
+        i, j, f, o = gates.unbind(1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
         if self.cell_clip:
             c = c.clamp(-self.cell_clip, self.cell_clip)

@@ -10,6 +10,7 @@ from ..errors import ElmoError, Errors
 from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, words_to_ids
 from .lstm import BiLSTMStack, LayerState
 from .options import BiLMOptions
+from .packing import TimeMajor, reversed_steps
 from .token_cache import TokenCache
 from .token_encoder import CharCNNTokenEncoder
 
@@ -119,33 +120,23 @@ class BiLM(nn.Module):
         index[:, 0] = inverse[0]
         index[:, 1 : n_tokens + 1][mask] = inverse[2:]
         index[torch.arange(batch, device=device), lengths - 1] = inverse[1]
-        # Rows longest first; direction 1 reads each row reversed over its length.
-        order = torch.argsort(lengths, descending=True, stable=True)
-        index, lengths = index[order], lengths[order]
-        positions = torch.arange(steps, device=device).expand(batch, steps)
-        valid = positions < lengths[:, None]
-        reversed_positions = torch.where(valid, lengths[:, None] - 1 - positions, positions)
-        # Pack time-major: step t holds the rows still running at t, in order.
-        # packed_row[b, t] is where (row b, step t) lands.
-        valid_by_step = valid.t()
-        packed_row = (torch.cumsum(valid_by_step.reshape(-1), 0) - 1).view(steps, batch).t()
-        packed_index = torch.stack([
-            index.t()[valid_by_step], torch.gather(index, 1, reversed_positions).t()[valid_by_step]
-        ])
+        # Packed time-major (packing.py); direction 1 reads each row reversed over its length.
+        packing = TimeMajor.of_lengths(lengths, steps)
+        order = packing.order
+        reversed_positions = reversed_steps(lengths, steps)
+        packed_index = torch.stack([packing.pack(index), packing.pack(torch.gather(index, 1, reversed_positions))])
         # float32 even under autocast, so the layers returned are float32 (the products inside
         # the LSTMs are what autocast makes cheaper).
         inputs = nn.functional.embedding(packed_index, distinct.float())  # (2, n_packed, p)
-        batch_sizes = [n for n in valid.sum(dim=0).tolist() if n]
         initial = self._initial_state(order, batch) if self.stateful else None
-        outputs, final = self.lstm(inputs, batch_sizes, initial, return_final_state=self.stateful)
+        outputs, final = self.lstm(inputs, packing.batch_sizes, initial, return_final_state=self.stateful)
         if self.stateful:
             self._store_state(final, order)
         # Gather every real token's vectors, in the caller's row order: the
         # forward direction saw token k at step k + 1, the backward one at
         # step length - 2 - k; layer 0 is the token vector in both halves.
-        unsort = torch.argsort(order)
-        forward_rows = packed_row[unsort, 1 : n_tokens + 1][mask]
-        backward_rows = torch.gather(packed_row, 1, reversed_positions)[unsort, 1 : n_tokens + 1][mask]
+        forward_rows = packing.positions[:, 1 : n_tokens + 1][mask]
+        backward_rows = torch.gather(packing.positions, 1, reversed_positions)[:, 1 : n_tokens + 1][mask]
         values = torch.stack([
             torch.cat([out[0][forward_rows], out[1][backward_rows]], dim=1) for out in [inputs, *outputs]
         ])  # (n_layers + 1, n_real_tokens, 2p)

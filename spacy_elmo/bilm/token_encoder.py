@@ -6,7 +6,7 @@ from torch import nn
 
 from .char_ids import PAD_CHAR
 from .options import BiLMOptions
-from .small_products import MIN_ROWS, pad_rows
+from .row_padding import MIN_ROWS, pad_rows
 
 
 class Highway(nn.Module):
@@ -63,7 +63,7 @@ class CharCNNTokenEncoder(nn.Module):
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         """char_ids: (n_tokens, max_chars), real tokens only -> (n_tokens, projection_dim)."""
         n_tokens = char_ids.shape[0]
-        if 0 < n_tokens < MIN_ROWS:  # see small_products
+        if 0 < n_tokens < MIN_ROWS:  # see row_padding
             return self(pad_rows(char_ids, 0))[:n_tokens]
         pad_id = PAD_CHAR + 1
         # A token's length: begin-word, bytes and end-word (everything before the padding).

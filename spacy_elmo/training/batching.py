@@ -14,6 +14,7 @@ import torch
 
 from ..bilm import words_to_ids
 from ..bilm.char_ids import BOS_TOKEN, EOS_TOKEN
+from ..bilm.packing import TimeMajor
 from .prepared import PreparedCorpus
 from .vocab import Vocab
 
@@ -27,8 +28,8 @@ class Batch:
 
     A row is ``<S> w1 … wn`` for the forward LM and ``</S> wn … w1`` for the
     backward LM (what each reads before each of its predictions); its targets
-    are ``w1 … wn </S>`` and ``wn … w1 <S>``. Rows are sorted longest first and
-    packed as ``BiLSTMStack`` takes them: step t holds rows 0 … batch_sizes[t] - 1.
+    are ``w1 … wn </S>`` and ``wn … w1 <S>``. Rows are packed time-major by
+    `spacy_elmo.bilm.packing.TimeMajor`, as the biLM packs its own.
     """
 
     char_ids: torch.Tensor  # (n_words, max_chars): the batch's distinct words, <S> and </S> first
@@ -148,29 +149,29 @@ def collate(
         `vocab_ids` (each word's vocabulary id, <UNK>'s when it has none).
     """
     lengths = numpy.fromiter((len(s) for s in sentences), dtype=numpy.int64, count=len(sentences))
-    order = numpy.argsort(-lengths, kind="stable")
     distinct, inverse = numpy.unique(numpy.concatenate(sentences), return_inverse=True)
     char_ids = words_to_ids([BOS_TOKEN, EOS_TOKEN, *(words[i] for i in distinct)], max_chars)
     local = inverse + 2  # rows of char_ids: 0 <S>, 1 </S>, then the words
     targets = vocab_ids[distinct][inverse]
     ends = numpy.cumsum(lengths)
     rows, steps = len(sentences), int(lengths.max()) + 1
-    # Padded (direction, row, step) first, -1 past each row's end; then packed.
+    # Padded (direction, row, step) in the given row order, -1 past each row's end.
     index = numpy.full((2, rows, steps), -1, dtype=numpy.int64)
     target = numpy.full((2, rows, steps), -1, dtype=numpy.int64)
-    for row, i in enumerate(order):
-        n, end = int(lengths[i]), int(ends[i])
+    for row in range(rows):
+        n, end = int(lengths[row]), int(ends[row])
         words_here, targets_here = local[end - n : end], targets[end - n : end]
         index[0, row, 0], index[1, row, 0] = 0, 1
         index[0, row, 1 : n + 1] = words_here
         index[1, row, 1 : n + 1] = words_here[::-1]
         target[0, row, :n], target[0, row, n] = targets_here, eos_id
         target[1, row, :n], target[1, row, n] = targets_here[::-1], bos_id
-    # Time-major: step by step, the rows still running (the first ones, as rows are sorted).
-    running = (index[0] >= 0).T  # (steps, rows)
+    # Packed as the biLM packs its rows (bilm/packing.py): one step per position.
+    packing = TimeMajor.of_lengths(torch.from_numpy(lengths + 1), steps)
+    index_t, target_t = torch.from_numpy(index), torch.from_numpy(target)
     return Batch(
         char_ids=torch.from_numpy(char_ids),
-        index=torch.from_numpy(numpy.stack([index[0].T[running], index[1].T[running]])),
-        batch_sizes=running.sum(axis=1).tolist(),
-        targets=torch.from_numpy(numpy.stack([target[0].T[running], target[1].T[running]])),
+        index=torch.stack([packing.pack(index_t[0]), packing.pack(index_t[1])]),
+        batch_sizes=packing.batch_sizes,
+        targets=torch.stack([packing.pack(target_t[0]), packing.pack(target_t[1])]),
     )

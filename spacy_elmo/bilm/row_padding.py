@@ -1,4 +1,7 @@
-"""Matrix products with few rows, made as exact as the others.
+"""Matrix products with few rows, made as exact as the others (padding rows).
+
+(Not to be confused with packing.py, which lays out a batch's rows for the
+LSTMs: this module only pads a product's rows up to MIN_ROWS.)
 
 MKL, PyTorch's CPU BLAS, multiplies a matrix of 1 to 3 rows by another method
 than larger ones, and that method rounds 3 to 7 times worse on long dot
