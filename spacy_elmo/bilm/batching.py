@@ -1,4 +1,9 @@
-"""Grouping sentences into batches of similar length."""
+"""Grouping sentences into batches of similar length, for the biLM at inference.
+
+Whole sentences into batches (embed uses it); the layout of one batch's rows
+is packing.py's, and pretraining's batches (with targets) are
+`spacy_elmo.training.lm_batches`.
+"""
 from typing import List, Sequence
 
 

@@ -1,4 +1,9 @@
-"""The ELMo biLM: token representation, then a forward and a backward LSTM stack."""
+"""The ELMo biLM: token representation, then a forward and a backward LSTM stack.
+
+`BiLM` is the PyTorch module; `spacy_elmo.models.BiLMModel` wraps it as a
+Thinc model over Docs, and `spacy_elmo.training.PretrainingLM` adds the
+softmax to train it.
+"""
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple, Union

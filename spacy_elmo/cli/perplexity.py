@@ -1,4 +1,8 @@
-"""``python -m spacy_elmo perplexity MODEL_DIR TEXT [--output FILE.json]``"""
+"""``python -m spacy_elmo perplexity MODEL_DIR TEXT [--output FILE.json]``
+
+The typer command only: it prints and writes what
+`spacy_elmo.training.perplexity.perplexity` computes.
+"""
 import json
 from pathlib import Path
 from typing import List, Optional

@@ -1,5 +1,10 @@
 """`spacy-elmo.BiLM.v1`: the PyTorch biLM as a Thinc model over Docs.
 
+`BiLMModel` is the Thinc model (Docs in, layers per doc out) that wraps
+`spacy_elmo.bilm.BiLM`, the PyTorch module, as spacy-transformers'
+`TransformerModel` wraps a transformer; pretraining's `PretrainingLM` is a
+third thing (a `BiLM` with a softmax, for training only).
+
 Docs are cut into the segments the biLM was trained on (sentences when the doc
 has sentence boundaries, else windows of `window_size` tokens; a sentence
 longer than that is windowed too), the segments are sorted by length and

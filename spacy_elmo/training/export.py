@@ -16,16 +16,16 @@ import torch
 
 from ..bilm import BiLM
 from ..errors import ElmoError, Errors
-from .lm import BidirectionalLM
+from .lm import PretrainingLM
 from .softmax import SoftmaxHead
-from .vocab import Vocab
+from .vocab import LMVocab
 
 VOCAB_NAME = "vocab.txt"
 SOFTMAX_NAME = "softmax.hdf5"
 INFO_NAME = "pretrain.json"
 
 
-def export_model(lm: BidirectionalLM, vocab: Vocab, info: Dict[str, Any], directory: Union[str, Path]) -> None:
+def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], directory: Union[str, Path]) -> None:
     """Write the model into `directory`, replacing what was there only once
     the new files are complete."""
     directory = Path(directory)
@@ -52,7 +52,7 @@ def export_model(lm: BidirectionalLM, vocab: Vocab, info: Dict[str, Any], direct
 
 
 def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Tuple[
-    BidirectionalLM, Vocab, Dict[str, Any]
+    PretrainingLM, LMVocab, Dict[str, Any]
 ]:
     """The language models exported into `directory`, in evaluation mode."""
     directory = Path(directory)
@@ -60,7 +60,7 @@ def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "
         if not (directory / name).exists():
             raise ElmoError("E309", Errors.E309.format(path=directory, name=name))
     bilm = BiLM.from_allennlp(directory)
-    vocab = Vocab.from_file(directory / VOCAB_NAME)
+    vocab = LMVocab.from_file(directory / VOCAB_NAME)
     softmax = SoftmaxHead.load(directory / SOFTMAX_NAME)
     if softmax.in_dim != bilm.options.projection_dim or softmax.n_classes != len(vocab):
         raise ElmoError("E310", Errors.E310.format(
@@ -69,6 +69,6 @@ def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "
         ))
     info_path = directory / INFO_NAME
     info = json.loads(info_path.read_text(encoding="utf8")) if info_path.exists() else {}
-    lm = BidirectionalLM(bilm, softmax).to(device)
+    lm = PretrainingLM(bilm, softmax).to(device)
     lm.eval()
     return lm, vocab, info

@@ -1,4 +1,8 @@
-"""The forward and backward language models of a biLM, for training.
+"""The forward and backward language models of a biLM, for training (`PretrainingLM`).
+
+Not the biLM itself (`spacy_elmo.bilm.BiLM`, the PyTorch module that ships)
+nor its Thinc wrapper (`spacy_elmo.models.BiLMModel`): `PretrainingLM` puts
+the softmax on top of a `BiLM` to train it, and is dropped at export.
 
 Peters et al. (2018), eq. 1: the two LMs are trained jointly, maximising
 
@@ -12,12 +16,16 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .._deprecated import renamed
 from ..bilm import BiLM
-from .batching import Batch
+from .lm_batches import Batch
 from .softmax import SoftmaxHead
 
 
-class BidirectionalLM(nn.Module):
+class PretrainingLM(nn.Module):
+    """A `BiLM` with the shared softmax: the log-probabilities of the targets
+    of a pretraining `Batch` (lm_batches.py)."""
+
     def __init__(self, bilm: BiLM, softmax: SoftmaxHead, dropout: float = 0.0):
         super().__init__()
         self.bilm = bilm
@@ -40,3 +48,6 @@ class BidirectionalLM(nn.Module):
         between = self.dropout.p if self.training else 0.0
         outputs, _ = self.bilm.lstm(inputs, batch.batch_sizes, dropout=between)
         return self.dropout(outputs[-1])
+
+
+__getattr__ = renamed(__name__, {"BidirectionalLM": ("PretrainingLM", PretrainingLM)})

@@ -1,5 +1,8 @@
 """Perplexity of an exported biLM's two language models over a text.
 
+The `perplexity` function the CLI command (cli/perplexity.py) wraps; the
+arithmetic over batches, shared with training's dev evaluation, is scoring.py.
+
 The text is read and tokenised as in training (the tokenizer and the longest
 segment are those recorded in the model's pretrain.json): each sentence, or
 piece of one longer than ``max_length``, is scored from the zero state with
@@ -18,8 +21,8 @@ import torch
 
 from ..device import check_device
 from ..errors import ElmoError, Errors
-from .batching import collate, plan_sorted, segments
-from .evaluate import Perplexity, nll_sums
+from .lm_batches import collate, plan_sorted, segments
+from .scoring import Perplexity, nll_sums
 from .export import load_model
 from .reader import ReadStats, find_files, read_lines
 from .tokenizers import make_tokenizer

@@ -19,17 +19,17 @@ from ..bilm.weights import resolve_paths
 from ..device import check_device
 from ..errors import ElmoError, Errors
 from ..util import atomic_path
-from .batching import CorpusBatches
+from .lm_batches import CorpusBatches
 from .config import ModelSettings, PretrainConfig, load_config
 from .distributed import Distributed
 from .export import SOFTMAX_NAME, VOCAB_NAME
-from .lm import BidirectionalLM
+from .lm import PretrainingLM
 from .prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
 from .reader import find_files
 from .run_dir import RunDir
 from .softmax import SoftmaxHead
 from .trainer import PretrainResult, StepHook, Trainer
-from .vocab import Vocab
+from .vocab import LMVocab
 
 PathLike = Union[str, Path]
 
@@ -83,7 +83,7 @@ def _check_inputs(config: PretrainConfig) -> None:
         raise ElmoError("E311", Errors.E311.format(paths=[str(p) for p in config.train_paths]))
     find_files(config.dev_paths)
     if config.vocab.path:
-        Vocab.from_file(config.vocab.path)
+        LMVocab.from_file(config.vocab.path)
 
 
 def _run(
@@ -154,21 +154,21 @@ def _prepared(
     return PreparedCorpus.load(directory)
 
 
-def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Distributed, continuing: bool) -> Vocab:
+def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Distributed, continuing: bool) -> LMVocab:
     """The run's output vocabulary, kept in the run folder once chosen."""
     if continuing and run.vocab.exists():
-        return Vocab.from_file(run.vocab)
+        return LMVocab.from_file(run.vocab)
     if config.vocab.path:
-        vocab = Vocab.from_file(config.vocab.path)
+        vocab = LMVocab.from_file(config.vocab.path)
     else:
-        vocab = Vocab.from_counts(train.words, train.counts, config.vocab.size, config.vocab.min_count)
+        vocab = LMVocab.from_counts(train.words, train.counts, config.vocab.size, config.vocab.min_count)
     if dist.is_main:
         with atomic_path(run.vocab) as tmp:
             vocab.to_file(tmp)
     return vocab
 
 
-def _build_model(config: PretrainConfig, vocab: Vocab, printer: Printer) -> BidirectionalLM:
+def _build_model(config: PretrainConfig, vocab: LMVocab, printer: Printer) -> PretrainingLM:
     torch.manual_seed(config.system.seed)
     init = Path(config.paths.init) if config.paths.init else None
     bilm = BiLM.from_allennlp(init) if init else BiLM(config.model.options)
@@ -176,16 +176,16 @@ def _build_model(config: PretrainConfig, vocab: Vocab, printer: Printer) -> Bidi
     softmax = SoftmaxHead(config.model.projection_dim, len(vocab), s.kind, s.cutoffs, s.div_value)
     if init is not None:
         softmax = _initial_softmax(init, vocab, softmax, printer)
-    return BidirectionalLM(bilm, softmax, config.training.dropout)
+    return PretrainingLM(bilm, softmax, config.training.dropout)
 
 
-def _initial_softmax(init: Path, vocab: Vocab, fresh: SoftmaxHead, printer: Printer) -> SoftmaxHead:
+def _initial_softmax(init: Path, vocab: LMVocab, fresh: SoftmaxHead, printer: Printer) -> SoftmaxHead:
     """The init model's softmax if it has one for this same vocabulary and shape."""
     if not ((init / VOCAB_NAME).exists() and (init / SOFTMAX_NAME).exists()):
         printer.info(f"{init} has no softmax: starting a fresh one")
         return fresh
     old = SoftmaxHead.load(init / SOFTMAX_NAME)
-    if Vocab.from_file(init / VOCAB_NAME) == vocab and old.same_shape(fresh):
+    if LMVocab.from_file(init / VOCAB_NAME) == vocab and old.same_shape(fresh):
         printer.info(f"Continuing from the softmax of {init}")
         return old
     printer.info(f"The vocabulary or softmax settings differ from {init}'s: starting a fresh softmax")

@@ -9,26 +9,26 @@ from wasabi import Printer
 
 from ..bilm.precision import precision
 from ..errors import ElmoError, Errors
-from .batching import CorpusBatches
+from .lm_batches import CorpusBatches
 from .checkpoint import TrainState, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .config import PretrainConfig
 from .distributed import Distributed
-from .evaluate import Perplexity, nll_sums
+from .scoring import Perplexity, nll_sums
 from .export import export_model
-from .lm import BidirectionalLM
+from .lm import PretrainingLM
 from .optim import Schedule, make_optimizer
 from .plot import plot_curves
 from .run_dir import RunDir
 from .train_log import TrainLog
-from .vocab import Vocab
+from .vocab import LMVocab
 
-StepHook = Callable[[TrainState, BidirectionalLM], None]
+StepHook = Callable[[TrainState, PretrainingLM], None]
 
 
 @dataclass
 class PretrainResult:
     output_dir: Path
-    model: BidirectionalLM  # as trained (and exported to output_dir/model)
+    model: PretrainingLM  # as trained (and exported to output_dir/model)
     state: TrainState
     parameters: int
     train_perplexity: Optional[float]  # the last log interval's, mean of both LMs
@@ -63,8 +63,8 @@ class Trainer:
 
     def __init__(
         self,
-        lm: BidirectionalLM,
-        vocab: Vocab,
+        lm: PretrainingLM,
+        vocab: LMVocab,
         config: PretrainConfig,
         run: RunDir,
         train: CorpusBatches,

@@ -1,4 +1,7 @@
-"""The output vocabulary of the language models.
+"""The output vocabulary of the language models (`LMVocab`).
+
+Not spaCy's `Vocab` (the strings and lexemes of a pipeline): this is the list
+of words the pretraining softmax predicts, one id each.
 
 Counted from the training data, its entries are ``<S>``, ``</S>``, ``<UNK>``,
 then the most frequent words, most frequent first (ties in order of first
@@ -14,13 +17,14 @@ from typing import Dict, Iterable, List, Sequence, Union
 import numpy
 
 from ..bilm.char_ids import BOS_TOKEN, EOS_TOKEN
+from .._deprecated import renamed
 from ..errors import ElmoError, Errors
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
 
 
-class Vocab:
+class LMVocab:
     def __init__(self, words: Iterable[str]):
         self.words: List[str] = list(words)
         self.index: Dict[str, int] = {}
@@ -37,10 +41,10 @@ class Vocab:
         return len(self.words)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vocab) and self.words == other.words
+        return isinstance(other, LMVocab) and self.words == other.words
 
     @classmethod
-    def from_counts(cls, words: Sequence[str], counts: numpy.ndarray, size: int, min_count: int = 1) -> "Vocab":
+    def from_counts(cls, words: Sequence[str], counts: numpy.ndarray, size: int, min_count: int = 1) -> "LMVocab":
         """The specials and the `size` - 3 most frequent `words` (size 0: all)
         that occur at least `min_count` times."""
         order = numpy.argsort(-counts, kind="stable")
@@ -59,7 +63,7 @@ class Vocab:
         Path(path).write_text("".join(w + "\n" for w in self.words), encoding="utf8", newline="")
 
     @classmethod
-    def from_file(cls, path: Union[str, Path]) -> "Vocab":
+    def from_file(cls, path: Union[str, Path]) -> "LMVocab":
         try:
             with open(path, encoding="utf8", newline="") as f:
                 text = f.read()
@@ -69,3 +73,6 @@ class Vocab:
         if words and words[-1] == "":
             words.pop()
         return cls(words)
+
+
+__getattr__ = renamed(__name__, {"Vocab": ("LMVocab", LMVocab)})

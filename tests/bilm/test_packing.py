@@ -7,8 +7,8 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from spacy_elmo.bilm import BiLM, batch_to_ids
 from spacy_elmo.bilm.packing import TimeMajor, reversed_steps
-from spacy_elmo.training.batching import collate
-from spacy_elmo.training.vocab import Vocab
+from spacy_elmo.training.lm_batches import collate
+from spacy_elmo.training.vocab import LMVocab
 
 from ..numeric import assert_close_to_scale
 
@@ -47,7 +47,7 @@ def test_pretraining_batches_feed_the_lstms_as_the_biLM_does(fixture_paths):
     model = BiLM.from_allennlp(*fixture_paths).eval()
     sentences = [["The", "cat", "sat", "."], ["Hello", "!"], ["a", "b", "c", "d", "e", "f"], ["Hello", "there"]]
     words = sorted({w for s in sentences for w in s})
-    vocab = Vocab(["<S>", "</S>", "<UNK>", *words])
+    vocab = LMVocab(["<S>", "</S>", "<UNK>", *words])
     ids = [numpy.array([words.index(w) for w in s]) for s in sentences]
     batch = collate(ids, words, vocab.ids(words), vocab.bos_id, vocab.eos_id, model.options.max_characters_per_token)
     with torch.no_grad():

@@ -1,4 +1,8 @@
-"""Perplexity of the two language models over batches.
+"""Perplexity of the two language models over batches (`nll_sums`, `Perplexity`).
+
+The arithmetic shared by the trainer's dev evaluation and by perplexity.py,
+which scores an exported model over a text file (the `perplexity` function
+behind the CLI command in cli/perplexity.py).
 
 Every prediction counts: per sentence its words and the closing boundary
 (``</S>`` for the forward LM, ``<S>`` for the backward LM), each scored with
@@ -12,8 +16,8 @@ from typing import Iterable
 import torch
 
 from ..errors import ElmoError, Errors
-from .batching import Batch
-from .lm import BidirectionalLM
+from .lm_batches import Batch
+from .lm import PretrainingLM
 
 
 @dataclass
@@ -47,7 +51,7 @@ class Perplexity:
         return asdict(self)
 
 
-def nll_sums(lm: BidirectionalLM, batches: Iterable[Batch], device: torch.device) -> torch.Tensor:
+def nll_sums(lm: PretrainingLM, batches: Iterable[Batch], device: torch.device) -> torch.Tensor:
     """(negative log-likelihood forward, backward, number of predictions), float64."""
     was_training = lm.training
     lm.eval()

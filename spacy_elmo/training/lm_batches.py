@@ -1,5 +1,9 @@
 """Sentences to training batches: length-bucketed plans and the tensors of a batch.
 
+The pretraining language models' batches, with their targets; not
+`spacy_elmo.bilm.batching`, which only groups sentences by length for the
+biLM at inference (embed). Both pack rows with bilm/packing.py.
+
 A plan is a list of batches, each an array of segment indices (a segment is a
 sentence, or a piece of one longer than the corpus's ``max_length``). Each
 batch holds at most ``tokens_per_batch`` positions with padding counted
@@ -16,7 +20,7 @@ from ..bilm import words_to_ids
 from ..bilm.char_ids import BOS_TOKEN, EOS_TOKEN
 from ..bilm.packing import TimeMajor
 from .prepared import PreparedCorpus
-from .vocab import Vocab
+from .vocab import LMVocab
 
 # Segments are sorted by length within pools of about this many batches.
 _BATCHES_PER_POOL = 100
@@ -49,7 +53,7 @@ class Batch:
 class CorpusBatches:
     """The batches of a prepared corpus for a vocabulary."""
 
-    def __init__(self, corpus: PreparedCorpus, vocab: Vocab, max_length: int, tokens_per_batch: int, max_chars: int):
+    def __init__(self, corpus: PreparedCorpus, vocab: LMVocab, max_length: int, tokens_per_batch: int, max_chars: int):
         self.corpus = corpus
         self.vocab = vocab
         self.tokens_per_batch = tokens_per_batch

@@ -2,8 +2,8 @@ import numpy
 import torch
 
 from spacy_elmo.bilm import words_to_ids
-from spacy_elmo.training.batching import collate, plan_epoch, plan_sorted, segments, shard
-from spacy_elmo.training.vocab import Vocab
+from spacy_elmo.training.lm_batches import collate, plan_epoch, plan_sorted, segments, shard
+from spacy_elmo.training.vocab import LMVocab
 
 
 def test_segments_cut_long_sentences_and_drop_empty_ones():
@@ -32,7 +32,7 @@ def test_shards_are_equal_in_number_and_cover_the_plan():
 
 
 def test_collate_packs_both_directions_with_their_targets():
-    vocab = Vocab(["<S>", "</S>", "<UNK>", "the", "cat", "sat"])
+    vocab = LMVocab(["<S>", "</S>", "<UNK>", "the", "cat", "sat"])
     words = ["the", "cat", "sat", "zebra"]
     sentences = [numpy.array([0, 3]), numpy.array([0, 1, 2])]  # "the zebra", "the cat sat"
     batch = collate(sentences, words, vocab.ids(words), vocab.bos_id, vocab.eos_id, 50)
