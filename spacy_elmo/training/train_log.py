@@ -1,15 +1,15 @@
 """The JSONL training log: one record a line, ``"kind": "train"``, ``"dev"`` or ``"stopped"``.
 
-Read with ``srsly.read_jsonl``, which skips a line cut short by a kill (its
-ujson reads a float to within a unit in the last place). Written with the
-standard library's ``json``, because srsly writes floats with nine decimals:
-a learning rate of 1e-12 would be logged as 0.0.
+Read and written with the standard library's ``json``, not srsly's JSONL
+functions: srsly's ujson writes floats with nine decimals (a learning rate of
+1e-12 becomes 0.0) and reads 0.006666666666666666 as 0.006666666666666, and
+`truncate` writes back what it read, so a resumed run's log would differ from
+an uninterrupted one's (tests/training/test_pretrain.py checks they are equal).
 """
 import json
+import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Union
-
-import srsly
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 from ..util import atomic_path
 
@@ -21,7 +21,8 @@ class TrainLog:
     def records(self) -> List[Dict[str, Any]]:
         if not self.path.exists():
             return []
-        return list(srsly.read_jsonl(self.path, skip=True))
+        with self.path.open(encoding="utf8") as f:
+            return [record for record in map(_parse, f) if record is not None]
 
     def truncate(self, step: int) -> None:
         """Forget the records after `step` (a resumed run writes them again)."""
@@ -30,10 +31,19 @@ class TrainLog:
             tmp.write_text(_lines(kept), encoding="utf8")
 
     def write(self, record: Dict[str, Any]) -> None:
-        with self.path.open("a+b") as f:
+        with self.path.open("a+b") as f:  # appends go to the end whatever was read
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 1))
             # A line cut short by a kill gets its end, so that this record starts a line of its own.
-            broken = f.seek(0, 2) > 0 and f.seek(-1, 2) >= 0 and f.read(1) != b"\n"
-            f.write((("\n" if broken else "") + _lines([record])).encode("utf8"))
+            cut = size > 0 and f.read(1) != b"\n"
+            f.write((("\n" if cut else "") + _lines([record])).encode("utf8"))
+
+
+def _parse(line: str) -> Optional[Dict[str, Any]]:
+    try:
+        return json.loads(line) if line.strip() else None
+    except json.JSONDecodeError:  # a line cut short by a kill
+        return None
 
 
 def _lines(records: Iterable[Dict[str, Any]]) -> str:

@@ -1,6 +1,4 @@
 """The JSONL training log: exact numbers, and a line cut short by a kill costs only itself."""
-import pytest
-
 from spacy_elmo.training.train_log import TrainLog
 
 
@@ -8,14 +6,11 @@ def test_records_come_back_exactly(tmp_path):
     log = TrainLog(tmp_path / "log.jsonl")
     assert log.records() == []
     records = [{"kind": "train", "step": 1, "lr": 1e-12, "ppl": 0.12345678901234567},
+               {"kind": "train", "step": 2, "lr": 0.006666666666666666},
                {"kind": "dev", "step": 2, "ppl": 123456.789012345}]
     for record in records:
         log.write(record)
-    got = log.records()
-    assert got[0]["lr"] == 1e-12  # srsly.write_jsonl would write 0.0
-    assert [sorted(r) for r in got] == [sorted(r) for r in records]
-    for read, written in zip(got, records):
-        assert read == {k: pytest.approx(v, rel=1e-15) if isinstance(v, float) else v for k, v in written.items()}
+    assert log.records() == records  # srsly's JSONL would give lr 0.0 and ppl 0.12345678901234501
 
 
 def test_a_line_cut_by_a_kill_is_skipped_and_the_next_record_kept(tmp_path):
