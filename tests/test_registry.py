@@ -35,6 +35,10 @@ def test_entry_point_resolves(group, name, target):
         assert Language.get_factory_meta(name).factory == name
     elif group in REGISTRIES:
         assert REGISTRIES[group].get(name) is obj
+    elif group == "spacy_cli":  # our typer app, added to spaCy's under this name
+        from spacy.cli._util import app as spacy_app
+
+        assert any(g.typer_instance is obj and g.name == name for g in spacy_app.registered_groups)
     else:
         assert group == "console_scripts" and callable(obj)
 
