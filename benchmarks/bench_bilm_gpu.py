@@ -16,18 +16,18 @@ in the AllenNLP format and loaded back, as in bench_bilm.py), on a seeded sample
 - peak GPU memory (``torch.cuda.max_memory_allocated``);
 - the largest error against a float64 computation on the longest sentences, absolute and
   relative to the largest value;
-- performed FLOPs: counted for the work that actually runs (the CNN over the positions it covers,
-  once per distinct token of a pass; the LSTMs over every packed row, sentence boundaries and the
-  rows added to small products included), and their rate as a fraction of this GPU's measured
-  matrix-product ceiling in the same precision (an 8192^3 product). The textbook count (CNN over
-  all 50 positions for every token, LSTMs over real tokens only) is printed beside it.
+- performed FLOPs (flops.py, as bench_bilm.py counts them): the work that actually runs (the CNN
+  over the positions it covers, once per distinct token of a pass; the LSTMs over every packed row,
+  sentence boundaries and the rows added to small products included), and their rate as a
+  fraction of this GPU's measured matrix-product ceiling in the same precision (an 8192^3
+  product). The textbook count (CNN over all 50 positions for every token, LSTMs over real tokens
+  only) is printed beside it.
 """
 import argparse
 import copy
 import datetime
 import json
 import math
-import random
 import sys
 import tempfile
 import time
@@ -37,61 +37,14 @@ from typing import Dict, List
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_bilm import MODELS, SEED, build_sentences, flops_per_token, set_realistic_weights, sorted_batches  # noqa: E402
+from bench_bilm import MODELS, SEED, build_sentences, real_sentences, set_realistic_weights, sorted_batches  # noqa: E402
+from flops import inference_flops, textbook_flops_per_token  # noqa: E402
 
 from spacy_elmo.bilm import BiLM, batch_to_ids  # noqa: E402
-from spacy_elmo.bilm.char_ids import PAD_CHAR  # noqa: E402
 from spacy_elmo.bilm.precision import PRECISIONS, precision  # noqa: E402
 from spacy_elmo.bilm.reference import reference_layers  # noqa: E402
-from spacy_elmo.bilm.row_padding import MIN_ROWS  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "bench_bilm_gpu.json"
-
-
-def real_sentences(path: Path, n: int, max_length: int = 100, seed: int = SEED) -> List[List[str]]:
-    """A seeded sample of `n` sentences of the text in `path`, as spaCy's blank English
-    tokenizer and sentencizer cut them (at most `max_length` tokens, as pretraining does)."""
-    import spacy
-
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    lines = [line for line in path.read_text(encoding="utf8").splitlines() if line.strip()]
-    random.Random(seed).shuffle(lines)
-    sentences: List[List[str]] = []
-    for doc in nlp.pipe(lines[: 4 * n]):
-        for sent in doc.sents:
-            words = [t.text for t in sent if not t.is_space][:max_length]
-            if words:
-                sentences.append(words)
-    random.Random(seed).shuffle(sentences)
-    return sentences[:n]
-
-
-def performed_flops(model: BiLM, batches: List[List[List[str]]]) -> float:
-    """FLOPs (2 per multiply-add) of the products that run in one pass with an empty cache."""
-    o = model.options
-    seen, cnn = set(), 0.0
-    widths = [(w, n) for w, n in o.filters]
-    for batch in batches:
-        new = [w for s in batch for w in s if w not in seen]
-        seen.update(new)
-        if not new:
-            continue
-        ids = batch_to_ids([new])[0]
-        longest = int((ids != PAD_CHAR + 1).sum(dim=1).max())
-        positions = min(o.max_characters_per_token, longest + max(w for w, _ in widths) - 1)
-        rows = max(len(new), MIN_ROWS)
-        cnn += rows * sum(2 * w * o.char_embedding_dim * n * max(positions - w + 1, 0) for w, n in widths)
-        cnn += rows * (o.n_highway * 4 * o.n_filters ** 2 + 2 * o.n_filters * o.projection_dim)
-    p, c = o.projection_dim, o.lstm_dim
-    lstm = 0.0
-    for batch in batches:
-        lengths = sorted((len(s) + 2 for s in batch), reverse=True)
-        step_rows = [max(sum(1 for n in lengths if n > t), MIN_ROWS) for t in range(lengths[0])]
-        # per layer and direction: the input product over all packed rows, the recurrent and
-        # projection products per step
-        lstm += 2 * o.n_layers * (sum(lengths) * 2 * p * 4 * c + sum(step_rows) * (2 * p * 4 * c + 2 * c * p))
-    return cnn + lstm
 
 
 def gemm_ceiling(name: str, n: int = 8192, repeats: int = 10) -> float:
@@ -127,7 +80,7 @@ def measure(name: str, sentences: List[List[str]], args, workdir: Path) -> Dict:
     set_realistic_weights(model, sorted({w for s in sentences for w in s})[:20000])
     model.save_allennlp(workdir / name)
     model = BiLM.from_allennlp(workdir / name).to("cuda").eval()
-    textbook = flops_per_token(MODELS[name])["total"]
+    textbook = textbook_flops_per_token(MODELS[name])["total"]
     longest = sorted(sentences, key=len, reverse=True)[: args.float64_sentences]
     with torch.inference_mode():
         ids = batch_to_ids(longest).to("cuda")
@@ -144,7 +97,7 @@ def measure(name: str, sentences: List[List[str]], args, workdir: Path) -> Dict:
     for batch_size in args.batch_sizes:
         batches = sorted_batches(sentences, batch_size)
         tokens = sum(len(s) for s in sentences)
-        flops = performed_flops(model, batches)
+        flops = inference_flops(model.options, batches, model.token_cache.max_size)["total"]
 
         def straightforward():
             with torch.inference_mode():

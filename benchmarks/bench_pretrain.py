@@ -6,10 +6,18 @@
         --configs bilm_small bilm_release --device cuda --precisions fp32 tf32 bf16
 
 Each setting runs in its own process (so that its peak memory is its own): the config's model
-trains for --steps steps on the first --max-lines lines of the text (tokenised once into a shared
-prepared folder, not timed), and the report gives the median step time and the tokens/s (targets
-of one direction, as the training log counts them) over the steps after the first --warmup, the
-peak resident memory and, on a GPU, the peak GPU memory.
+trains for --steps steps on the first --max-lines lines of the text (tokenised once, before any
+setting runs, into a prepared folder the runs share), and the report gives, over the steps after
+the first --warmup:
+
+- the median step time and the tokens/s (targets of one direction, as the training log counts
+  them);
+- the performed FLOPs (flops.py: the encoder over each batch's distinct words and the positions
+  they reach, the LSTMs over the packed rows, the softmax as it runs, the backward pass as twice
+  the forward) and their rate as a fraction of the fp32 matrix-product ceiling measured in the same
+  process at the same thread count (CPU only);
+- the peak resident memory (VmHWM) and the resident memory before training started (imports and
+  the torch runtime), and on a GPU the peak GPU memory.
 """
 import argparse
 import json
@@ -21,17 +29,49 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_bilm import peak_rss_mb  # noqa: E402
+from bench_bilm import load_average, matmul_ceiling, peak_rss_mb  # noqa: E402
+from flops import training_step_flops  # noqa: E402
 
 CONFIGS = Path(__file__).parent.parent / "configs"
 RESULTS = Path(__file__).parent / "results" / "bench_pretrain.json"
 
 
+def resident_mb() -> float:
+    """This process's resident memory now (VmRSS), in MB; 0 where /proc is missing."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def worker(args) -> None:
+    import numpy
     import torch
 
+    from spacy_elmo.bilm.char_ids import PAD_CHAR
+    from spacy_elmo.training import lm_batches
     from spacy_elmo.training.pretrain import pretrain
 
+    rss_before = resident_mb()
+    ceiling = None
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
+        ceiling = matmul_ceiling()
+    # What each step's batch holds, for its FLOP count (recorded as the trainer builds it; the
+    # run has no dev set, so every batch built is a training step's).
+    shapes = []
+    make_batch = lm_batches.CorpusBatches.batch
+
+    def recorded_batch(self, indices):
+        batch = make_batch(self, indices)
+        shapes.append((int(batch.char_ids.shape[0]), int((batch.char_ids != PAD_CHAR + 1).sum(dim=1).max()),
+                       list(batch.batch_sizes), batch.targets.numpy().ravel().astype(numpy.int32)))
+        return batch
+
+    lm_batches.CorpusBatches.batch = recorded_batch
     times, tokens, last = [], [], [time.perf_counter(), 0]
 
     def clock(state, lm):
@@ -49,15 +89,38 @@ def worker(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         result = pretrain(CONFIGS / f"{args.config}.cfg", Path(tmp) / "run", overrides=overrides,
                           device=args.device, progress=False, on_step=clock)
-    timed, counted = times[args.warmup:], tokens[args.warmup:]
+    if len(shapes) != len(times):
+        sys.exit(f"{len(shapes)} batches built for {len(times)} steps: the FLOP count would not match the steps")
+    options, head = result.model.bilm.options, result.model.softmax
+    softmax = {"n_classes": head.n_classes, "kind": head.kind, "cutoffs": head.cutoffs, "div_value": head.div_value}
+    flops = [training_step_flops(options, n_words, longest, batch_sizes, softmax, targets)
+             for n_words, longest, batch_sizes, targets in shapes]
+    timed, counted, performed = times[args.warmup:], tokens[args.warmup:], flops[args.warmup:]
+    gflops = sum(performed) / sum(timed) / 1e9
     report = {
         "config": args.config, "device": args.device, "precision": args.precision, "threads": args.threads,
         "parameters": result.parameters, "steps_timed": len(timed),
         "median_step_ms": 1000 * sorted(timed)[len(timed) // 2],
-        "tokens_per_s": sum(counted) / sum(timed), "peak_rss_mb": peak_rss_mb(),
+        "tokens_per_s": sum(counted) / sum(timed),
+        "performed_mflop_per_token": sum(performed) / sum(counted) / 1e6,
+        "performed_gflops": gflops,
+        "gemm_ceiling_gflops": ceiling,
+        "performed_fraction_of_ceiling": gflops / ceiling if ceiling else None,
+        "rss_before_training_mb": rss_before, "peak_rss_mb": peak_rss_mb(),
         "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20 if args.device.startswith("cuda") else None,
     }
     Path(args.worker_output).write_text(json.dumps(report))
+
+
+def prepare(train: Path, config: str, prepared: Path) -> None:
+    """Tokenise the text as the config's run will (reused by every run of that config), so that
+    no run's memory or time includes it."""
+    from spacy_elmo.training.config import load_config
+    from spacy_elmo.training.prepared import prepare_corpus
+
+    settings = load_config(CONFIGS / f"{config}.cfg", {"paths.train": str(train)})
+    prepare_corpus(settings.train_paths, settings.corpus.tokenizer, prepared / "train", progress=False,
+                   log=lambda message: None)
 
 
 def main(argv=None) -> None:
@@ -79,12 +142,17 @@ def main(argv=None) -> None:
     if args.worker:
         args.threads = args.thread_count
         return worker(args)
+    command = " ".join(["python", "benchmarks/bench_pretrain.py", *(sys.argv[1:] if argv is None else argv)])
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {command}")
+    load_before = load_average()
+    print(f"load average (1, 5, 15 min) before: {load_before}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         train = Path(tmp) / "train.txt"
         with open(args.text, encoding="utf8") as f:
             train.write_text("".join(line for _, line in zip(range(args.max_lines), f)), encoding="utf8")
         for config in args.configs:
+            prepare(train, config, Path(tmp) / f"prepared-{config}")
             for precision in args.precisions:
                 for threads in args.threads:
                     out = Path(tmp) / "worker.json"
@@ -96,12 +164,21 @@ def main(argv=None) -> None:
                     row = json.loads(out.read_text())
                     rows.append(row)
                     gpu = f", peak GPU {row['peak_gpu_mb']:,.0f} MiB" if row["peak_gpu_mb"] is not None else ""
+                    utilisation = (f", {row['performed_fraction_of_ceiling']:.1%} of the fp32 GEMM ceiling "
+                                   f"({row['gemm_ceiling_gflops']:.1f} GFLOP/s at {threads} thread(s))"
+                                   if row["performed_fraction_of_ceiling"] is not None else "")
                     print(f"{config} ({row['parameters']:,} parameters) on {args.device}, {precision}, "
                           f"{threads} thread(s): {row['tokens_per_s']:,.0f} tokens/s, "
-                          f"{row['median_step_ms']:.1f} ms a step (median of {row['steps_timed']}), "
-                          f"peak RSS {row['peak_rss_mb']:,.0f} MB{gpu}", flush=True)
+                          f"{row['median_step_ms']:.1f} ms a step (median of {row['steps_timed']}); performed "
+                          f"{row['performed_mflop_per_token']:.1f} MFLOP/token, {row['performed_gflops']:.1f} "
+                          f"GFLOP/s{utilisation}; peak RSS {row['peak_rss_mb']:,.0f} MB "
+                          f"({row['rss_before_training_mb']:,.0f} MB before training){gpu}", flush=True)
+    load_after = load_average()
+    print(f"load average (1, 5, 15 min) after: {load_after}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"text": args.text, "max_lines": args.max_lines, "rows": rows}, indent=2))
+    args.output.write_text(json.dumps({"command": command, "text": args.text, "max_lines": args.max_lines,
+                                       "load_average_before": load_before, "load_average_after": load_after,
+                                       "rows": rows}, indent=2))
     print(f"written to {args.output}")
 
 

@@ -3,24 +3,136 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy
 import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
 
-BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "bench_bilm.py"
+from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
+from spacy_elmo.bilm.char_ids import PAD_CHAR
+from spacy_elmo.training.lm import PretrainingLM
+from spacy_elmo.training.lm_batches import collate
+from spacy_elmo.training.softmax import SoftmaxHead
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+BENCHMARK = BENCHMARKS / "bench_bilm.py"
+sys.path.insert(0, str(BENCHMARKS))
+from bench_bilm import sorted_batches  # noqa: E402
+from flops import inference_flops, training_step_flops  # noqa: E402
+
+OPTIONS = BiLMOptions(filters=[(1, 32), (2, 32), (3, 64)], n_highway=1, lstm_dim=64, projection_dim=16, n_layers=2)
+SENTENCES = [
+    ["The", "BBC", "reported", "it", "at", "https://www.bbc.co.uk/news/uk-politics-12345678", "."],
+    ["A", "sentence", ",", "and", "another", "sentence", "with", "the", "same", "words", "."],
+    ["International", "Organization", "for", "Standardization", "(", "ISO", ")"],
+    ["Short", "."], ["a"], ["The", "same", "words", "again", ",", "the", "same", "."],
+]
+
+
+class CountedProducts(TorchDispatchMode):
+    """FLOPs of the matrix products and convolutions torch runs (2 per multiply-add)."""
+
+    def __init__(self):
+        super().__init__()
+        self.flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        op = func._overloadpacket
+        if op in flop_registry:  # mm, addmm, bmm, baddbmm, convolution
+            self.flops += flop_registry[op](*args, **kwargs, out_val=out)
+        elif str(op) == "aten.linear":  # not decomposed on the CPU, and not in the registry
+            self.flops += 2 * out.numel() * args[1].shape[1]
+        elif str(op) == "aten.conv1d":
+            self.flops += 2 * out.numel() * args[1].shape[1] * args[1].shape[2]
+        return out
+
+
+def padding_window_flops(o: BiLMOptions) -> int:
+    """The one padding-only window per filter that the encoder convolves and the count leaves out."""
+    return sum(2 * o.char_embedding_dim * w * n for w, n in o.filters)
+
+
+@pytest.mark.parametrize("batch_size", [2, 4, 32])
+def test_performed_count_is_what_the_model_runs(batch_size):
+    torch.manual_seed(0)
+    model = BiLM(OPTIONS).eval()
+    batches = sorted_batches(SENTENCES, batch_size)
+    counted = inference_flops(OPTIONS, batches, model.token_cache.max_size)
+    with torch.inference_mode(), CountedProducts() as run:
+        for batch in batches:
+            model(batch_to_ids(batch))
+    # Exact but for the padding-only windows: at most one set per call of the encoder (one per
+    # batch here, each bringing new tokens), none where the longest token reaches position 50.
+    left_out = run.flops - counted["total"]
+    assert left_out % padding_window_flops(OPTIONS) == 0
+    assert 0 <= left_out <= len(batches) * padding_window_flops(OPTIONS)
+    assert counted["encoded_tokens"] == len({w for s in SENTENCES for w in s}) + 2  # and <S>, </S>
+
+
+@pytest.mark.parametrize("kind", ["adaptive", "full"])
+def test_training_count_is_three_times_what_the_forward_runs(kind):
+    torch.manual_seed(0)
+    n_classes = 300
+    head = SoftmaxHead(OPTIONS.projection_dim, n_classes, kind, [50, 150], 4.0)
+    lm = PretrainingLM(BiLM(OPTIONS), head, 0.0)
+    rng = numpy.random.default_rng(0)
+    words = [f"w{i}" * (1 + i % 7) for i in range(400)]
+    sentences = [rng.integers(0, 400, size=n) for n in (12, 9, 9, 5, 3, 1)]
+    batch = collate(sentences, words, numpy.minimum(numpy.arange(400), n_classes - 1), 0, 1, 50)
+    with CountedProducts() as run:
+        lm(batch)
+    softmax = {"n_classes": n_classes, "kind": head.kind, "cutoffs": head.cutoffs, "div_value": head.div_value}
+    longest = int((batch.char_ids != PAD_CHAR + 1).sum(dim=1).max())
+    counted = training_step_flops(OPTIONS, batch.char_ids.shape[0], longest, batch.batch_sizes, softmax,
+                                  batch.targets.numpy().ravel())
+    assert 3 * (run.flops - padding_window_flops(OPTIONS)) == counted
 
 
 @pytest.mark.slow
 def test_quick_benchmark_runs_and_agrees_with_the_reference(tmp_path):
     output = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--quick", "--sentences", "8", "--output", str(output)],
+        [sys.executable, str(BENCHMARK), "--quick", "--synthetic", "--sentences", "8", "--output", str(output)],
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
     assert "tokens/s" in result.stdout
     report = json.loads(output.read_text())
     small = report["models"]["small"]
-    assert report["corpus"]["sentences"] == 8
-    assert small["throughput"]["32"] > 0 and small["reference"]["tokens_per_s"] > 0
-    assert small["reference"]["max_abs_diff"] <= 1e-5
+    row = small["rows"]["32"]
+    assert report["corpus"]["sentences"] == 8 and report["corpus"]["source"].startswith("synthetic")
+    assert row["tokens_per_s"] > 0 and row["straightforward"]["tokens_per_s"] > 0
+    assert small["exactness"]["max_abs_diff"] <= 1e-5
     assert small["peak_rss_mb"] > 0
-    assert 40 < small["mflop_per_token"]["total"] < 50
+    assert 40 < small["textbook_mflop_per_token"]["total"] < 50
+    # The model does less than the textbook computation, the straightforward one more.
+    assert row["performed_mflop_per_token"] < small["textbook_mflop_per_token"]["total"]
+    assert row["straightforward"]["mflop_per_token"] > small["textbook_mflop_per_token"]["total"]
+
+
+@pytest.mark.slow
+def test_quick_benchmark_on_real_text(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(" ".join(s) for s in SENTENCES) * 3, encoding="utf8")
+    output = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--quick", "--text", str(text), "--sentences", "6", "--output", str(output)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(output.read_text())
+    assert report["corpus"]["source"] == str(text)
+    assert report["corpus"]["longest_token_bytes"] == len("https://www.bbc.co.uk/news/uk-politics-12345678")
+    assert report["models"]["small"]["exactness"]["max_abs_diff"] <= 1e-5
+
+
+def test_benchmark_without_its_text_says_how_to_make_it(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--text", str(tmp_path / "absent.txt"), "--output", str(tmp_path / "b.json")],
+        capture_output=True, text=True,
+    )
+    assert result.returncode != 0
+    assert "scripts/prepare_corpus.py" in result.stderr
