@@ -3,17 +3,18 @@
 * ``seeded_subset`` and ``split_indices`` give the fixed, seeded train/dev/test
   split that both ``convert_ner.py`` and ``convert_textcat.py`` use, so a given
   seed always yields the same split of the same input.
-* ``write_atomic`` writes a file through a temporary file in the same folder
-  and ``os.replace``, so an interrupted run never leaves a half-written output.
+* ``write_atomic`` writes a file with ``spacy_elmo.util.atomic_path`` (a temporary
+  file in the same folder, then ``os.replace``), so an interrupted run never
+  leaves a half-written output.
 
 The scripts import this module as ``from _split import ...``: running
 ``python scripts/<name>.py`` puts ``scripts/`` on ``sys.path``.
 """
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Union
+
+from spacy_elmo.util import atomic_path
 
 SPLIT_NAMES = ("train", "dev", "test")
 
@@ -56,23 +57,9 @@ def split_indices(
 
 
 def write_atomic(path: Union[str, Path], data: Union[bytes, str]) -> None:
-    """Write ``data`` to ``path`` via a temporary sibling file and ``os.replace``.
-
-    Text is encoded as UTF-8. Parent folders are created as needed.
-    """
+    """Write ``data`` to ``path`` through the package's ``atomic_path`` (a temporary
+    sibling, then ``os.replace``). Text is encoded as UTF-8; parent folders are created."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as tmp_file:
-            tmp_file.write(data)
-        os.chmod(tmp_name, 0o644)  # mkstemp makes the file private (0600)
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)

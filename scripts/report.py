@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy  # noqa: E402
 import typer  # noqa: E402
+from wasabi import MarkdownRenderer  # noqa: E402
 
 TASKS = {
     # task: (metric key in the metrics JSON, how to call it)
@@ -104,11 +105,15 @@ def collect_mixes(training_dir: Path) -> Dict[str, List[List[float]]]:
     return mixes
 
 
+def md_table(header: List[str], rows: List[List[str]]) -> str:
+    """A Markdown table (wasabi's renderer)."""
+    return MarkdownRenderer().table(rows, header)
+
+
 def markdown_table(scores, perplexity: Optional[dict]) -> str:
-    lines = [
-        "| task | baseline | run | score | absolute gain [95% CI] | relative error reduction | sign-flip p | seeds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    header = ["task", "baseline", "run", "score", "absolute gain [95% CI]", "relative error reduction",
+              "sign-flip p", "seeds"]
+    rows = []
     for task, row in scores.items():
         label = TASKS[task][1]
         base = f"{row['baseline']['mean']:.2f} ± {row['baseline']['std']:.2f}" if "baseline" in row else "—"
@@ -124,7 +129,8 @@ def markdown_table(scores, perplexity: Optional[dict]) -> str:
             else:
                 gain = reduction = p_value = "—"
             n = max(row[v]["n"] for v in row)
-            lines.append(f"| {label} | {base} | {name} | {score} | {gain} | {reduction} | {p_value} | {n} |")
+            rows.append([label, base, name, score, gain, reduction, p_value, str(n)])
+    lines = [md_table(header, rows)]
     if perplexity:
         lines += [
             "",

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import typer  # noqa: E402
 
-from report import gains, mean_std, plot_mixes  # noqa: E402
+from report import gains, mean_std, md_table, plot_mixes  # noqa: E402
 from run_curves import TASKS  # noqa: E402
 
 TITLES = {
@@ -78,36 +78,32 @@ def fmt_gain(gain: Optional[dict]) -> str:
 
 
 def curve_table(task: str, shares: dict, docs: dict) -> str:
-    lines = [f"**{TITLES[task]}**: learning curve", "",
-             "| share of train | docs | baseline | + ELMo | gain [95% CI], sign-flip p | seeds |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for share in sorted(shares):
         row = shares[share]
         n = min(row[v]["n"] for v in ("baseline", "elmo") if v in row)
-        lines.append(f"| {share:.0%} | {docs[share]:,} | {fmt(row.get('baseline'))} | {fmt(row.get('elmo'))} "
-                     f"| {fmt_gain(gains(row, 'elmo'))} | {n} |")
-    return "\n".join(lines)
+        rows.append([f"{share:.0%}", f"{docs[share]:,}", fmt(row.get("baseline")), fmt(row.get("elmo")),
+                     fmt_gain(gains(row, "elmo")), str(n)])
+    header = ["share of train", "docs", "baseline", "+ ELMo", "gain [95% CI], sign-flip p", "seeds"]
+    return f"**{TITLES[task]}**: learning curve\n\n" + md_table(header, rows)
 
 
 def four_row_table(task: str, row: dict) -> str:
-    lines = [f"**{TITLES[task]}**: whole training split", "",
-             "| representation | score | vs | gain [95% CI], sign-flip p | rel. error reduction | seeds |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for variant, (label, against) in ROWS.items():
         if variant not in row:
             continue
         gain = gains({"baseline": row[against], variant: row[variant]}, variant) if against in row else None
         reduction = f"{gain['relative_error_reduction']:+.1f}%" if gain else "–"
         vs = ROWS[against][0] if against else "–"
-        lines.append(f"| {label} | {fmt(row[variant])} | {vs} | {fmt_gain(gain)} | {reduction} | {row[variant]['n']} |")
-    return "\n".join(lines)
+        rows.append([label, fmt(row[variant]), vs, fmt_gain(gain), reduction, str(row[variant]["n"])])
+    header = ["representation", "score", "vs", "gain [95% CI], sign-flip p", "rel. error reduction", "seeds"]
+    return f"**{TITLES[task]}**: whole training split\n\n" + md_table(header, rows)
 
 
 def probe_table(row: dict, mixes: dict) -> str:
-    lines = ["| tagger input | accuracy | seeds |", "| --- | --- | --- |"]
-    for variant, label in PROBES.items():
-        if variant in row:
-            lines.append(f"| {label} | {fmt(row[variant])} | {row[variant]['n']} |")
+    rows = [[label, fmt(row[v]), str(row[v]["n"])] for v, label in PROBES.items() if v in row]
+    lines = [md_table(["tagger input", "accuracy", "seeds"], rows)]
     if mixes.get("probe_mix"):
         runs = mixes["probe_mix"]
         mean = [sum(w[j] for w in runs) / len(runs) for j in range(len(runs[0]))]
@@ -117,13 +113,10 @@ def probe_table(row: dict, mixes: dict) -> str:
 
 
 def cost_table(cost: dict) -> str:
-    lines = ["| task | run | train words/s (first epoch) | train words/s (cached epochs) | predict words/s |",
-             "| --- | --- | --- | --- | --- |"]
-    for task, variants in cost["tasks"].items():
-        for variant, c in variants.items():
-            lines.append(f"| {task} | {variant} | {c['train_wps_first']:,.0f} | {c['train_wps_cached']:,.0f} "
-                         f"| {c['predict_wps']:,.0f} |")
-    return "\n".join(lines)
+    rows = [[task, variant, f"{c['train_wps_first']:,.0f}", f"{c['train_wps_cached']:,.0f}", f"{c['predict_wps']:,.0f}"]
+            for task, variants in cost["tasks"].items() for variant, c in variants.items()]
+    header = ["task", "run", "train words/s (first epoch)", "train words/s (cached epochs)", "predict words/s"]
+    return md_table(header, rows)
 
 
 def plot_curves(task: str, shares: dict, output: Path) -> None:
