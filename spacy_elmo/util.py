@@ -8,7 +8,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Union
+from typing import Callable, Iterator, List, Union
 
 from .errors import ElmoError, Errors
 
@@ -94,21 +94,34 @@ def make_parent_dir(path: Union[str, Path]) -> None:
 
 
 @contextmanager
-def exit_on_sigterm() -> Iterator[None]:
+def exit_on_sigterm() -> Iterator[Callable[[], None]]:
     """Within the block, SIGTERM raises SystemExit(143) as Ctrl-C raises
     KeyboardInterrupt, so `finally` clauses (temporary files) run; the
     previous handler is put back afterwards. Only the main thread can set
-    handlers: elsewhere this does nothing."""
+    handlers: elsewhere this does nothing.
+
+    A signal that lands while a C extension calls back into Python (h5py
+    does) can have its SystemExit swallowed there ("Exception ignored"), and
+    the work would go on. So the block gets a `check()` that raises it again;
+    long loops call it once per step.
+    """
+    received: List[int] = []
+
+    def check() -> None:
+        if received:
+            raise SystemExit(128 + received[0])
+
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield check
         return
 
     def handler(signum, frame):
+        received.append(signum)
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:
-        yield
+        yield check
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -37,3 +37,23 @@ def test_an_error_or_interrupt_leaves_nothing(tmp_path):
                 tmp.write_text("partial")
                 raise error()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_swallowed_sigterm_is_raised_again_by_check():
+    import signal
+
+    from spacy_elmo.util import exit_on_sigterm
+
+    swallowed = []
+    with pytest.raises(SystemExit) as info:
+        with exit_on_sigterm() as check:
+            check()  # nothing received yet
+            try:  # as an extension's callback that prints "Exception ignored" and goes on
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(10**6):  # the handler runs in here
+                    pass
+            except SystemExit:
+                swallowed.append(True)
+            check()
+    assert swallowed == [True] and info.value.code == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

@@ -93,9 +93,10 @@ def embed_file(
     if dist.enabled:
         _embed_in_processes(dist, embed, batches, lines, output_path)
         return
-    with exit_on_sigterm(), atomic_path(output_path) as tmp:
+    with exit_on_sigterm() as check_stop, atomic_path(output_path) as tmp:
         with h5py.File(tmp, "w") as fout:
-            embed(fout, batches)
+            embed(fout, batches, check_stop=check_stop)
+            check_stop()
             _write_index(fout, lines)
         _refuse_existing(output_path)  # created by someone else while we ran
 
@@ -110,8 +111,10 @@ class _Embedder:
         self.device = device
         self.precision = precision
 
-    def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1) -> None:
-        """Write the sentences of batches rank, rank + world_size, ...
+    def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1,
+                 check_stop: Callable[[], None] = lambda: None) -> None:
+        """Write the sentences of batches rank, rank + world_size, ...; `check_stop`
+        (from `exit_on_sigterm`) is called before each batch.
 
         The other batches still pass through the model's token cache, in
         order: the char CNN's sums depend on how many tokens it encodes at
@@ -125,6 +128,7 @@ class _Embedder:
             disable=rank != 0,
         ) as progress:
             for j, rows in enumerate(batches):
+                check_stop()
                 char_ids = batch_to_ids([sentences[i] for i in rows]).to(self.device)
                 if j % world_size != rank:  # another process's batch: only its new tokens
                     self.model.warm_token_cache(char_ids)
@@ -162,7 +166,7 @@ def _embed_in_processes(
 
     def write_shard() -> None:
         with h5py.File(shard, "w") as fout:
-            embed(fout, batches, dist.rank, dist.world_size)
+            embed(fout, batches, dist.rank, dist.world_size, check_stop=check_stop)
 
     def merge() -> None:
         with atomic_path(output_path) as tmp:
@@ -176,7 +180,7 @@ def _embed_in_processes(
 
     dist.start()
     try:
-        with exit_on_sigterm(), scratch_path(output_path) as shard:
+        with exit_on_sigterm() as check_stop, scratch_path(output_path) as shard:
             _together(dist, write_shard)
             shards = dist.gather(shard)
             _together(dist, merge if dist.is_main else lambda: None)  # the shards stay until merged
