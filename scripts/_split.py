@@ -3,6 +3,7 @@
 * ``seeded_subset`` and ``split_indices`` give the fixed, seeded train/dev/test
   split that both ``convert_ner.py`` and ``convert_textcat.py`` use, so a given
   seed always yields the same split of the same input.
+* ``write_splits`` writes ``{train,dev,test}.spacy`` DocBins, each atomically.
 * ``write_atomic`` writes a file with ``spacy_elmo.util.atomic_path`` (a temporary
   file in the same folder, then ``os.replace``), so an interrupted run never
   leaves a half-written output.
@@ -12,7 +13,9 @@ The scripts import this module as ``from _split import ...``: running
 """
 import random
 from pathlib import Path
-from typing import Union
+from typing import Dict, List, Union
+
+from spacy.tokens import Doc, DocBin
 
 from spacy_elmo.util import atomic_path
 
@@ -63,3 +66,9 @@ def write_atomic(path: Union[str, Path], data: Union[bytes, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def write_splits(output_dir: Union[str, Path], splits: Dict[str, List[Doc]]) -> None:
+    """``OUTPUT_DIR/<split>.spacy`` for every split, each written atomically (no user data)."""
+    for name, docs in splits.items():
+        write_atomic(Path(output_dir) / f"{name}.spacy", DocBin(docs=docs, store_user_data=False).to_bytes())

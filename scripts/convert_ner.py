@@ -20,11 +20,11 @@ from typing import Annotated, Optional
 
 import spacy
 import typer
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc
 from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.vocab import Vocab
 
-from _split import SPLIT_NAMES, seeded_subset, split_indices, write_atomic
+from _split import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
 
@@ -96,10 +96,7 @@ def convert_ner(
         name: [docs[i] for i in indices]
         for name, indices in split_indices(len(docs), seed=seed).items()
     }
-    output_dir = Path(output_dir)
-    for name in SPLIT_NAMES:
-        doc_bin = DocBin(docs=splits[name], store_user_data=False)
-        write_atomic(output_dir / f"{name}.spacy", doc_bin.to_bytes())
+    write_splits(output_dir, splits)
     return splits
 
 

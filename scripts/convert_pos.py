@@ -22,9 +22,9 @@ from typing import Annotated, List, Optional
 
 import spacy
 import typer
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc
 
-from _split import write_atomic
+from _split import write_splits
 from prepare_corpus import OANC_SENTENCES_PER_DOC, SOURCES, corpus_split, read_oanc, strip_pos_tag
 
 OANC_PATH = SOURCES["oanc"][0]
@@ -82,14 +82,14 @@ def convert_pos(
         raise ValueError(f"test block index out of range 0..{len(blocks) - 1}: {test_blocks}")
     split = split_blocks(len(blocks), test_blocks, dev_blocks, seed)
     vocab = spacy.blank("en").vocab
-    counts = {}
+    splits, counts = {}, {}
     for name, indices in split.items():
         chosen = [sentence for i in indices for sentence in blocks[i]]
         if name == "train" and train_sentences:
             chosen = chosen[:train_sentences]
-        docs = [Doc(vocab, words=[w for w, _ in s], tags=[t for _, t in s]) for s in chosen]
-        write_atomic(output_dir / f"{name}.spacy", DocBin(docs=docs, attrs=["ORTH", "TAG"]).to_bytes())
-        counts[name] = {"sentences": len(docs), "tokens": sum(len(doc) for doc in docs), "blocks": len(indices)}
+        splits[name] = [Doc(vocab, words=[w for w, _ in s], tags=[t for _, t in s]) for s in chosen]
+        counts[name] = {"sentences": len(chosen), "tokens": sum(map(len, chosen)), "blocks": len(indices)}
+    write_splits(output_dir, splits)
     return counts
 
 

@@ -40,9 +40,9 @@ from typing import Annotated, Optional
 
 import spacy
 import typer
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc
 
-from _split import SPLIT_NAMES, seeded_subset, split_indices, write_atomic
+from _split import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 from convert_textcat import FormatError
 
 CATEGORIES = ("VERY_NEGATIVE", "NEGATIVE", "NEUTRAL", "POSITIVE", "VERY_POSITIVE")
@@ -122,10 +122,7 @@ def convert_sentiment5(
         name: [docs[i] for i in indices]
         for name, indices in stratified_split(labels, seed=seed).items()
     }
-    output_dir = Path(output_dir)
-    for name in SPLIT_NAMES:
-        doc_bin = DocBin(docs=splits[name], store_user_data=False)
-        write_atomic(output_dir / f"{name}.spacy", doc_bin.to_bytes())
+    write_splits(output_dir, splits)
     return splits
 
 

@@ -18,9 +18,9 @@ from typing import Annotated, Optional
 
 import spacy
 import typer
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc
 
-from _split import SPLIT_NAMES, seeded_subset, split_indices, write_atomic
+from _split import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 LABELS = {"1": "POSITIVE", "-1": "NEGATIVE"}
 CATEGORIES = ("POSITIVE", "NEGATIVE")
@@ -72,10 +72,7 @@ def convert_textcat(
         name: [docs[i] for i in indices]
         for name, indices in split_indices(len(docs), seed=seed).items()
     }
-    output_dir = Path(output_dir)
-    for name in SPLIT_NAMES:
-        doc_bin = DocBin(docs=splits[name], store_user_data=False)
-        write_atomic(output_dir / f"{name}.spacy", doc_bin.to_bytes())
+    write_splits(output_dir, splits)
     return splits
 
 

@@ -23,7 +23,6 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -232,10 +231,8 @@ def run_cli(
             if not (metrics / f"{r.name}.json").exists() and (not only or any(r.name.startswith(o) for o in only))]
     deadline = time.time() + minutes * 60 if minutes else None
     typer.echo(f"{len(runs)} runs to do, {jobs} at a time")
-    for task in {r.task for r in runs}:  # the subsets, once, before the runs share them
-        for r in runs:
-            if r.task == task:
-                subset_path(corpus, task, r.share, r.seed)
+    for r in runs:  # the subsets, once, before the runs share them
+        subset_path(corpus, r.task, r.share, r.seed)
     failed = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         pending = iter(runs)
