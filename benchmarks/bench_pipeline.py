@@ -74,23 +74,19 @@ def bench_pipe(bilm_dir: Path, texts, batch_size: int) -> dict:
     return {"words": n_words, "elmo_wps": n_words / best, "tokenizer_only_wps": n_words / tokenise}
 
 
-def bench_train(bilm_dir: Path, docs_path: Path, n_epochs: int, cache_mb: int) -> dict:
-    config = load_config(
-        ROOT / "configs" / "ner_elmo.cfg",
-        overrides={
-            "paths.train": str(docs_path), "paths.dev": str(docs_path), "paths.elmo": str(bilm_dir),
-            "components.elmo.train_cache_mb": cache_mb,
-        },
-        interpolate=False,
-    )
+def train_words_per_second(config_path: Path, overrides: dict, n_epochs: int):
+    """Train the config's pipeline for `n_epochs` epochs of the same batches (as a fixed corpus
+    gives, as `spacy train` makes them). RETURNS: (nlp, words/s of each epoch, words per epoch)."""
+    config = load_config(config_path, overrides=overrides, interpolate=False)
     nlp = init_nlp(config)
-    T = nlp.config.interpolate()["training"]
-    corpus = spacy.registry.resolve({"c": nlp.config.interpolate()["corpora"]})["c"]["train"]
+    resolved = nlp.config.interpolate()
+    T = resolved["training"]
+    corpus = spacy.registry.resolve({"c": resolved["corpora"]})["c"]["train"]
     batcher = spacy.registry.resolve({"b": T["batcher"]})["b"]
     optimizer = nlp.create_optimizer()
     epochs = []
     random.seed(0)
-    batches = list(batcher(corpus(nlp)))  # the same batches every epoch, as a fixed corpus gives
+    batches = list(batcher(corpus(nlp)))
     for _ in range(n_epochs):
         words = 0
         start = time.perf_counter()
@@ -98,6 +94,15 @@ def bench_train(bilm_dir: Path, docs_path: Path, n_epochs: int, cache_mb: int) -
             nlp.update(batch, drop=T["dropout"], sgd=optimizer)
             words += sum(len(eg.predicted) for eg in batch)
         epochs.append(words / (time.perf_counter() - start))
+    return nlp, epochs, words
+
+
+def bench_train(bilm_dir: Path, docs_path: Path, n_epochs: int, cache_mb: int) -> dict:
+    overrides = {
+        "paths.train": str(docs_path), "paths.dev": str(docs_path), "paths.elmo": str(bilm_dir),
+        "components.elmo.train_cache_mb": cache_mb,
+    }
+    nlp, epochs, _ = train_words_per_second(ROOT / "configs" / "ner_elmo.cfg", overrides, n_epochs)
     cache = nlp.get_pipe("elmo").train_cache
     return {"epoch_wps": epochs, "cache_entries": len(cache), "cache_mb": cache.n_bytes / 2**20}
 

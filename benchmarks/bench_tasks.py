@@ -15,7 +15,6 @@ Writes benchmarks/results/bench_tasks.json (read by scripts/report_curves.py --c
 import argparse
 import json
 import platform
-import random
 import sys
 import tempfile
 import time
@@ -24,12 +23,11 @@ from pathlib import Path
 import spacy
 import torch
 from spacy.tokens import DocBin
-from spacy.training.initialize import init_nlp
-from spacy.util import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_bilm import peak_rss_mb  # noqa: E402
+from bench_pipeline import train_words_per_second  # noqa: E402
 
 BILM = ROOT / "pretrained" / "elmo-en-small"
 # task: {run: config}
@@ -44,21 +42,7 @@ def train_speed(config_name: str, train_path: Path, n_epochs: int) -> dict:
     overrides = {"paths.train": str(train_path), "paths.dev": str(train_path)}
     if "elmo" in config_name or "probe" in config_name:
         overrides["paths.elmo"] = str(BILM)
-    config = load_config(ROOT / "configs" / f"{config_name}.cfg", overrides=overrides, interpolate=False)
-    nlp = init_nlp(config)
-    resolved = nlp.config.interpolate()
-    corpus = spacy.registry.resolve({"c": resolved["corpora"]})["c"]["train"]
-    batcher = spacy.registry.resolve({"b": resolved["training"]["batcher"]})["b"]
-    optimizer = nlp.create_optimizer()
-    random.seed(0)
-    batches = list(batcher(corpus(nlp)))
-    epochs = []
-    for _ in range(n_epochs):
-        words, start = 0, time.perf_counter()
-        for batch in batches:
-            nlp.update(batch, drop=resolved["training"]["dropout"], sgd=optimizer)
-            words += sum(len(eg.predicted) for eg in batch)
-        epochs.append(words / (time.perf_counter() - start))
+    nlp, epochs, words = train_words_per_second(ROOT / "configs" / f"{config_name}.cfg", overrides, n_epochs)
     return {"nlp": nlp, "epoch_wps": epochs, "words": words}
 
 
