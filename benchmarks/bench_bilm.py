@@ -288,6 +288,17 @@ def n_tokens(batches: List[List[List[str]]]) -> int:
     return sum(len(s) for batch in batches for s in batch)
 
 
+def proc_status_mb(key: str) -> float:
+    """A memory line of /proc/self/status (``VmHWM``, ``VmRSS``) in MB; 0 where /proc is missing."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident memory.
 
@@ -295,13 +306,7 @@ def peak_rss_mb() -> float:
     process starts at its parent's peak (the high-water mark survives exec), so
     it would report the driver's memory rather than the model's.
     """
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+    return proc_status_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 
 def run_worker(args: argparse.Namespace) -> None:
@@ -563,8 +568,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--float64-sentences", type=int, default=8,
                         help="how many of the longest sentences the float64 yardstick runs on")
     parser.add_argument("--output", default=str(RESULTS))
-    parser.add_argument("--device", default="cpu",
-                        help="'cpu' (this script) or 'cuda' (runs bench_bilm_gpu.py with the remaining arguments)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
     parser.add_argument("--worker-output", help=argparse.SUPPRESS)
@@ -577,12 +580,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1].startswith("cuda"):
-        from bench_bilm_gpu import main as gpu_main
-
-        i = sys.argv.index("--device")
-        gpu_main(sys.argv[1:i] + sys.argv[i + 2 :])
-        sys.exit(0)
     arguments = parse_args()
     if arguments.worker:
         run_worker(arguments)

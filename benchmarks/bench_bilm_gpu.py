@@ -1,6 +1,5 @@
 """Speed, memory and exactness of the biLM on a CUDA GPU.
 
-    python benchmarks/bench_bilm.py --device cuda --text corpus/release/pretrain/dev.txt
     python benchmarks/bench_bilm_gpu.py --text FILE [--models original small] [--batch-sizes 32 128 512]
 
 For the original ELMo architecture and the small one (random weights of realistic scale, written

@@ -29,22 +29,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_bilm import load_average, matmul_ceiling, peak_rss_mb  # noqa: E402
+from bench_bilm import load_average, matmul_ceiling, peak_rss_mb, proc_status_mb  # noqa: E402
 from flops import training_step_flops  # noqa: E402
 
 CONFIGS = Path(__file__).parent.parent / "configs"
 RESULTS = Path(__file__).parent / "results" / "bench_pretrain.json"
-
-
-def resident_mb() -> float:
-    """This process's resident memory now (VmRSS), in MB; 0 where /proc is missing."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def worker(args) -> None:
@@ -55,7 +44,7 @@ def worker(args) -> None:
     from spacy_elmo.training import lm_batches
     from spacy_elmo.training.pretrain import pretrain
 
-    rss_before = resident_mb()
+    rss_before = proc_status_mb("VmRSS")
     ceiling = None
     if args.device == "cpu":
         torch.set_num_threads(args.threads)

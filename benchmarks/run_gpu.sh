@@ -18,7 +18,7 @@ case "$phase" in
 start)
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c "import torch, spacy, thinc; print('torch', torch.__version__, 'spaCy', spacy.__version__, 'thinc', thinc.__version__)"
-  timeout "${BENCH_SECONDS:-270}" python3 benchmarks/bench_bilm.py --device cuda --text corpus/release/pretrain/train.txt --sentences 2048 \
+  timeout "${BENCH_SECONDS:-270}" python3 benchmarks/bench_bilm_gpu.py --text corpus/release/pretrain/train.txt --sentences 2048 \
     --output "$work/bench_bilm_gpu.json" 2>&1 | tee "$work/bench_bilm_gpu.log"
   setsid nohup bash benchmarks/run_gpu.sh trainings "$work" >"$work/trainings.log" 2>&1 < /dev/null &
   OMP_NUM_THREADS=4 timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/bilm/test_gpu.py \
@@ -42,7 +42,6 @@ finish)
   out=$3
   for _ in $(seq 1 "${WAIT_STEPS:-110}"); do [ -e "$work/DONE" ] && break; sleep 5; done
   tail -n 8 "$work/release.log" "$work/ptb.log"
-  mkdir -p "$work/results"
   cp "$work"/release/model/weights.hdf5 "$out/release_weights.hdf5"
   cp "$work"/release/model/softmax.hdf5 "$out/release_softmax.hdf5"
   (cd "$work" && tar czf "$out/results.tgz" --exclude='*.hdf5' --exclude='*.pt' --exclude='.*' \

@@ -63,7 +63,7 @@ def split_blocks(
 ) -> dict[str, list[int]]:
     """Test = the given blocks; dev = ``dev_blocks`` others drawn with ``seed``; train = the rest (shuffled)."""
     test = sorted(set(test_blocks))
-    rest = [i for i in range(n_blocks) if i not in set(test)]
+    rest = sorted(set(range(n_blocks)) - set(test))
     random.Random(seed).shuffle(rest)
     return {"train": rest[dev_blocks:], "dev": sorted(rest[:dev_blocks]), "test": test}
 

@@ -28,6 +28,7 @@ TASKS = {
     "ner": ("ents_f", "NER F1 (WNUT-16 tweets)"),
     "sentiment5": ("cats_accuracy", "5-class sentiment accuracy (RT snippets)"),
     "textcat": ("cats_accuracy", "Sentence polarity accuracy"),
+    "pos": ("tag_acc", "POS accuracy (OANC, the biLM's held-out text)"),
 }
 # The runs compared with the baseline: + ELMo, and ablations where they were run.
 VARIANTS = {
@@ -36,7 +37,7 @@ VARIANTS = {
 }
 BOOTSTRAP_SAMPLES = 10000
 # The pipeline component whose listener a task's mix is in.
-COMPONENTS = {"ner": "ner", "sentiment5": "textcat", "textcat": "textcat"}
+COMPONENTS = {"ner": "ner", "sentiment5": "textcat", "textcat": "textcat", "pos": "tagger"}
 
 
 def mean_std(values: List[float]) -> Dict[str, float]:
@@ -60,17 +61,17 @@ def collect_scores(metrics_dir: Path) -> Dict[str, Dict[str, Dict[str, float]]]:
     return results
 
 
-def gains(row: Dict[str, Dict[str, float]], variant: str = "elmo") -> Optional[Dict[str, float]]:
-    """The variant against the baseline: absolute gain, relative error reduction and, over
-    the seeds both have (paired by seed), a bootstrap 95% interval of the mean difference
-    and the exact two-sided sign-flip p-value."""
-    if "baseline" not in row or variant not in row:
+def gains(row: Dict[str, Dict[str, float]], variant: str = "elmo", against: str = "baseline") -> Optional[Dict[str, float]]:
+    """The variant against another run of the row (the baseline): absolute gain, relative
+    error reduction and, over the seeds both have (paired by seed), a bootstrap 95% interval
+    of the mean difference and the exact two-sided sign-flip p-value."""
+    if against not in row or variant not in row:
         return None
-    base, other = row["baseline"]["mean"], row[variant]["mean"]
+    base, other = row[against]["mean"], row[variant]["mean"]
     error_base = 100.0 - base
     reduction = 100.0 * (error_base - (100.0 - other)) / error_base if error_base else 0.0
-    common = sorted(row[variant]["by_seed"].keys() & row["baseline"]["by_seed"].keys())
-    differences = numpy.asarray([row[variant]["by_seed"][s] - row["baseline"]["by_seed"][s] for s in common])
+    common = sorted(row[variant]["by_seed"].keys() & row[against]["by_seed"].keys())
+    differences = numpy.asarray([row[variant]["by_seed"][s] - row[against]["by_seed"][s] for s in common])
     return {"absolute": other - base, "relative_error_reduction": reduction, **paired_test(differences)}
 
 

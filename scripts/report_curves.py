@@ -18,14 +18,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import typer  # noqa: E402
 
+from report import TASKS as REPORT_TASKS  # noqa: E402
 from report import gains, mean_std, md_table, plot_mixes  # noqa: E402
 from run_curves import TASKS  # noqa: E402
 
-TITLES = {
-    "ner": "NER F1 (WNUT-16 tweets)",
-    "sentiment5": "5-class sentiment accuracy (RT snippets)",
-    "pos": "POS accuracy (OANC, the biLM's held-out text)",
-}
+TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
 ROWS = {  # the four-row tables: (row, its baseline)
     "baseline": ("baseline", None),
     "elmo": ("+ ELMo", "baseline"),
@@ -93,7 +90,7 @@ def four_row_table(task: str, row: dict) -> str:
     for variant, (label, against) in ROWS.items():
         if variant not in row:
             continue
-        gain = gains({"baseline": row[against], variant: row[variant]}, variant) if against in row else None
+        gain = gains(row, variant, against) if against else None
         reduction = f"{gain['relative_error_reduction']:+.1f}%" if gain else "–"
         vs = ROWS[against][0] if against else "–"
         rows.append([label, fmt(row[variant]), vs, fmt_gain(gain), reduction, str(row[variant]["n"])])

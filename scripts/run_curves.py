@@ -26,6 +26,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Dict, List, Optional
 
@@ -107,14 +108,21 @@ def subset_path(corpus: Path, task: str, share: float, seed: int) -> Path:
         return train
     path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}.spacy"
     if not path.exists():
-        import spacy
         from spacy.tokens import DocBin
 
-        nlp = spacy.blank("en")
-        docs = list(DocBin().from_disk(train).get_docs(nlp.vocab))
+        docs = _train_docs(train)
         keep = [docs[i] for i in nested_subset(len(docs), share, seed)]
         write_atomic(path, DocBin(docs=keep, store_user_data=True).to_bytes())
     return path
+
+
+@lru_cache(maxsize=None)
+def _train_docs(path: Path) -> list:
+    """A training split's docs, read once per process for all its subsets."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    return list(DocBin().from_disk(path).get_docs(spacy.blank("en").vocab))
 
 
 def train_command(run: Run, corpus: Path, output: Path, steps: int, eval_frequency: int, train_path: Path) -> List[str]:

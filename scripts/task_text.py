@@ -25,7 +25,7 @@ def main(
     output_path: Path = typer.Argument(...),
 ) -> None:
     text = task_text(docbin_path)
-    write_atomic(output_path, text.encode("utf8"))
+    write_atomic(output_path, text)
     print(f"{docbin_path} -> {output_path}: {text.count(chr(10)):,} lines, {len(text.split()):,} tokens")
 
 
