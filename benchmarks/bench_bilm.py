@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from flops import inference_flops, straightforward_flops, textbook_flops_per_token  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "bench_bilm.json"
-# Made by `python -m spacy project assets && python scripts/fetch_data.py assets` then
-# `python scripts/prepare_corpus.py assets corpus/release/pretrain`.
+# Made by `python -m spacy project assets && python -m experiments.data.fetch assets` then
+# `python -m experiments.data.corpus assets corpus/release/pretrain`.
 DEFAULT_TEXT = Path(__file__).parents[1] / "corpus" / "release" / "pretrain" / "train.txt"
 SEED = 0
 
@@ -412,8 +412,8 @@ def load_corpus(args: argparse.Namespace) -> Tuple[List[List[str]], str]:
         if args.quick:
             print(f"{path} not found: the smoke run uses the synthetic corpus")
             return build_sentences(args.sentences), "synthetic (made-up words of at most 16 bytes)"
-        sys.exit(f"{path} not found. Make it with `python -m spacy project assets && python scripts/fetch_data.py assets` and "
-                 f"`python scripts/prepare_corpus.py assets corpus/release/pretrain`, pass another text "
+        sys.exit(f"{path} not found. Make it with `python -m spacy project assets && python -m experiments.data.fetch assets` and "
+                 f"`python -m experiments.data.corpus assets corpus/release/pretrain`, pass another text "
                  f"with --text, or --synthetic for the made-up corpus")
     return real_sentences(path, args.sentences), str(path)
 

@@ -10,7 +10,7 @@ workflow (corpus/curves/<task>/).
 
     python benchmarks/bench_tasks.py [--docs 400] [--epochs 3] [--threads 1]
 
-Writes benchmarks/results/bench_tasks.json (read by scripts/report_curves.py --cost).
+Writes benchmarks/results/bench_tasks.json (read by experiments/report/curves.py --cost).
 """
 import argparse
 import json

@@ -28,12 +28,12 @@ start)
   tar czf "$3/start.tgz" -C "$work" bench_bilm_gpu.json bench_bilm_gpu.log pytest_gpu.log pytest_cuda_params.log
   ;;
 trainings)
-  python3 scripts/pretrain_for_budget.py configs/bilm_release.cfg "$work/release" --minutes "${RELEASE_MINUTES:-10}" \
+  python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg "$work/release" --minutes "${RELEASE_MINUTES:-10}" \
     --device "${DEVICE:-cuda}" --paths.train corpus/release/pretrain/train.txt --paths.dev corpus/release/pretrain/dev.txt \
     --score corpus/release/pretrain/dev_wiki.txt --score corpus/release/pretrain/dev_bbc.txt \
     --score corpus/release/pretrain/dev_reviews.txt --score corpus/release/pretrain/dev_oanc.txt \
     --score corpus/release/pretrain/dev.txt >"$work/release.log" 2>&1 &
-  python3 scripts/pretrain_for_budget.py configs/bilm_ptb_gpu.cfg "$work/ptb" --minutes "${PTB_MINUTES:-9}" \
+  python3 -m experiments.run.pretrain_for_budget configs/bilm_ptb_gpu.cfg "$work/ptb" --minutes "${PTB_MINUTES:-9}" \
     --max-epochs 25 --device "${DEVICE:-cuda}" --score assets/ptb/valid.txt --score assets/ptb/test.txt >"$work/ptb.log" 2>&1 &
   wait
   touch "$work/DONE"

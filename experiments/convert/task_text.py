@@ -1,6 +1,6 @@
 """Write the text of a task's docs, one doc a line, for tuning the biLM to the task's domain.
 
-Usage: python scripts/task_text.py corpus/full/ner/train.spacy corpus/full/ner/train.txt
+Usage: python -m experiments.convert.task_text corpus/full/ner/train.spacy corpus/full/ner/train.txt
 
 Only the text: no label of the task goes into the file (the biLM is tuned on the training
 split's text, and its perplexity is measured on the dev split's).
@@ -11,7 +11,7 @@ import spacy
 import typer
 from spacy.tokens import DocBin
 
-from _split import write_atomic
+from experiments.files import write_atomic
 
 
 def task_text(docbin_path: Path) -> str:

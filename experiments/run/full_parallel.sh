@@ -2,9 +2,9 @@
 # The `full` experiment with its training runs side by side (MAX_JOBS at a time): on a machine
 # with one GPU and many cores, or on the CPU (GPU_ID=-1, MAX_JOBS = the cores):
 #
-#   bash scripts/run_full_parallel.sh [PROFILE [GPU_ID [MAX_JOBS]]]
-#   bash scripts/run_full_parallel.sh full 0 24      # one GPU, 16 cores
-#   bash scripts/run_full_parallel.sh full -1 2      # 2 CPU cores
+#   bash experiments/run/full_parallel.sh [PROFILE [GPU_ID [MAX_JOBS]]]
+#   bash experiments/run/full_parallel.sh full 0 24      # one GPU, 16 cores
+#   bash experiments/run/full_parallel.sh full -1 2      # 2 CPU cores
 #
 # 1. converts WNUT-16 NER and the 5-class Rotten Tomatoes sentiment task;
 # 2. tunes the shipped biLM (pretrained/elmo-en-small) to each task's training text for a fixed
@@ -12,10 +12,10 @@
 # 3. trains, for each task and seed: the baseline, + ELMo (tuned biLM), + ELMo (shipped biLM, untuned);
 # 4. scores every run on the test split and writes the report.
 # SEEDS, TRAIN_STEPS, EVAL_FREQUENCY and TUNE_STEPS may be set in the environment. Needs assets/
-# from `python -m spacy project assets && python scripts/fetch_data.py assets`. A run whose model-best exists is skipped, so a stopped
+# from `python -m spacy project assets && python -m experiments.data.fetch assets`. A run whose model-best exists is skipped, so a stopped
 # experiment resumes where it was.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 P=${1:-full}
 GPU=${2:-${GPU_ID:--1}}
 DEVICE=$([ "$GPU" -ge 0 ] && echo "cuda:$GPU" || echo cpu)
@@ -28,11 +28,11 @@ BILM=pretrained/elmo-en-small
 export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
 mkdir -p "logs/$P" "metrics/$P"
 
-python scripts/convert_ner.py assets/wnut16/ner.txt "corpus/$P/ner" | tail -n 1
-python scripts/convert_sentiment5.py assets/rt_snippets/movieReviewSnippets_GroundTruth.txt "corpus/$P/sentiment5" | tail -n 1
+python -m experiments.convert.ner assets/wnut16/ner.txt "corpus/$P/ner" | tail -n 1
+python -m experiments.convert.sentiment5 assets/rt_snippets/movieReviewSnippets_GroundTruth.txt "corpus/$P/sentiment5" | tail -n 1
 for task in ner sentiment5; do
   for split in train dev; do
-    python scripts/task_text.py "corpus/$P/$task/$split.spacy" "corpus/$P/$task/$split.txt"
+    python -m experiments.convert.task_text "corpus/$P/$task/$split.spacy" "corpus/$P/$task/$split.txt"
   done
   (
     python -m spacy_elmo perplexity "$BILM" "corpus/$P/$task/dev.txt" --device "$DEVICE" --overwrite \
@@ -58,7 +58,7 @@ for variant in baseline elmo elmo_untuned; do
     extra=$([ "$variant" = baseline ] && echo "" || echo "--paths.elmo $elmo")
     for seed in $SEEDS; do
       while [ "$(jobs -rp | wc -l)" -ge "$MAX_JOBS" ]; do wait -n; done
-      python scripts/train_seeds.py "$(config_of $task $variant)" "training/$P/${task}_$variant" --seeds "$seed" \
+      python -m experiments.run.train_seeds "$(config_of $task $variant)" "training/$P/${task}_$variant" --seeds "$seed" \
         --gpu-id "$GPU" --paths.train "corpus/$P/$task/train.spacy" --paths.dev "corpus/$P/$task/dev.spacy" \
         --training.max_steps "$STEPS" --training.eval_frequency "$EVAL" $extra \
         > "logs/$P/${task}_${variant}_seed$seed.log" 2>&1 &
@@ -69,9 +69,9 @@ wait
 for task in ner sentiment5; do
   for variant in baseline elmo elmo_untuned; do
     while [ "$(jobs -rp | wc -l)" -ge "$MAX_JOBS" ]; do wait -n; done
-    python scripts/evaluate_seeds.py "corpus/$P/$task/test.spacy" "metrics/$P" "training/$P/${task}_$variant" \
+    python -m experiments.run.evaluate_seeds "corpus/$P/$task/test.spacy" "metrics/$P" "training/$P/${task}_$variant" \
       > "logs/$P/evaluate_${task}_$variant.log" 2>&1 &
   done
 done
 wait
-python scripts/report.py "metrics/$P" "training/$P" "reports/$P" --title "Profile $P, seeds $SEEDS"
+python -m experiments.report.comparison "metrics/$P" "training/$P" "reports/$P" --title "Profile $P, seeds $SEEDS"

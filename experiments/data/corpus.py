@@ -47,7 +47,7 @@ a seed, optionally capped at ``--max-docs``, and then each source holds out
 ``round(n * dev_fraction)`` of its documents (at least one) as dev. Train and
 dev are whole documents, so no document straddles the two files.
 
-Usage: python scripts/prepare_corpus.py assets corpus/pretrain
+Usage: python -m experiments.data.corpus assets corpus/pretrain
     [--max-docs N (0 = all)] [--dev-fraction 0.02] [--seed 0]
 """
 import csv
@@ -61,7 +61,7 @@ from typing import Annotated, Iterable, Optional
 
 import typer
 
-from _split import write_atomic
+from experiments.files import write_atomic
 
 # A document is a list of paragraphs; each paragraph becomes one output line.
 Document = list[str]
@@ -313,7 +313,7 @@ def load_downstream_texts(assets_dir: Path) -> dict[str, list[str]]:
         if not path.exists():
             raise FileNotFoundError(
                 f"{path} is missing (needed to keep downstream sentences out of the "
-                f"corpus): run scripts/fetch_data.py {assets_dir} first"
+                f"corpus): run experiments/data/fetch.py {assets_dir} first"
             )
         texts[name] = reader(path)
     return texts
@@ -352,7 +352,7 @@ def load_documents(assets_dir: Path) -> tuple[list[tuple[str, Document]], int]:
         path = assets_dir / rel_path
         if not path.exists():
             raise FileNotFoundError(
-                f"{path} is missing: run scripts/fetch_data.py {assets_dir} first"
+                f"{path} is missing: run experiments/data/fetch.py {assets_dir} first"
             )
         for doc in reader(path):
             key = tuple(doc)

@@ -1,4 +1,4 @@
-"""The `curves` workflow's scripts on tiny inputs in the real formats: the OANC POS
+"""The `curves` workflow's steps on tiny inputs in the real formats: the OANC POS
 converter, GloVe out of its wheel, GloVe as spaCy vectors, the nested subsets,
 the run plan and the report."""
 import io
@@ -11,14 +11,14 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from .test_data_scripts import load_script, make_assets, read_docbin
+from experiments.convert import pos as convert_pos
+from experiments.data import corpus as prepare_corpus
+from experiments.data import fetch as fetch_data
+from experiments.data import glove as glove_vectors
+from experiments.report import curves as report_curves
+from experiments.run import curves as run_curves
 
-fetch_data = load_script("fetch_data")
-prepare_corpus = load_script("prepare_corpus")
-convert_pos = load_script("convert_pos")
-glove_vectors = load_script("glove_vectors")
-run_curves = load_script("run_curves")
-report_curves = load_script("report_curves")
+from .test_data_steps import make_assets, read_docbin
 
 
 def write_oanc(assets, n_sentences=100):

@@ -11,7 +11,7 @@ The tags are the OANC's own Penn Treebank tags, made by a tagger and not
 checked by hand (the first lines already show ``nonchalant/NN``,
 ``steamy/NN``, ``4/LS``): scores measure agreement with that tagger.
 
-    python scripts/convert_pos.py assets corpus/curves/pos [--train-sentences 4000]
+    python -m experiments.convert.pos assets corpus/curves/pos [--train-sentences 4000]
 
 ``--test-blocks`` picks the test blocks by their index instead (for tiny
 inputs that lack the other pretraining sources).
@@ -24,8 +24,8 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
-from _split import write_splits
-from prepare_corpus import OANC_SENTENCES_PER_DOC, SOURCES, corpus_split, read_oanc, strip_pos_tag
+from experiments.convert.splits import write_splits
+from experiments.data.corpus import OANC_SENTENCES_PER_DOC, SOURCES, corpus_split, read_oanc, strip_pos_tag
 
 OANC_PATH = SOURCES["oanc"][0]
 Sentence = list[tuple[str, str]]

@@ -9,7 +9,7 @@ Each snippet becomes a ``Doc`` tokenised by ``spacy.blank(lang)`` with
 seeded 80/10/10 split as ``convert_ner.py`` gives ``train.spacy``,
 ``dev.spacy`` and ``test.spacy``; ``--max-docs`` first takes a seeded subset.
 
-Usage: python scripts/convert_textcat.py assets/sentence_polarity/snippets.csv
+Usage: python -m experiments.convert.textcat assets/sentence_polarity/snippets.csv
     corpus/textcat [--seed 0] [--max-docs N] [--lang en]
 """
 import csv
@@ -20,7 +20,7 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
-from _split import SPLIT_NAMES, seeded_subset, split_indices, write_splits
+from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 LABELS = {"1": "POSITIVE", "-1": "NEGATIVE"}
 CATEGORIES = ("POSITIVE", "NEGATIVE")

@@ -30,7 +30,7 @@ Each snippet becomes a ``Doc`` tokenised by ``spacy.blank(lang)`` with
 same class shares; ``--max-docs`` first takes a seeded subset (not
 stratified). Writes ``train.spacy``, ``dev.spacy`` and ``test.spacy``.
 
-Usage: python scripts/convert_sentiment5.py
+Usage: python -m experiments.convert.sentiment5
     assets/rt_snippets/movieReviewSnippets_GroundTruth.txt corpus/sentiment5
     [--seed 0] [--max-docs N] [--lang en]
 """
@@ -42,8 +42,8 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
-from _split import SPLIT_NAMES, seeded_subset, split_indices, write_splits
-from convert_textcat import FormatError
+from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
+from experiments.convert.textcat import FormatError
 
 CATEGORIES = ("VERY_NEGATIVE", "NEGATIVE", "NEUTRAL", "POSITIVE", "VERY_POSITIVE")
 CUT_POINTS = (-2.0, -1.0, 1.0, 2.0)

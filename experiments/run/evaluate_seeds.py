@@ -1,6 +1,6 @@
 """Evaluate every seed's model-best of some runs on a test set.
 
-Usage: python scripts/evaluate_seeds.py TEST.spacy METRICS_DIR RUN_DIR [RUN_DIR ...]
+Usage: python -m experiments.run.evaluate_seeds TEST.spacy METRICS_DIR RUN_DIR [RUN_DIR ...]
 
 Writes METRICS_DIR/<run name>/seed{N}.json for every RUN_DIR/seed{N}/model-best:
 spaCy's scores (``nlp.evaluate``) plus, for text classification,

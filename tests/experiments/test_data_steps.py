@@ -1,15 +1,13 @@
-"""Tests of the data scripts in ``scripts/`` on tiny synthetic inputs.
+"""Tests of the workflow's data steps (``experiments.data``, ``experiments.convert``) on tiny
+synthetic inputs.
 
 Everything is written to ``tmp_path`` in the real formats; nothing here needs
-the network or the fetched assets. The scripts are not a package, so each is
-loaded from its file path.
+the network or the fetched assets.
 """
 import csv
 import hashlib
-import importlib.util
 import io
 import json
-import sys
 import tarfile
 import zipfile
 from collections import Counter
@@ -21,26 +19,11 @@ import spacy
 import typer
 from spacy.tokens import DocBin
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "scripts"
-
-
-def load_script(name: str):
-    """Import ``scripts/<name>.py`` from its path (its ``from _split import`` included)."""
-    sys.path.insert(0, str(SCRIPTS_DIR))
-    try:
-        spec = importlib.util.spec_from_file_location(f"_script_{name}", SCRIPTS_DIR / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPTS_DIR))
-    return module
-
-
-fetch_data = load_script("fetch_data")
-prepare_corpus = load_script("prepare_corpus")
-convert_ner = load_script("convert_ner")
-convert_textcat = load_script("convert_textcat")
-convert_sentiment5 = load_script("convert_sentiment5")
+from experiments.convert import ner as convert_ner
+from experiments.convert import sentiment5 as convert_sentiment5
+from experiments.convert import textcat as convert_textcat
+from experiments.data import corpus as prepare_corpus
+from experiments.data import fetch as fetch_data
 
 
 SPLITS = ("train", "dev", "test")

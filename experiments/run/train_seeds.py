@@ -1,6 +1,6 @@
 """Train one spaCy config once per seed: OUTPUT_DIR/seed{N}/model-best.
 
-Usage: python scripts/train_seeds.py CONFIG OUTPUT_DIR --seeds "0 1 2"
+Usage: python -m experiments.run.train_seeds CONFIG OUTPUT_DIR --seeds "0 1 2"
     [--gpu-id -1] [-- --paths.train ... any spacy train override]
 
 A seed whose model-best already exists is skipped, so an interrupted run

@@ -1,6 +1,6 @@
 """Collate the runs into the results table and plots (mean ± std over seeds).
 
-Usage: python scripts/report.py METRICS_DIR TRAINING_DIR OUTPUT_DIR
+Usage: python -m experiments.report.comparison METRICS_DIR TRAINING_DIR OUTPUT_DIR
     [--perplexity FILE.json] [--title TEXT]
 
 Reads METRICS_DIR/<task>_<variant>/seed*.json (variant: baseline or elmo),

@@ -1,15 +1,9 @@
-"""Small helpers shared by the data scripts in this folder.
+"""The seeded train/dev/test splits that every task converter uses.
 
-* ``seeded_subset`` and ``split_indices`` give the fixed, seeded train/dev/test
-  split that both ``convert_ner.py`` and ``convert_textcat.py`` use, so a given
-  seed always yields the same split of the same input.
+* ``seeded_subset`` and ``split_indices`` give the fixed, seeded split that the
+  NER, textcat and sentiment converters share, so a given seed always yields the
+  same split of the same input.
 * ``write_splits`` writes ``{train,dev,test}.spacy`` DocBins, each atomically.
-* ``write_atomic`` writes a file with ``spacy_elmo.util.atomic_path`` (a temporary
-  file in the same folder, then ``os.replace``), so an interrupted run never
-  leaves a half-written output.
-
-The scripts import this module as ``from _split import ...``: running
-``python scripts/<name>.py`` puts ``scripts/`` on ``sys.path``.
 """
 import random
 from pathlib import Path
@@ -17,7 +11,7 @@ from typing import Dict, List, Union
 
 from spacy.tokens import Doc, DocBin
 
-from spacy_elmo.util import atomic_path
+from experiments.files import write_atomic
 
 SPLIT_NAMES = ("train", "dev", "test")
 
@@ -57,15 +51,6 @@ def split_indices(
         "dev": sorted(order[:n_dev]),
         "test": sorted(order[n_dev : n_dev + n_test]),
     }
-
-
-def write_atomic(path: Union[str, Path], data: Union[bytes, str]) -> None:
-    """Write ``data`` to ``path`` through the package's ``atomic_path`` (a temporary
-    sibling, then ``os.replace``). Text is encoded as UTF-8; parent folders are created."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def write_splits(output_dir: Union[str, Path], splits: Dict[str, List[Doc]]) -> None:

@@ -4,7 +4,7 @@ Writes a blank English pipeline whose vocabulary holds the 400,000 GloVe 6B 50d
 vectors, keyed by the token's ``LOWER`` attribute (GloVe 6B is lowercased), for
 a config's ``[initialize] vectors`` with ``include_static_vectors = true``:
 
-    python scripts/glove_vectors.py assets/glove corpus/curves/glove
+    python -m experiments.data.glove assets/glove corpus/curves/glove
     python -m spacy train configs/ner_baseline.cfg --paths.vectors corpus/curves/glove \\
         --components.ner.model.tok2vec.embed.include_static_vectors true ...
 

@@ -7,9 +7,9 @@ its model-best on the test split, keeps the learned layer mix, and writes
 is skipped, so a stopped experiment resumes run by run. Runs go side by side,
 ``--jobs`` at a time, one CPU thread each.
 
-    python scripts/run_curves.py plan                    # the runs, and which are done
-    python scripts/run_curves.py run --jobs 2            # all runs not done yet
-    python scripts/run_curves.py run --jobs 15 --minutes 9   # no new run after 9 minutes
+    python -m experiments.run.curves plan                    # the runs, and which are done
+    python -m experiments.run.curves run --jobs 2            # all runs not done yet
+    python -m experiments.run.curves run --jobs 15 --minutes 9   # no new run after 9 minutes
 
 The subsets are nested: a seed's permutation of the training docs is fixed, and
 a share takes its first ``ceil(share · n)`` docs, so the 5% docs are among the
@@ -32,9 +32,9 @@ from typing import Annotated, Dict, List, Optional
 
 import typer
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from _split import write_atomic  # noqa: E402
+from experiments.files import write_atomic
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SHARES = (0.05, 0.1, 0.25, 0.5, 1.0)
 BILM = "pretrained/elmo-en-small"
@@ -178,7 +178,7 @@ def do_run(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_f
         raise RuntimeError(f"{run.name}: spacy train exited with {code}; see {log}")
     train_minutes = (time.time() - started) / 60
     scored = subprocess.run(
-        [sys.executable, __file__, "score", str(output / "model-best"), str(corpus / run.task / "test.spacy")],
+        [sys.executable, "-m", "experiments.run.curves", "score", str(output / "model-best"), str(corpus / run.task / "test.spacy")],
         capture_output=True, text=True, env=env, cwd=ROOT,
     )
     if scored.returncode != 0:

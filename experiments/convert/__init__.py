@@ -1,0 +1,1 @@
+"""Each task's data into seeded train/dev/test DocBins."""

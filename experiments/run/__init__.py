@@ -1,0 +1,1 @@
+"""Training and scoring runs: seeds, learning curves, pretraining for a budget."""
