@@ -33,6 +33,7 @@ from typing import Annotated, Dict, List, Optional
 import typer
 
 from experiments.files import write_atomic
+from experiments.run.fingerprint import changed, file_digest, run_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,11 +103,15 @@ def nested_subset(n_docs: int, share: float, seed: int) -> List[int]:
 
 
 def subset_path(corpus: Path, task: str, share: float, seed: int) -> Path:
-    """The .spacy file of a run's training docs (written once, atomically)."""
+    """The .spacy file of a run's training docs (written once, atomically).
+
+    Its name carries a digest of the training split it was cut from, so a split
+    converted again gets new subsets rather than the old ones.
+    """
     train = corpus / task / "train.spacy"
     if share == 1.0:
         return train
-    path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}.spacy"
+    path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}_{file_digest(train)[:12]}.spacy"
     if not path.exists():
         from spacy.tokens import DocBin
 
@@ -125,29 +130,60 @@ def _train_docs(path: Path) -> list:
     return list(DocBin().from_disk(path).get_docs(spacy.blank("en").vocab))
 
 
-def train_command(run: Run, corpus: Path, output: Path, steps: int, eval_frequency: int, train_path: Path) -> List[str]:
-    stem, component, _ = TASKS[run.task]
-    suffix, elmo, glove, layer = VARIANTS[run.variant]
-    command = [
-        sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / f"{stem}_{suffix}.cfg"),
-        "--output", str(output), "--gpu-id", "-1",
-        "--paths.train", str(train_path), "--paths.dev", str(corpus / run.task / "dev.spacy"),
-        "--system.seed", str(run.seed),
-        "--training.max_steps", str(steps), "--training.eval_frequency", str(eval_frequency),
-    ]
+def config_path(run: Run) -> Path:
+    stem, _, _ = TASKS[run.task]
+    return ROOT / "configs" / f"{stem}_{VARIANTS[run.variant][0]}.cfg"
+
+
+def run_overrides(run: Run, corpus: Path, steps: int, eval_frequency: int, train_path: Path) -> Dict[str, object]:
+    """The settings that ``spacy train`` gets on top of the run's config."""
+    _, component, _ = TASKS[run.task]
+    _, elmo, glove, layer = VARIANTS[run.variant]
+    overrides: Dict[str, object] = {
+        "paths.train": str(train_path), "paths.dev": str(corpus / run.task / "dev.spacy"),
+        "system.seed": run.seed, "training.max_steps": steps, "training.eval_frequency": eval_frequency,
+    }
     if elmo:
-        command += ["--paths.elmo", str(ROOT / BILM)]
+        overrides["paths.elmo"] = str(ROOT / BILM)
     if glove:
-        command += ["--paths.vectors", str(corpus / "glove"),
-                    f"--components.{component}.model.tok2vec.embed.include_static_vectors", "true"]
+        overrides["paths.vectors"] = str(corpus / "glove")
+        overrides[f"components.{component}.model.tok2vec.embed.include_static_vectors"] = True
     if layer is not None:
-        command += [f"--components.{component}.model.tok2vec.mix.layer", str(layer)]
+        overrides[f"components.{component}.model.tok2vec.mix.layer"] = layer
+    return overrides
+
+
+def train_command(run: Run, corpus: Path, output: Path, steps: int, eval_frequency: int, train_path: Path) -> List[str]:
+    command = [sys.executable, "-m", "spacy", "train", str(config_path(run)), "--output", str(output), "--gpu-id", "-1"]
+    for key, value in run_overrides(run, corpus, steps, eval_frequency, train_path).items():
+        command += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
     return command
+
+
+def current_fingerprint(run: Run, corpus: Path, steps: int, eval_frequency: int) -> Dict[str, str]:
+    """What the run would be trained from now (its training subset is written if missing)."""
+    train_path = subset_path(corpus, run.task, run.share, run.seed)
+    return run_fingerprint(config_path(run), run_overrides(run, corpus, steps, eval_frequency, train_path))
+
+
+def stored_fingerprint(result: Path) -> Optional[Dict[str, str]]:
+    """The fingerprint kept in a run's result file (None when there is no readable one)."""
+    try:
+        record = json.loads(result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record.get("fingerprint") if isinstance(record, dict) else None
+
+
+def is_done(run: Run, corpus: Path, metrics: Path, steps: int, eval_frequency: int) -> bool:
+    """True when the run's result exists and was trained from exactly what it would be trained from now."""
+    stored = stored_fingerprint(metrics / f"{run.name}.json")
+    return stored is not None and not changed(stored, current_fingerprint(run, corpus, steps, eval_frequency))
 
 
 def score_run(model_dir: Path, test_path: Path) -> Dict[str, object]:
     """Test scores (as evaluate_seeds.py) and the learned mix of an ELMo listener."""
-    from evaluate_seeds import evaluate_model
+    from experiments.run.evaluate_seeds import evaluate_model
 
     import spacy
     from spacy_elmo.cli.mix_weights import listener_mixes
@@ -160,7 +196,8 @@ def score_run(model_dir: Path, test_path: Path) -> Dict[str, object]:
 def do_run(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_frequency: int) -> Optional[float]:
     """Train, score and clean up one run; returns its minutes (None when it was done already)."""
     result = metrics / f"{run.name}.json"
-    if result.exists():
+    fingerprint = current_fingerprint(run, corpus, steps, eval_frequency)
+    if not changed(stored_fingerprint(result), fingerprint):
         return None
     started = time.time()
     train_path = subset_path(corpus, run.task, run.share, run.seed)
@@ -186,7 +223,8 @@ def do_run(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_f
     record = json.loads(scored.stdout.strip().splitlines()[-1])
     n_train = _count_docs(train_path)
     record.update(task=run.task, variant=run.variant, share=run.share, seed=run.seed, steps=steps,
-                  train_docs=n_train, train_minutes=round(train_minutes, 2))
+                  train_docs=n_train, train_minutes=round(train_minutes, 2),
+                  fingerprint=fingerprint)
     write_atomic(result, json.dumps(record, indent=1) + "\n")
     shutil.rmtree(output, ignore_errors=True)
     return (time.time() - started) / 60
@@ -207,16 +245,19 @@ def _seeds(text: str) -> List[int]:
 
 @app.command("plan")
 def plan_cli(
+    corpus: Path = typer.Option(Path("corpus/curves"), help="Holds ner/, sentiment5/, pos/ and glove/"),
     metrics: Path = typer.Option(Path("metrics/curves"), help="Where the run results go"),
     curve_seeds: str = typer.Option("0 1 2", help="Seeds of the curves and the probe"),
     full_seeds: str = typer.Option("0 1 2 3 4", help="Seeds of the runs on the whole training split"),
+    steps: int = typer.Option(1000, help="Training steps per run"),
+    eval_frequency: int = typer.Option(200, help="Steps between dev evaluations"),
 ) -> None:
-    """List the runs and which are done."""
+    """List the runs and which are done (a result counts only if trained from today's config, data and biLM)."""
     runs = plan_runs(_seeds(curve_seeds), _seeds(full_seeds))
-    done = sum((metrics / f"{run.name}.json").exists() for run in runs)
-    for run in runs:
-        typer.echo(f"{'done' if (metrics / f'{run.name}.json').exists() else '    '}  {run.name}")
-    typer.echo(f"{done} of {len(runs)} runs done")
+    done = [is_done(run, corpus, metrics, steps, eval_frequency) for run in runs]
+    for run, run_done in zip(runs, done):
+        typer.echo(f"{'done' if run_done else '    '}  {run.name}")
+    typer.echo(f"{sum(done)} of {len(runs)} runs done")
 
 
 @app.command("run")
@@ -236,11 +277,10 @@ def run_cli(
     """Train and score every run that is not done yet."""
     share_list = [float(s) for s in shares.split()]
     runs = [r for r in plan_runs(_seeds(curve_seeds), _seeds(full_seeds), share_list)
-            if not (metrics / f"{r.name}.json").exists() and (not only or any(r.name.startswith(o) for o in only))]
+            if (not only or any(r.name.startswith(o) for o in only))
+            and not is_done(r, corpus, metrics, steps, eval_frequency)]
     deadline = time.time() + minutes * 60 if minutes else None
     typer.echo(f"{len(runs)} runs to do, {jobs} at a time")
-    for r in runs:  # the subsets, once, before the runs share them
-        subset_path(corpus, r.task, r.share, r.seed)
     failed = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         pending = iter(runs)
@@ -266,7 +306,7 @@ def run_cli(
                 typer.echo(f"FAILED {err}", err=True)
             submit_next()
     left = [r for r in plan_runs(_seeds(curve_seeds), _seeds(full_seeds), share_list)
-            if not (metrics / f"{r.name}.json").exists()]
+            if not is_done(r, corpus, metrics, steps, eval_frequency)]
     typer.echo(f"{len(left)} runs left" + (f"; failed: {', '.join(failed)}" if failed else ""))
     if failed:
         raise typer.Exit(1)

@@ -3,9 +3,12 @@
 Usage: python -m experiments.run.train_seeds CONFIG OUTPUT_DIR --seeds "0 1 2"
     [--gpu-id -1] [-- --paths.train ... any spacy train override]
 
-A seed whose model-best already exists is skipped, so an interrupted run
-resumes where it stopped. Each run trains in a temporary folder beside its
-final place and is renamed into place when it ends.
+A seed whose model-best exists is skipped only when it was trained from exactly
+what would be trained now (``experiments.run.fingerprint``: the config with its
+overrides, the data and biLM it names, the versions); otherwise it is trained
+again. So an interrupted run resumes where it stopped, and a changed setting,
+data split or biLM never leaves a stale run in place. Each run trains in a
+temporary folder beside its final place and is swapped into place when it ends.
 """
 import shutil
 import sys
@@ -16,19 +19,31 @@ import typer
 from spacy.cli._util import parse_config_overrides
 from spacy.cli.train import train
 
+from experiments.run.fingerprint import changed, read_fingerprint, run_fingerprint, write_fingerprint
+
 
 def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dict, gpu_id: int = -1) -> None:
     for seed in seeds:
         final = output_dir / f"seed{seed}"
+        seed_overrides = {**overrides, "system.seed": seed}
+        fingerprint = run_fingerprint(config, seed_overrides)
         if (final / "model-best").exists():
-            print(f"seed {seed}: {final} exists, skipped")
-            continue
+            differs = changed(read_fingerprint(final), fingerprint)
+            if not differs:
+                print(f"seed {seed}: {final} was trained from the same config, data and biLM, skipped")
+                continue
+            print(f"seed {seed}: {final} is stale ({', '.join(differs)} changed), training it again")
         partial = output_dir / f".seed{seed}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        train(config, partial, use_gpu=gpu_id, overrides={**overrides, "system.seed": seed})
-        shutil.rmtree(final, ignore_errors=True)
+        train(config, partial, use_gpu=gpu_id, overrides=seed_overrides)
+        write_fingerprint(partial, fingerprint)
+        stale = output_dir / f".seed{seed}.stale"
+        shutil.rmtree(stale, ignore_errors=True)
+        if final.exists():
+            final.rename(stale)
         partial.rename(final)
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def main(

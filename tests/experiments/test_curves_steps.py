@@ -171,6 +171,27 @@ def test_plan_and_commands(tmp_path):
     assert "--paths.vectors" not in probe
 
 
+def test_a_result_counts_as_done_only_for_the_same_steps_and_data(tmp_path):
+    nlp = spacy.blank("en")
+    (tmp_path / "ner").mkdir()
+    for split in ("train", "dev"):
+        docs = [Doc(nlp.vocab, words=[f"{split}{i}"], spaces=[False]) for i in range(8)]
+        DocBin(docs=docs).to_disk(tmp_path / "ner" / f"{split}.spacy")
+    run = run_curves.Run("ner", "baseline", 0.5, 0)
+    metrics = tmp_path / "metrics"
+    result = metrics / f"{run.name}.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"scores": {}}))  # a result without a fingerprint is not trusted
+    assert not run_curves.is_done(run, tmp_path, metrics, 20, 10)
+    fingerprint = run_curves.current_fingerprint(run, tmp_path, 20, 10)
+    result.write_text(json.dumps({"scores": {}, "fingerprint": fingerprint}))
+    assert run_curves.is_done(run, tmp_path, metrics, 20, 10)
+    assert not run_curves.is_done(run, tmp_path, metrics, 50, 10)  # other steps: a stale result
+    docs = [Doc(nlp.vocab, words=["changed"], spaces=[False]) for _ in range(8)]
+    DocBin(docs=docs).to_disk(tmp_path / "ner" / "dev.spacy")
+    assert not run_curves.is_done(run, tmp_path, metrics, 20, 10)  # other dev data
+
+
 def test_report_pairs_seeds_and_tables(tmp_path):
     def write(task, variant, share, seed, score, weights=None):
         _, component, key = run_curves.TASKS[task]

@@ -1,0 +1,97 @@
+"""Runs over seeds are redone when what they were trained from changed, and only then."""
+import json
+from pathlib import Path
+
+import pytest
+from spacy.util import load_config
+
+from experiments.run import train_seeds as train_seeds_module
+from experiments.run.fingerprint import FINGERPRINT_FILE, changed, read_fingerprint, run_fingerprint
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "configs" / "ner_elmo.cfg"
+
+
+@pytest.fixture
+def fake_train(monkeypatch):
+    """spaCy's train, replaced by one that writes model-best/config.cfg as it would have trained it."""
+    calls = []
+
+    def train(config_path, output_path, use_gpu=-1, overrides=None):
+        calls.append(dict(overrides))
+        config = load_config(config_path, overrides=overrides, interpolate=False)
+        (output_path / "model-best").mkdir(parents=True)
+        config.to_disk(output_path / "model-best" / "config.cfg")
+
+    monkeypatch.setattr(train_seeds_module, "train", train)
+    return calls
+
+
+def inputs(tmp_path: Path) -> dict:
+    (tmp_path / "train.spacy").write_bytes(b"train v1")
+    (tmp_path / "dev.spacy").write_bytes(b"dev v1")
+    bilm = tmp_path / "bilm"
+    bilm.mkdir()
+    (bilm / "options.json").write_text("{}")
+    (bilm / "weights.hdf5").write_bytes(b"weights v1")
+    return {"paths.train": str(tmp_path / "train.spacy"), "paths.dev": str(tmp_path / "dev.spacy"),
+            "paths.elmo": str(bilm)}
+
+
+def max_steps_of(run_dir: Path) -> int:
+    return load_config(run_dir / "model-best" / "config.cfg")["training"]["max_steps"]
+
+
+def test_a_changed_override_trains_the_seed_again(tmp_path, fake_train):
+    overrides = inputs(tmp_path)
+    out = tmp_path / "runs"
+    train_seeds_module.train_seeds(CONFIG, out, [0], {**overrides, "training.max_steps": 5})
+    train_seeds_module.train_seeds(CONFIG, out, [0], {**overrides, "training.max_steps": 50})
+    assert len(fake_train) == 2
+    assert max_steps_of(out / "seed0") == 50
+    assert not list(out.glob(".seed0.*"))  # no partial or stale folder left
+
+
+def test_the_same_run_is_skipped(tmp_path, fake_train, capsys):
+    overrides = {**inputs(tmp_path), "training.max_steps": 5}
+    out = tmp_path / "runs"
+    train_seeds_module.train_seeds(CONFIG, out, [0, 1], overrides)
+    train_seeds_module.train_seeds(CONFIG, out, [0, 1], overrides)
+    assert [call["system.seed"] for call in fake_train] == [0, 1]
+    assert "skipped" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("what", ["data", "bilm"])
+def test_changed_data_or_a_retuned_bilm_trains_the_seed_again(tmp_path, fake_train, capsys, what):
+    overrides = {**inputs(tmp_path), "training.max_steps": 5}
+    out = tmp_path / "runs"
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    if what == "data":
+        (tmp_path / "train.spacy").write_bytes(b"train v2")
+    else:
+        (tmp_path / "bilm" / "weights.hdf5").write_bytes(b"weights v2")
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    assert len(fake_train) == 2
+    expected = "paths.train" if what == "data" else "paths.elmo"
+    assert f"({expected} changed)" in capsys.readouterr().out
+
+
+def test_a_run_without_a_fingerprint_is_not_trusted(tmp_path, fake_train):
+    overrides = {**inputs(tmp_path), "training.max_steps": 5}
+    out = tmp_path / "runs"
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    (out / "seed0" / FINGERPRINT_FILE).unlink()  # as a run of an older version left it
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    assert len(fake_train) == 2
+    assert read_fingerprint(out / "seed0") == run_fingerprint(CONFIG, {**overrides, "system.seed": 0})
+
+
+def test_the_fingerprint_sees_a_changed_default_inside_the_config(tmp_path):
+    overrides = inputs(tmp_path)
+    config = tmp_path / "ner.cfg"
+    config.write_text(CONFIG.read_text(encoding="utf-8"), encoding="utf-8")
+    before = run_fingerprint(config, overrides)
+    config.write_text(CONFIG.read_text(encoding="utf-8").replace("dropout = 0.1", "dropout = 0.2"), encoding="utf-8")
+    assert changed(before, run_fingerprint(config, overrides)) == ["config"]
+    assert changed(None, before) == ["no fingerprint stored with the run"]
+    assert json.loads(json.dumps(before)) == before
