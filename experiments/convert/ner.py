@@ -24,16 +24,13 @@ from spacy.tokens import Doc
 from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.vocab import Vocab
 
+from experiments.convert.inputs import FormatError, read_text, require_items
 from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
 
 # A tweet: its tokens and their IOB2 tags.
 Sentence = tuple[list[str], list[str]]
-
-
-class FormatError(ValueError):
-    """The input does not follow the ``token<TAB>TAG`` format."""
 
 
 def read_iob_file(path: Path) -> list[Sentence]:
@@ -45,25 +42,25 @@ def read_iob_file(path: Path) -> list[Sentence]:
     sentences: list[Sentence] = []
     tokens: list[str] = []
     tags: list[str] = []
-    with open(path, encoding="utf-8") as handle:
-        for line_number, raw_line in enumerate(handle, start=1):
-            line = raw_line.rstrip("\r\n")
-            if not line.strip():
-                if tokens:
-                    sentences.append((tokens, tags))
-                    tokens, tags = [], []
-                continue
-            fields = line.split("\t")
-            if len(fields) != 2 or not fields[0].strip() or not IOB2_TAG.match(fields[1]):
-                raise FormatError(
-                    f"{path}:{line_number}: expected 'token<TAB>TAG' with an IOB2 tag "
-                    f"(O, B-<label> or I-<label>) or a tweet break (a lone tab), "
-                    f"got {line!r}"
-                )
-            tokens.append(fields[0])
-            tags.append(fields[1])
+    for line_number, line in enumerate(read_text(path).split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            if tokens:
+                sentences.append((tokens, tags))
+                tokens, tags = [], []
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[0].strip() or not IOB2_TAG.match(fields[1]):
+            raise FormatError(
+                f"{path}:{line_number}: expected 'token<TAB>TAG' with an IOB2 tag "
+                f"(O, B-<label> or I-<label>) or a tweet break (a lone tab), "
+                f"got {line!r}"
+            )
+        tokens.append(fields[0])
+        tags.append(fields[1])
     if tokens:
         sentences.append((tokens, tags))
+    require_items(sentences, path, "tweets")
     return sentences
 
 
@@ -105,7 +102,7 @@ def main(
     output_dir: Annotated[Path, typer.Argument(help="Folder for {train,dev,test}.spacy.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the subset and split.")] = 0,
     max_docs: Annotated[
-        Optional[int], typer.Option("--max-docs", help="Keep a seeded subset of N tweets (0 = all).")
+        Optional[int], typer.Option("--max-docs", min=0, help="Keep a seeded subset of N tweets (0 = all).")
     ] = None,
     lang: Annotated[str, typer.Option("--lang", help="Language of the blank vocab.")] = "en",
 ) -> None:

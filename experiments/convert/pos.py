@@ -24,6 +24,7 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
+from experiments.convert.inputs import read_text
 from experiments.convert.splits import write_splits
 from experiments.data.corpus import OANC_SENTENCES_PER_DOC, SOURCES, corpus_split, read_oanc, strip_pos_tag
 
@@ -34,7 +35,7 @@ Sentence = list[tuple[str, str]]
 def read_tagged(path: Path) -> list[Sentence]:
     """Every non-empty line as [(word, tag)]: the last ``/`` splits, ``&slash;`` is a ``/``."""
     sentences = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_text(path).splitlines():
         if not line.strip():
             continue
         pairs = []

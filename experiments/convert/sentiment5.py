@@ -42,8 +42,8 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
+from experiments.convert.inputs import FormatError, read_text, require_items
 from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
-from experiments.convert.textcat import FormatError
 
 CATEGORIES = ("VERY_NEGATIVE", "NEGATIVE", "NEUTRAL", "POSITIVE", "VERY_POSITIVE")
 CUT_POINTS = (-2.0, -1.0, 1.0, 2.0)
@@ -67,7 +67,7 @@ def read_rated_snippets(path: Path) -> list[tuple[str, float, str]]:
     rating in -4 ... +4 and a non-empty text.
     """
     rows = []
-    text = Path(path).read_text(encoding="utf-8-sig")
+    text = read_text(path, encoding="utf-8-sig")
     for line_num, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -83,6 +83,7 @@ def read_rated_snippets(path: Path) -> list[tuple[str, float, str]]:
                 f"{RATING_RANGE}, got {line[:80]!r} ({err})"
             ) from None
         rows.append((fields[0].strip(), rating, " ".join(fields[2].split())))
+    require_items(rows, path, "rated snippets")
     return rows
 
 
@@ -136,7 +137,7 @@ def main(
     output_dir: Annotated[Path, typer.Argument(help="Folder for {train,dev,test}.spacy.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the subset and split.")] = 0,
     max_docs: Annotated[
-        Optional[int], typer.Option("--max-docs", help="Keep a seeded subset of N rows (0 = all).")
+        Optional[int], typer.Option("--max-docs", min=0, help="Keep a seeded subset of N rows (0 = all).")
     ] = None,
     lang: Annotated[str, typer.Option("--lang", help="Language of the tokenizer.")] = "en",
 ) -> None:

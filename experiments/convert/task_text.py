@@ -11,20 +11,33 @@ import spacy
 import typer
 from spacy.tokens import DocBin
 
+from experiments.convert.inputs import FormatError, require_items
 from experiments.files import write_atomic
 
 
 def task_text(docbin_path: Path) -> str:
     nlp = spacy.blank("en")
-    docs = DocBin().from_disk(docbin_path).get_docs(nlp.vocab)
-    return "".join(" ".join(doc.text.split()) + "\n" for doc in docs if doc.text.strip())
+    try:
+        docs = list(DocBin().from_disk(docbin_path).get_docs(nlp.vocab))
+    except ValueError as err:  # spaCy says E1014 for any damage
+        raise FormatError(
+            f"{docbin_path}: expected a spaCy DocBin (.spacy) file, but it could not be read "
+            f"({type(err).__name__}: {err}). Convert the task's data again."
+        ) from None
+    lines = [" ".join(doc.text.split()) + "\n" for doc in docs if doc.text.strip()]
+    require_items(lines, docbin_path, "docs with text")
+    return "".join(lines)
 
 
 def main(
     docbin_path: Path = typer.Argument(..., exists=True, dir_okay=False),
     output_path: Path = typer.Argument(...),
 ) -> None:
-    text = task_text(docbin_path)
+    try:
+        text = task_text(docbin_path)
+    except FormatError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(code=1)
     write_atomic(output_path, text)
     print(f"{docbin_path} -> {output_path}: {text.count(chr(10)):,} lines, {len(text.split()):,} tokens")
 

@@ -13,6 +13,7 @@ Usage: python -m experiments.convert.textcat assets/sentence_polarity/snippets.c
     corpus/textcat [--seed 0] [--max-docs N] [--lang en]
 """
 import csv
+import io
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,14 +21,11 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
+from experiments.convert.inputs import FormatError, read_text, require_items
 from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 LABELS = {"1": "POSITIVE", "-1": "NEGATIVE"}
 CATEGORIES = ("POSITIVE", "NEGATIVE")
-
-
-class FormatError(ValueError):
-    """The input does not follow the ``label,text`` format."""
 
 
 def read_polarity_csv(path: Path) -> list[tuple[str, str]]:
@@ -37,17 +35,17 @@ def read_polarity_csv(path: Path) -> list[tuple[str, str]]:
     exactly two fields, a label ``1`` / ``-1`` and a non-empty text.
     """
     rows = []
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != 2 or row[0].strip() not in LABELS or not row[1].strip():
-                raise FormatError(
-                    f"{path}:{reader.line_num}: expected 'label,text' with label 1 or -1 "
-                    f"and a non-empty text, got {row!r}"
-                )
-            rows.append((LABELS[row[0].strip()], " ".join(row[1].split())))
+    reader = csv.reader(io.StringIO(read_text(path, encoding="utf-8-sig"), newline=""))
+    for row in reader:
+        if not row:
+            continue
+        if len(row) != 2 or row[0].strip() not in LABELS or not row[1].strip():
+            raise FormatError(
+                f"{path}:{reader.line_num}: expected 'label,text' with label 1 or -1 "
+                f"and a non-empty text, got {row!r}"
+            )
+        rows.append((LABELS[row[0].strip()], " ".join(row[1].split())))
+    require_items(rows, path, "'label,text' rows")
     return rows
 
 
@@ -81,7 +79,7 @@ def main(
     output_dir: Annotated[Path, typer.Argument(help="Folder for {train,dev,test}.spacy.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the subset and split.")] = 0,
     max_docs: Annotated[
-        Optional[int], typer.Option("--max-docs", help="Keep a seeded subset of N rows (0 = all).")
+        Optional[int], typer.Option("--max-docs", min=0, help="Keep a seeded subset of N rows (0 = all).")
     ] = None,
     lang: Annotated[str, typer.Option("--lang", help="Language of the tokenizer.")] = "en",
 ) -> None:
