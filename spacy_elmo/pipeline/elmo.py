@@ -18,7 +18,7 @@ from thinc.types import Floats3d
 from ..bilm import BiLM
 from ..data_classes import ElmoDocData
 from ..errors import ElmoError, Errors
-from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks
+from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
 from ..models.bilm import get_bilm, set_bilm
 from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
 from .layer_cache import LayerCache
@@ -144,7 +144,7 @@ class Elmo(TrainablePipe):
         for doc, layers in zip(docs, outputs):
             doc._.elmo = ElmoDocData(
                 layers=layers.astype(dtype, copy=False), mix=numpy.asarray(mix, dtype="float32"),
-                vector_hooks=bool(self.cfg["set_vector_hooks"]),
+                vector_hooks=bool(self.cfg["set_vector_hooks"]), token_offsets=token_offsets(doc),
             )
             if self.cfg["set_vector_hooks"]:
                 set_vector_hooks(doc)
