@@ -8,8 +8,17 @@ out of range is one coded error (E411) that lists them all.
 import math
 from typing import Any, Dict, Literal, Optional, Type, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError, field_validator
-from pydantic import model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import ElmoError, Errors
 

@@ -127,8 +127,10 @@ def test_several_components_each_with_its_own_listener_train_save_and_load(bilm_
 
     def predict(pipeline):
         docs = list(pipeline.pipe(TEXTS))
-        return [([t.tag_ for t in d], [t.is_sent_start for t in d], d.cats, [(e.start, e.end, e.label_) for e in d.ents])
-                for d in docs]
+        return [
+            ([t.tag_ for t in d], [t.is_sent_start for t in d], d.cats, [(e.start, e.end, e.label_) for e in d.ents])
+            for d in docs
+        ]
 
     want = predict(nlp)
     nlp.to_disk(tmp_path / "pipeline")

@@ -2,7 +2,6 @@
 is a coded error (E410), never the rows of other tokens."""
 import numpy
 import pytest
-import spacy
 from spacy.tokens import DocBin
 
 from spacy_elmo.errors import ElmoError
