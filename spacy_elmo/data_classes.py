@@ -22,11 +22,22 @@ class ElmoDocData:
     vector_hooks: whether ``.vector`` and ``.similarity()`` of the doc should
         use these layers (the component's `set_vector_hooks`); it travels with
         the data, so the hooks can be put back on a deserialised doc.
+    token_offsets: (n_tokens, 2) int32, each token's character offset and
+        length in the doc the layers were computed for: a doc retokenized
+        since then no longer matches them (see `extensions.check_tokens`).
+        None for data written before they were recorded (then only the number
+        of tokens is checked).
+    sentence_starts: (n_sentences,) int32, the tokens where the biLM started
+        reading a sentence ([0] for a doc read as one text, before windowing):
+        what a listener's copy after `nlp.replace_listeners` reads the doc by.
+        None for data written before they were recorded.
     """
 
     layers: Floats3d
     mix: Floats1d
     vector_hooks: bool = False
+    token_offsets: Optional[numpy.ndarray] = None
+    sentence_starts: Optional[numpy.ndarray] = None
 
     @classmethod
     def empty(cls, n_layers: int, width: int, n_tokens: int = 0) -> "ElmoDocData":
@@ -40,6 +51,10 @@ class ElmoDocData:
         return int(self.layers.shape[0])
 
     @property
+    def n_tokens(self) -> int:
+        return int(self.layers.shape[1])
+
+    @property
     def width(self) -> int:
         return int(self.layers.shape[2])
 
@@ -50,11 +65,17 @@ class ElmoDocData:
         return xp.tensordot(xp.asarray(self.mix, dtype="float32"), layers, axes=1)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"layers": _to_numpy(self.layers), "mix": _to_numpy(self.mix), "vector_hooks": self.vector_hooks}
+        return {
+            "layers": _to_numpy(self.layers), "mix": _to_numpy(self.mix), "vector_hooks": self.vector_hooks,
+            "token_offsets": self.token_offsets, "sentence_starts": self.sentence_starts,
+        }
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ElmoDocData":
-        return cls(layers=data["layers"], mix=data["mix"], vector_hooks=bool(data.get("vector_hooks", False)))
+        return cls(
+            layers=data["layers"], mix=data["mix"], vector_hooks=bool(data.get("vector_hooks", False)),
+            token_offsets=data.get("token_offsets"), sentence_starts=data.get("sentence_starts"),
+        )
 
 
 def _to_numpy(array: Any) -> numpy.ndarray:

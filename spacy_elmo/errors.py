@@ -130,6 +130,19 @@ class Errors:
         "biLM itself; to give '{component}' a biLM of its own, use "
         "nlp.replace_listeners('{upstream}', '{component}', [...])."
     )
+    E410 = (
+        "The ELMo layers in doc._.elmo were computed for other tokens than the "
+        "doc '{text}' now has: {difference}. The doc was retokenized (tokens "
+        "merged or split) after the elmo component ran, and its rows would belong "
+        "to other tokens. Retokenize before the elmo component (put "
+        "merge_entities, merge_noun_chunks or your own retokenizing component "
+        "before it in the pipeline), or run it again on the retokenized doc "
+        "(doc = nlp.get_pipe('elmo')(doc)), which replaces doc._.elmo."
+    )
+    E411 = (
+        "{where} has {n} setting(s) out of range or of the wrong type: {problems}. "
+        "Fix them in the config ({section}) or in the call."
+    )
     # Pretraining (E3xx)
     E301 = (
         "The text path '{path}' does not exist. Expected a text file or a folder of "
@@ -277,6 +290,11 @@ class Errors:
         "finite. Nothing was exported. {saved}, with a lower "
         "training.optimizer.learn_rate, training.grad_clip set (e.g. 1.0) or "
         "more warm-up steps."
+    )
+    E520 = (
+        "Cannot write the layer-weight chart to '{path}': {reason}. Nothing was "
+        "written. Pass --output with the path of a new or replaceable image file "
+        "(e.g. mix.png) in a folder you can write to."
     )
     # Several processes (E6xx)
     E601 = (

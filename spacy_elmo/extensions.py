@@ -6,6 +6,14 @@
 They return ``None`` for a doc the component has not processed (never zeros
 that look like real vectors), and an empty span or doc gives ``None`` too.
 
+The layers belong to the tokens the doc had when the component ran. A doc
+retokenized since (tokens merged or split) no longer matches them, and every
+read of them is an error (E410), never another token's row: ``doc._.elmo``
+and a doc's vector compare the number of tokens and every token's offset and
+length with those recorded (`ElmoDocData.token_offsets`); a token's or a
+span's vector compares the number of tokens and the offsets of the tokens it
+reads, so reading one token costs the same in a long doc as in a short one.
+
 The ``.vector`` hooks (``set_vector_hooks``) are module-level functions that
 read ``doc._.elmo`` when called, so they pickle with the doc. spaCy drops a
 doc's user hooks when it serialises it (``DocBin``, ``nlp.pipe(n_process=N)``,
@@ -16,6 +24,7 @@ puts them back on such a doc.
 from typing import Any, List, Optional, Union
 
 import numpy
+from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc, Span, Token
 from thinc.api import get_array_module
 
@@ -56,11 +65,52 @@ def fixed_mix_weights(spec: MixSpec, n_layers: int) -> numpy.ndarray:
     return weights
 
 
-def _get_elmo(doc: Doc) -> Optional[Any]:
+def token_offsets(doc: Doc) -> numpy.ndarray:
+    """(n_tokens, 2) int32: every token's character offset and length, what
+    the layers of ``doc._.elmo`` record to notice a retokenized doc."""
+    return numpy.asarray(doc.to_array([IDX, LENGTH]), dtype="int32").reshape(len(doc), 2)
+
+
+def check_tokens(doc: Doc, data: Any, start: int = 0, end: Optional[int] = None) -> None:
+    """Raise E410 unless `data` was computed for the doc's tokens as they are
+    now: the same number of tokens, and tokens start..end (all by default) at
+    the offsets and of the lengths recorded."""
+    if len(doc) != data.n_tokens:
+        raise ElmoError("E410", Errors.E410.format(
+            text=doc.text[:40], difference=f"they are {data.n_tokens} rows, the doc has {len(doc)} tokens",
+        ))
+    recorded = getattr(data, "token_offsets", None)
+    if recorded is None:  # data from before offsets were recorded: the count is all there is
+        return
+    end = len(doc) if end is None else end
+    if start == 0 and end == len(doc):
+        found = token_offsets(doc)
+    else:
+        found = numpy.asarray([(t.idx, len(t)) for t in doc[start:end]], dtype="int32").reshape(-1, 2)
+    expected = numpy.asarray(recorded[start:end])
+    if numpy.array_equal(found, expected):
+        return
+    i = start + int(numpy.flatnonzero((found != expected).any(axis=1))[0])
+    (was_at, was_len), (now_at, now_len) = expected[i - start], found[i - start]
+    raise ElmoError("E410", Errors.E410.format(text=doc.text[:40], difference=(
+        f"row {i} belongs to '{doc.text[was_at:was_at + was_len]}' (character {was_at}), but token {i} is "
+        f"now '{doc.text[now_at:now_at + now_len]}' (character {now_at})"
+    )))
+
+
+def _stored(doc: Doc) -> Optional[Any]:
+    """``doc._.elmo`` as stored, unchecked (the vector hooks put back if wanted)."""
     data = doc.user_data.get(ELMO_KEY)
     wants_hooks = data is not None and getattr(data, "vector_hooks", False)
     if wants_hooks and "vector" not in doc.user_hooks:
         set_vector_hooks(doc)  # a doc that came back from a DocBin or another process
+    return data
+
+
+def _get_elmo(doc: Doc) -> Optional[Any]:
+    data = _stored(doc)
+    if data is not None:
+        check_tokens(doc, data)
     return data
 
 
@@ -69,13 +119,19 @@ def _set_elmo(doc: Doc, value: Optional[Any]) -> None:
 
 
 def _token_vector(token: Token) -> Optional[Any]:
-    data = token.doc._.elmo
-    return None if data is None else data.mixed(token.i, token.i + 1)[0]
+    data = _stored(token.doc)
+    if data is None:
+        return None
+    check_tokens(token.doc, data, token.i, token.i + 1)
+    return data.mixed(token.i, token.i + 1)[0]
 
 
 def _span_vector(span: Span) -> Optional[Any]:
-    data = span.doc._.elmo
-    if data is None or len(span) == 0:
+    data = _stored(span.doc)
+    if data is None:
+        return None
+    check_tokens(span.doc, data, span.start, span.end)
+    if len(span) == 0:
         return None
     return data.mixed(span.start, span.end).mean(axis=0)
 

@@ -11,6 +11,15 @@ longer than that is windowed too), the segments are sorted by length and
 batched under a budget of `max_batch_tokens` padded tokens, and the layers
 come back as one array (n_layers, n_tokens, width) per doc.
 
+Which sentences (`sentences`): the `elmo` component reads the boundaries the
+doc has when it runs ("doc") and records them in ``doc._.elmo``. The copy a
+listener becomes after `nlp.replace_listeners` runs later in the pipeline,
+where components after `elmo` (a sentencizer, senter or parser) may have set
+boundaries the listener never saw; it reads the boundaries `elmo` recorded
+("upstream"), and a doc without that record (`elmo` not in the pipeline, or in
+training, where `elmo` reads docs that no component has annotated) in windows,
+as `elmo` read the docs in training.
+
 The torch module is not known when the model is built (it depends on the
 weights the user gives at initialisation): the wrapped module is a placeholder
 until `set_bilm` puts a `BiLM` in, or deserialisation restores one. Inside a
@@ -34,24 +43,37 @@ from ..bilm.precision import check_precision
 from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
 from ..errors import ElmoError, Errors
+from ..extensions import install_extensions
+from .settings import BiLMSettings, check_settings
 
+BILM_ARCH = "spacy-elmo.BiLM.v1"
 Segment = Tuple[int, int, int]  # (doc index, start token, end token)
 _IMPORT_PID = os.getpid()
 
 
-@registry.architectures("spacy-elmo.BiLM.v1")
+@registry.architectures(BILM_ARCH)
 def BiLMModel(
-    max_batch_tokens: int = 4096, window_size: int = 128, precision: str = "fp32"
+    max_batch_tokens: int = 4096, window_size: int = 128, precision: str = "fp32", sentences: str = "doc",
 ) -> Model[List[Doc], List[Floats3d]]:
     """The biLM over Docs: every token's L + 1 layers, (n_layers, n_tokens, width) per doc.
 
-    max_batch_tokens: at prediction, the most padded tokens the biLM sees at once.
+    max_batch_tokens: at prediction, the most padded tokens the biLM sees at
+        once, at least `window_size`.
     window_size: the longest segment; docs without sentence boundaries are cut
         into windows of this many tokens.
     precision: on a GPU, "fp32" (exact float32; cuDNN's default TF32 convolutions are
         turned off inside the biLM), "tf32" or "bf16" (see spacy_elmo.bilm.precision).
+    sentences: "doc", read the sentences the doc has (the `elmo` component);
+        "upstream", read the sentences the `elmo` component read, as recorded in
+        ``doc._.elmo``, and a doc without that record in windows (a listener's
+        copy after `nlp.replace_listeners`).
     """
+    check_settings(
+        BiLMSettings, {"max_batch_tokens": max_batch_tokens, "window_size": window_size, "sentences": sentences},
+        BILM_ARCH, "[components.elmo.model], or the copy's section after nlp.replace_listeners",
+    )
     check_precision(precision)
+    install_extensions()  # "upstream" reads doc._.elmo
     wrapper = PyTorchWrapper_v3(
         _Unset(),
         convert_inputs=_convert_inputs,
@@ -64,7 +86,10 @@ def BiLMModel(
         forward,
         layers=[wrapper],
         dims={"nO": None, "nL": None},
-        attrs={"max_batch_tokens": max_batch_tokens, "window_size": window_size, "precision": precision},
+        attrs={
+            "max_batch_tokens": max_batch_tokens, "window_size": window_size, "precision": precision,
+            "sentences": sentences,
+        },
     )
 
 
@@ -123,7 +148,8 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3
     # _convert_outputs): docs hold NumPy arrays whatever the device.
     xp = ops.xp if is_train else numpy
     outputs = [xp.zeros((n_layers, len(doc), width), dtype="float32") for doc in docs]
-    segments = sorted(_segments(docs, model.attrs["window_size"]), key=lambda s: s[2] - s[1], reverse=True)
+    segments = _segments(docs, model.attrs["window_size"], model.attrs.get("sentences", "doc"))
+    segments.sort(key=lambda s: s[2] - s[1], reverse=True)
     # In training, one batch: one graph, one backward pass.
     batches = [segments] if is_train else list(_batches(segments, model.attrs["max_batch_tokens"]))
     backprops = []
@@ -155,16 +181,28 @@ def _single_thread_after_fork() -> None:
         torch.set_num_threads(1)
 
 
-def _segments(docs: List[Doc], window_size: int) -> List[Segment]:
-    """Token ranges the biLM reads as sentences: the doc's sentences when it
-    has boundaries, else windows; no segment longer than `window_size`."""
+def sentence_starts(doc: Doc, sentences: str = "doc") -> List[int]:
+    """The tokens where the biLM starts reading a sentence of `doc` (before
+    long sentences are cut into windows): [0] for a doc read as one text,
+    [] for an empty doc. `sentences` as `BiLMModel` takes it."""
+    if not len(doc):
+        return []
+    if sentences == "upstream":
+        data = doc._.elmo  # checked: E410 if the doc was retokenized since
+        recorded = getattr(data, "sentence_starts", None)
+        return [0] if recorded is None else [int(i) for i in recorded]
+    if doc.has_annotation("SENT_START"):
+        return [sent.start for sent in doc.sents]
+    return [0]
+
+
+def _segments(docs: List[Doc], window_size: int, sentences: str = "doc") -> List[Segment]:
+    """Token ranges the biLM reads as sentences (see `sentence_starts`),
+    none longer than `window_size`."""
     segments = []
     for d, doc in enumerate(docs):
-        if doc.has_annotation("SENT_START"):
-            spans = [(sent.start, sent.end) for sent in doc.sents]
-        else:
-            spans = [(0, len(doc))] if len(doc) else []
-        for start, end in spans:
+        starts = sentence_starts(doc, sentences)
+        for start, end in zip(starts, starts[1:] + [len(doc)]):
             for window_start in range(start, end, window_size):
                 segments.append((d, window_start, min(end, window_start + window_size)))
     return segments

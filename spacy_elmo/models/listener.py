@@ -23,8 +23,10 @@ from thinc.types import Floats2d, Floats3d
 from ..errors import ElmoError, Errors
 from ..extensions import install_extensions
 from .scalar_mix import SCALAR_MIX_NAME, ScalarMix
+from .settings import DropoutSettings, check_settings
 
 LISTENER_ARCH = "spacy-elmo.ElmoListener.v1"
+STANDALONE_ARCH = "spacy-elmo.ElmoStandalone.v1"
 
 
 @registry.architectures(LISTENER_ARCH)
@@ -35,8 +37,9 @@ def ElmoListener(
 
     upstream: the name of the `elmo` component to listen to, or "*" for any.
     mix: the layer mix, `spacy-elmo.ScalarMix.v1` by default.
-    dropout: dropout on the mixed vectors in training.
+    dropout: dropout on the mixed vectors in training, 0 <= dropout < 1.
     """
+    check_settings(DropoutSettings, {"dropout": dropout}, LISTENER_ARCH, "the component's [model.tok2vec.elmo]")
     install_extensions()  # the listener reads doc._.elmo, even if no `elmo` component was built
     return ElmoListenerModel(upstream, mix_docs(mix if mix is not None else ScalarMix(), dropout))
 
@@ -203,12 +206,14 @@ def replace_listener_cfg(bilm_cfg: Dict[str, Any], listener_parent_cfg: Dict[str
     """The config of a standalone copy (for `nlp.replace_listeners`).
 
     spaCy passes the downstream component's `model.tok2vec` section; the
-    listener is that section itself or one of its subsections.
+    listener is that section itself or one of its subsections. The copy reads
+    the sentences the `elmo` component read (`sentences = "upstream"`), not
+    those that components between the two set later.
     """
     listener_cfg = _find_listener_cfg(listener_parent_cfg)
     return {
-        "@architectures": "spacy-elmo.ElmoStandalone.v1",
-        "bilm": bilm_cfg,
+        "@architectures": STANDALONE_ARCH,
+        "bilm": {**bilm_cfg, "sentences": "upstream"},
         "mix": listener_cfg.get("mix", {"@layers": "spacy-elmo.ScalarMix.v1"}),
         "dropout": listener_cfg.get("dropout", 0.0),
     }
@@ -224,14 +229,19 @@ def _find_listener_cfg(cfg: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def replace_listener(bilm_copy: Model, listener: ElmoListenerModel, component: Any) -> Model:
-    """A standalone model: the copied biLM feeding the listener's own trained mix."""
+    """A standalone model: the copied biLM feeding the listener's own trained
+    mix, reading the sentences the `elmo` component read (as its config says,
+    see `replace_listener_cfg`)."""
+    bilm_copy.attrs["sentences"] = "upstream"
     return chain(bilm_copy, listener.layers[0])
 
 
-@registry.architectures("spacy-elmo.ElmoStandalone.v1")
+@registry.architectures(STANDALONE_ARCH)
 def ElmoStandalone(
     bilm: Model[List[Doc], List[Floats3d]], mix: Optional[Model[Floats3d, Floats2d]] = None, dropout: float = 0.0
 ) -> Model[List[Doc], List[Floats2d]]:
     """The biLM owned by one component, with that component's mix (what a
-    listener becomes after `nlp.replace_listeners`)."""
+    listener becomes after `nlp.replace_listeners`; its biLM's `sentences` is
+    "upstream" then)."""
+    check_settings(DropoutSettings, {"dropout": dropout}, STANDALONE_ARCH, "the component's [model.tok2vec.elmo]")
     return chain(bilm, mix_docs(mix if mix is not None else ScalarMix(), dropout))

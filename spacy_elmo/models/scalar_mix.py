@@ -6,6 +6,7 @@ from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..errors import ElmoError, Errors
+from .settings import ScalarMixSettings, check_settings
 
 LAYER_NORM_EPS = 1e-12
 # The Thinc name of the mix layer: how listeners, `mix-weights` and reports find it in a model.
@@ -37,6 +38,10 @@ def ScalarMix(
 
     Input (n_layers, n_tokens, width) -> output (n_tokens, width).
     """
+    check_settings(ScalarMixSettings, {
+        "layer_norm": layer_norm, "layer_dropout": layer_dropout, "l2_to_uniform": l2_to_uniform,
+        "n_layers": n_layers, "layer": layer,
+    }, "spacy-elmo.ScalarMix.v1", "the component's [model.tok2vec.elmo.mix]")
     return Model(
         SCALAR_MIX_NAME,
         forward,

@@ -18,8 +18,8 @@ from thinc.types import Floats3d
 from ..bilm import BiLM
 from ..data_classes import ElmoDocData
 from ..errors import ElmoError, Errors
-from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks
-from ..models.bilm import get_bilm, set_bilm
+from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
+from ..models.bilm import get_bilm, sentence_starts, set_bilm
 from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
 from .layer_cache import LayerCache
 
@@ -141,10 +141,12 @@ class Elmo(TrainablePipe):
         bilm = self._require_bilm()
         mix = fixed_mix_weights(self.cfg["vector_mix"], bilm.n_layers)
         dtype = self.cfg["store_dtype"]
+        sentences = self.model.attrs.get("sentences", "doc")
         for doc, layers in zip(docs, outputs):
             doc._.elmo = ElmoDocData(
                 layers=layers.astype(dtype, copy=False), mix=numpy.asarray(mix, dtype="float32"),
-                vector_hooks=bool(self.cfg["set_vector_hooks"]),
+                vector_hooks=bool(self.cfg["set_vector_hooks"]), token_offsets=token_offsets(doc),
+                sentence_starts=numpy.asarray(sentence_starts(doc, sentences), dtype="int32"),
             )
             if self.cfg["set_vector_hooks"]:
                 set_vector_hooks(doc)
