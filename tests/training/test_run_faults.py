@@ -2,7 +2,10 @@
 full disk: each a coded error that names the file, and nothing of the run lost."""
 import os
 import resource
+import shlex
 import shutil
+import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -264,3 +267,17 @@ def test_no_room_through_the_cli(tmp_path, tiny_config):
         result = pretrain_cli(config, tmp_path / "run")
     assert result.exit_code == 1 and "E525" in result.output
     assert temporaries(tmp_path / "run") == []
+
+
+@pytest.mark.slow
+def test_no_room_under_ulimit_in_a_shell(tmp_path, tiny_config):
+    big = write_corpus(tmp_path / "big.txt", 8000)
+    config = tmp_path / "tiny.cfg"
+    tiny_config(paths={"train": str(big)}).to_config().to_disk(config)
+    run = tmp_path / "run"
+    command = f"ulimit -f 100; exec {shlex.quote(sys.executable)} -m spacy_elmo pretrain {config} {run} --no-progress"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "E525" in result.stdout and "Traceback" not in result.stdout + result.stderr
+    assert temporaries(run) == []
