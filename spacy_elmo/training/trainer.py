@@ -125,7 +125,10 @@ class Trainer:
         rngs = payload["rng"]
         world_size = self.dist.world_size
         if len(rngs) == world_size:
-            set_rng_state(rngs[self.dist.rank])
+            try:
+                set_rng_state(rngs[self.dist.rank])
+            except (RuntimeError, KeyError, TypeError) as err:
+                raise damaged_checkpoint(path, f"its random state is not one ({str(err).strip()[:200]})") from err
         else:
             torch.manual_seed(self.config.system.seed + 1 + self.dist.rank + 1000 * state.step)
             self.printer.warn(
