@@ -225,6 +225,28 @@ class Errors:
         "Set them back in the config, or start a new run from the export with "
         "pretrain --init-from OUTPUT_DIR/model."
     )
+    E316 = (
+        "The {which} file '{path}' {change} since the run in '{run}' was started "
+        "({detail}), so --resume would continue the run on other data. Restore "
+        "the data the run was started with (its files, sizes and SHA-256 are in "
+        "'{record}'), or start a new run in another folder (with --init-from "
+        "OUTPUT_DIR/model to begin from this run's export, if it has one)."
+    )
+    E317 = (
+        "The run's {what} '{path}' is damaged: {reason}. The run cannot be "
+        "resumed with it; the file was left as it is. {fix}"
+    )
+    E318 = (
+        "Could not read the pretraining config '{path}': {reason}. Expected a "
+        "spaCy-style .cfg text file (UTF-8, [section] headers and key = value "
+        "lines), e.g. configs/bilm_demo.cfg."
+    )
+    E319 = (
+        "The {which} text '{path}' is a binary file (it holds NUL bytes), not "
+        "UTF-8 text{more}. Expected text files, one sentence or paragraph a "
+        "line. Remove it from paths.{key} (or from the folder named there), or "
+        "convert it to text first."
+    )
     # Reliability: inputs, faults and damaged files (E5xx)
     E501 = (
         "The ELMo weights file '{path}' holds the dataset '{dataset}', which the "
@@ -295,6 +317,17 @@ class Errors:
         "Cannot write the layer-weight chart to '{path}': {reason}. Nothing was "
         "written. Pass --output with the path of a new or replaceable image file "
         "(e.g. mix.png) in a folder you can write to."
+    )
+    E525 = (
+        "Could not write '{path}': {reason}. The disk is full, or a disk quota or "
+        "the file-size limit (ulimit -f) was reached. Nothing half-written was "
+        "left behind and the run's files are as they were. Make room or raise "
+        "the limit, then run the same command again (with --resume once the run "
+        "has saved a checkpoint)."
+    )
+    E526 = (
+        "--minutes is {found!r}: expected a positive number of minutes of "
+        "training. Pass e.g. --minutes 10."
     )
     # Several processes (E6xx)
     E601 = (

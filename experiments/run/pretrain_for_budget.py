@@ -11,8 +11,13 @@ config on this machine (the corpus is tokenised once, into a shared prepared fol
         --paths.dev corpus/release/pretrain/dev.txt --score corpus/release/pretrain/dev_wiki.txt
 
 Extra ``--section.key value`` options override the config, as in ``spacy_elmo pretrain``.
+
+Run again after an interruption, the same command continues the run in OUTPUT_DIR: once it
+has saved a checkpoint, its step count is the one stored with it (config.cfg), with no new
+probe, since a schedule cannot change its length on resume.
 """
 import json
+import math
 import shutil
 import time
 from pathlib import Path
@@ -22,8 +27,12 @@ import typer
 from spacy.cli._util import parse_config_overrides
 from wasabi import msg
 
+from spacy_elmo.errors import ElmoError, Errors
+from spacy_elmo.training.config import load_config
 from spacy_elmo.training.perplexity import perplexity
 from spacy_elmo.training.pretrain import pretrain
+from spacy_elmo.training.run_dir import RunDir
+from spacy_elmo.util import atomic_path
 
 PROBE_STEPS = 40
 PROBE_WARMUP = 10  # steps left out of the speed measurement (kernel choice, allocator warm-up)
@@ -39,8 +48,51 @@ def main(
     score: List[Path] = typer.Option([], "--score", help="held-out text to score after training (repeatable)"),
 ):
     overrides = parse_config_overrides(ctx.args)
+    try:
+        return run_for_budget(config_path, output_dir, minutes, device, max_epochs, score, overrides)
+    except ElmoError as err:
+        msg.fail("Pretraining for a budget failed", str(err), exits=1)
+
+
+def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: str, max_epochs: Optional[int],
+                   score: List[Path], overrides: dict) -> dict:
+    if not (math.isfinite(minutes) and minutes > 0):
+        raise ElmoError("E526", Errors.E526.format(found=minutes))
     prepared = output_dir.parent / f".{output_dir.name}.prepared"
     overrides["corpus.prepared_dir"] = str(prepared)
+    probe_record = output_dir.parent / f".{output_dir.name}.probe.json"
+    run = RunDir(output_dir)
+    if run.config.exists() and run.has_progress:
+        steps = load_config(run.config).training.max_steps  # what the run's schedule was built for
+        measured = json.loads(probe_record.read_text(encoding="utf8")) if probe_record.exists() else {}
+        msg.info(f"{output_dir} holds this run: continuing it to its {steps:,} steps, without a new probe")
+    else:
+        steps, measured = probe(config_path, output_dir, minutes, device, max_epochs, overrides)
+        probe_record.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(probe_record) as tmp:
+            tmp.write_text(json.dumps(measured), encoding="utf8")
+    overrides["training.max_steps"] = steps
+    overrides["training.max_epochs"] = 0
+    result = pretrain(config_path, output_dir, overrides=overrides, device=device, progress=False, resume=True)
+    summary = {"config": str(config_path), "overrides": overrides,
+               "probe_seconds_per_step": measured.get("seconds_per_step"),
+               "probe_tokens_per_s": measured.get("tokens_per_s"), "steps": result.state.step,
+               "epochs": result.state.epoch, "train_tokens": result.state.tokens,
+               "train_seconds": result.state.elapsed, "tokens_per_s": result.tokens_per_second,
+               "parameters": result.parameters, "steps_per_epoch": result.steps_per_epoch, "scores": {}}
+    for path in score:
+        report = perplexity(output_dir / "model", path, device=device)
+        summary["scores"][path.name] = report.perplexity.to_dict()
+        msg.good(f"{path}: perplexity {report.perplexity.mean:.2f}")
+    with atomic_path(output_dir / "budget_run.json") as tmp:
+        tmp.write_text(json.dumps(summary, indent=2), encoding="utf8")
+    return summary
+
+
+def probe(config_path: Path, output_dir: Path, minutes: float, device: str, max_epochs: Optional[int],
+          overrides: dict):
+    """The steps `minutes` allow at the speed of a short run of the config on this machine.
+    RETURNS: (steps, what the probe measured)."""
     probe_dir = output_dir.parent / f".{output_dir.name}.probe"
     shutil.rmtree(probe_dir, ignore_errors=True)
     step_times: List[float] = []
@@ -53,30 +105,16 @@ def main(
 
     probe_overrides = {**overrides, "training.max_steps": PROBE_STEPS, "training.eval_every": 0,
                        "training.checkpoint_every": PROBE_STEPS, "training.max_epochs": 0}
-    probe = pretrain(config_path, probe_dir, overrides=probe_overrides, device=device, progress=False, on_step=clock)
+    result = pretrain(config_path, probe_dir, overrides=probe_overrides, device=device, progress=False, on_step=clock)
     seconds_per_step = sorted(step_times[PROBE_WARMUP:])[len(step_times[PROBE_WARMUP:]) // 2]
-    steps = int(minutes * 60 / seconds_per_step)
-    msg.info(f"Probe: {seconds_per_step * 1000:.1f} ms a step (median), {probe.tokens_per_second:,.0f} tokens/s; "
+    steps = max(1, int(minutes * 60 / seconds_per_step))
+    msg.info(f"Probe: {seconds_per_step * 1000:.1f} ms a step (median), {result.tokens_per_second:,.0f} tokens/s; "
              f"{minutes} minutes allow {steps:,} steps")
-    if max_epochs and steps > max_epochs * probe.steps_per_epoch:
-        steps = max_epochs * probe.steps_per_epoch
-        msg.info(f"Capped at {max_epochs} epochs of {probe.steps_per_epoch:,} steps: {steps:,} steps")
+    if max_epochs and steps > max_epochs * result.steps_per_epoch:
+        steps = max_epochs * result.steps_per_epoch
+        msg.info(f"Capped at {max_epochs} epochs of {result.steps_per_epoch:,} steps: {steps:,} steps")
     shutil.rmtree(probe_dir, ignore_errors=True)
-    overrides["training.max_steps"] = steps
-    overrides["training.max_epochs"] = 0
-    (output_dir.parent).mkdir(parents=True, exist_ok=True)
-    result = pretrain(config_path, output_dir, overrides=overrides, device=device, progress=False, resume=True)
-    summary = {"config": str(config_path), "overrides": overrides, "probe_seconds_per_step": seconds_per_step,
-               "probe_tokens_per_s": probe.tokens_per_second, "steps": result.state.step,
-               "epochs": result.state.epoch, "train_tokens": result.state.tokens,
-               "train_seconds": result.state.elapsed, "tokens_per_s": result.tokens_per_second,
-               "parameters": result.parameters, "steps_per_epoch": result.steps_per_epoch, "scores": {}}
-    for path in score:
-        report = perplexity(output_dir / "model", path, device=device)
-        summary["scores"][path.name] = report.perplexity.to_dict()
-        msg.good(f"{path}: perplexity {report.perplexity.mean:.2f}")
-    (output_dir / "budget_run.json").write_text(json.dumps(summary, indent=2), encoding="utf8")
-    return summary
+    return steps, {"seconds_per_step": seconds_per_step, "tokens_per_s": result.tokens_per_second}
 
 
 app = typer.Typer(add_completion=False)

@@ -42,9 +42,9 @@ def pretrain_cli(
     (DistributedDataParallel).
     """
     overrides = parse_config_overrides(ctx.args, env_var=CONFIG_OVERRIDES_ENV)
-    with show_validation_error(config_path, hint_fill=False):
-        config = load_config(config_path, overrides)
     try:
+        with show_validation_error(config_path, hint_fill=False):
+            config = load_config(config_path, overrides)
         pretrain(config, output_dir, resume=resume, init_from=init_from, device=device, progress=progress)
     except ElmoError as err:
         msg.fail("Pretraining failed", str(err), exits=1)

@@ -7,10 +7,12 @@ coded E313, naming each setting (``training -> optimizer -> learn_rat``), what
 it expected and what it found. ``[model]`` holds the biLM architecture with the
 names of ``BiLMOptions``.
 """
+import configparser
 import difflib
+import re
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Optional, Tuple, Type, Union, get_args, get_origin, get_type_hints
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, Union, get_args, get_origin, get_type_hints
 
 from confection import Config, ConfigValidationError
 from pydantic import (
@@ -242,11 +244,38 @@ def load_config(path: Union[str, Path], overrides: Optional[Dict[str, Any]] = No
     Settings the file leaves out take their defaults first, so that any
     setting can be overridden.
     """
-    raw = Config().from_disk(path, interpolate=False)
+    raw = read_cfg(path, interpolate=False)
     defaults = PretrainConfig.model_construct().to_dict()  # no check: paths.train has no default
     filled = Config(defaults).merge(raw)
     config = Config().from_str(filled.to_str(), overrides=dict(overrides or {}), interpolate=True)
     return PretrainConfig.from_dict(dict(config), where=f"'{path}'")
+
+
+# What confection and configparser add to a parse error that names no file.
+_CONFECTION_NOISE = re.compile(r"Config validation error|Make sure the sections and values are formatted "
+                               r"correctly\.|file: '<string>', |While reading from '<string>' ")
+
+
+def read_cfg(
+    path: Union[str, Path], *, interpolate: bool, error: Optional[Callable[[str], ElmoError]] = None
+) -> Config:
+    """The sections of a ``.cfg`` file; E318 naming the file (or `error(reason)`)
+    when it is not UTF-8 text in the config format (confection's own message
+    would name ``'<string>'``)."""
+    try:
+        text = Path(path).read_bytes().decode("utf8")
+        if "\x00" in text:
+            raise ValueError("it holds NUL bytes: it is a binary file")
+        return Config().from_str(text, interpolate=interpolate)
+    except UnicodeDecodeError as err:
+        reason = f"it is not UTF-8 text (byte {err.start}: {err.object[err.start:err.start + 1]!r})"
+    except (ValueError, configparser.Error) as err:  # ConfigValidationError is a ValueError
+        reason = " ".join(_CONFECTION_NOISE.sub("", str(err)).split())
+    except OSError as err:
+        reason = str(err)
+    if error is not None:
+        raise error(reason)
+    raise ElmoError("E318", Errors.E318.format(path=path, reason=reason))
 
 
 def _as_paths(value: Union[str, List[str], None]) -> List[Path]:

@@ -2,6 +2,8 @@
 from pathlib import Path
 from typing import Any, Dict, List, Union
 
+from ..util import atomic_path
+
 
 def plot_curves(records: List[Dict[str, Any]], path: Union[str, Path], title: str = "") -> None:
     from matplotlib.figure import Figure  # no pyplot: no global backend state
@@ -24,4 +26,5 @@ def plot_curves(records: List[Dict[str, Any]], path: Union[str, Path], title: st
     if title:
         ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")

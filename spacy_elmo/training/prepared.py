@@ -24,6 +24,7 @@ from typing import Dict, Iterable, List, Union
 import numpy
 
 from ..errors import ElmoError, Errors
+from .disk import writing
 from .reader import MAX_LINE_BYTES, ReadStats, find_files, read_lines
 from .tokenizers import make_tokenizer
 
@@ -110,7 +111,8 @@ def prepare_corpus(
     tmp = directory.with_name(f".{directory.name}.{uuid.uuid4().hex[:12]}.tmp")
     tmp.mkdir()  # (mkdir, unlike mkdtemp, leaves the permissions to the umask)
     try:
-        stats = _write(files, make_tokenizer(tokenizer), tmp, expected, progress)
+        with writing(directory):  # no room: E525, and the temporary folder goes
+            stats = _write(files, make_tokenizer(tokenizer), tmp, expected, progress)
         if directory.exists():
             shutil.rmtree(directory)
         tmp.rename(directory)

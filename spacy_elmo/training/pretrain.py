@@ -25,7 +25,8 @@ from .distributed import Distributed
 from .export import SOFTMAX_NAME, VOCAB_NAME
 from .lm import PretrainingLM
 from .prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
-from .reader import find_files
+from .disk import writing
+from .reader import find_files, is_binary
 from .run_dir import RunDir
 from .softmax import SoftmaxHead
 from .trainer import PretrainResult, StepHook, Trainer
@@ -78,10 +79,15 @@ def pretrain(
 
 
 def _check_inputs(config: PretrainConfig) -> None:
-    """The text and vocabulary files the run will read exist (E301, E311, E303/E304)."""
+    """The text and vocabulary files the run will read exist and are text
+    (E301, E311, E319, E303/E304)."""
     if not find_files(config.train_paths):
         raise ElmoError("E311", Errors.E311.format(paths=[str(p) for p in config.train_paths]))
-    find_files(config.dev_paths)
+    for key, which, paths in (("train", "training", config.train_paths), ("dev", "dev", config.dev_paths)):
+        binary = [path for path in find_files(paths) if is_binary(path)]
+        if binary:
+            more = f" (and {len(binary) - 1} more file(s) like it)" if len(binary) > 1 else ""
+            raise ElmoError("E319", Errors.E319.format(which=which, path=binary[0], more=more, key=key))
     if config.vocab.path:
         LMVocab.from_file(config.vocab.path)
 
@@ -155,15 +161,19 @@ def _prepared(
 
 
 def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Distributed, continuing: bool) -> LMVocab:
-    """The run's output vocabulary, kept in the run folder once chosen."""
+    """The run's output vocabulary, kept in the run folder once chosen
+    (the checkpoint checks that it is the one it was trained with)."""
     if continuing and run.vocab.exists():
-        return LMVocab.from_file(run.vocab)
+        try:
+            return LMVocab.from_file(run.vocab)
+        except ElmoError as err:  # E303, E304: not a vocabulary
+            raise run.damaged_vocab(str(err)) from err
     if config.vocab.path:
         vocab = LMVocab.from_file(config.vocab.path)
     else:
         vocab = LMVocab.from_counts(train.words, train.counts, config.vocab.size, config.vocab.min_count)
     if dist.is_main:
-        with atomic_path(run.vocab) as tmp:
+        with writing(run.vocab), atomic_path(run.vocab) as tmp:
             vocab.to_file(tmp)
     return vocab
 

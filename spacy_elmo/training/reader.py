@@ -4,6 +4,9 @@ A line that is not valid UTF-8, or holds a NUL byte (binary data), is skipped
 whole and counted; it never stops the run. Lines longer than ``max_bytes`` are
 read in pieces cut at whitespace, so a file with one enormous line streams in
 bounded memory. Empty lines are counted and skipped.
+
+A whole file is binary when its first block holds a NUL byte (UTF-8 text
+never does; UTF-16 text, an executable or an archive do): `is_binary`.
 """
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -12,6 +15,7 @@ from typing import BinaryIO, Iterable, Iterator, List, Union
 from ..errors import ElmoError, Errors
 
 MAX_LINE_BYTES = 100_000
+SNIFF_BYTES = 8192  # how much of a file `is_binary` reads
 _WHITESPACE = b" \t\x0b\x0c\r"
 
 
@@ -47,6 +51,12 @@ def find_files(paths: Iterable[Union[str, Path]]) -> List[Path]:
         else:
             raise ElmoError("E301", Errors.E301.format(path=path))
     return found
+
+
+def is_binary(path: Union[str, Path]) -> bool:
+    """Whether the file holds binary data (a NUL byte in its first SNIFF_BYTES)."""
+    with open(path, "rb") as f:
+        return b"\x00" in f.read(SNIFF_BYTES)
 
 
 def read_lines(files: List[Path], stats: ReadStats, max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:

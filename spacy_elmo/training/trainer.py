@@ -10,8 +10,9 @@ from wasabi import Printer
 from ..bilm.precision import precision
 from ..errors import ElmoError, Errors
 from .lm_batches import CorpusBatches
-from .checkpoint import TrainState, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from .checkpoint import TrainState, damaged_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .config import PretrainConfig
+from .disk import writing
 from .distributed import Distributed
 from .scoring import Perplexity, nll_sums
 from .export import export_model
@@ -108,15 +109,26 @@ class Trainer:
     def restore(self) -> None:
         """Continue from the run's checkpoint: weights, optimiser, schedule,
         random state and the position in the data."""
-        payload = load_checkpoint(self.run.checkpoint)
-        self.lm.load_state_dict(payload["model"])
-        self.optimizer.load_state_dict(payload["optimizer"])
-        self.schedule.load_state_dict(payload["schedule"], self.run.checkpoint)
+        path = self.run.checkpoint
+        payload = load_checkpoint(path)
+        self._check_vocab(payload)
+        try:
+            self.lm.load_state_dict(payload["model"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+            self.schedule.load_state_dict(payload["schedule"], path)
+        except ElmoError:
+            raise
+        except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as err:
+            # The config is the run's (RunDir.claim checks it): the model is the same, so the file is not.
+            raise damaged_checkpoint(path, f"it does not fit the run's model ({str(err).strip()[:300]})") from err
         state: TrainState = payload["state"]
         rngs = payload["rng"]
         world_size = self.dist.world_size
         if len(rngs) == world_size:
-            set_rng_state(rngs[self.dist.rank])
+            try:
+                set_rng_state(rngs[self.dist.rank])
+            except (RuntimeError, KeyError, TypeError) as err:
+                raise damaged_checkpoint(path, f"its random state is not one ({str(err).strip()[:200]})") from err
         else:
             torch.manual_seed(self.config.system.seed + 1 + self.dist.rank + 1000 * state.step)
             self.printer.warn(
@@ -131,7 +143,27 @@ class Trainer:
         self.last_checkpoint = state.step
         if self.dist.is_main:
             self.log.truncate(state.step)
+            if self.log.skipped:
+                self.printer.warn(f"Left out {self.log.skipped} damaged line(s) of {self.log.path}: "
+                                  "not a JSON record in UTF-8")
         self.printer.info(f"Resuming from {self.run.checkpoint} at step {state.step:,} (epoch {state.epoch})")
+
+    def _check_vocab(self, payload) -> None:
+        """The run's vocab.txt is the one the checkpoint was trained with."""
+        saved = payload.get("vocab_sha256")
+        if saved is not None and saved != self.vocab.sha256:
+            raise self.run.damaged_vocab(
+                f"its {len(self.vocab):,} entries are not those the checkpoint '{self.run.checkpoint}' was "
+                "trained with (their SHA-256 differs)"
+            )
+        own = self.lm.state_dict()
+        misfits = [name for name, value in payload["model"].items()
+                   if name in own and tuple(own[name].shape) != tuple(value.shape)]
+        if misfits and all(name.startswith("softmax.") for name in misfits):  # a checkpoint with no digest
+            raise self.run.damaged_vocab(
+                f"its {len(self.vocab):,} entries do not fit the softmax of the checkpoint "
+                f"'{self.run.checkpoint}' ({misfits[0]}: {tuple(payload['model'][misfits[0]].shape)})"
+            )
 
     def fit(self, progress: bool = True, on_step: Optional[StepHook] = None) -> PretrainResult:
         """Train until max_steps or max_epochs, then evaluate, save and export."""
@@ -211,7 +243,7 @@ class Trainer:
         if self.dist.is_main:
             save_checkpoint(
                 self.run.checkpoint, state=self.state, model=self.lm, optimizer=self.optimizer,
-                schedule=self.schedule.state_dict(), rng=rngs,
+                schedule=self.schedule.state_dict(), rng=rngs, vocab_sha256=self.vocab.sha256,
             )
         self.last_checkpoint = self.state.step
 
@@ -320,8 +352,10 @@ class Trainer:
             "train_perplexity": train_ppl,
             "dev": dev.to_dict() if dev else None,
         }
-        export_model(self.lm, self.vocab, info, self.run.model)
-        plot_curves(self.log.records(), self.run.plot, title=f"biLM pretraining: {self.run.path.name}")
+        with writing(self.run.model):
+            export_model(self.lm, self.vocab, info, self.run.model)
+        with writing(self.run.plot):
+            plot_curves(self.log.records(), self.run.plot, title=f"biLM pretraining: {self.run.path.name}")
         summary = f"Exported the biLM to {self.run.model} after {state.step:,} steps ({state.tokens:,} tokens)"
         if dev:
             summary += f"; dev perplexity forward {dev.forward:.2f}, backward {dev.backward:.2f}"

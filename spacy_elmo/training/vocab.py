@@ -11,6 +11,7 @@ outside the vocabulary is *predicted* as ``<UNK>``. Saved as ``vocab.txt``,
 one entry a line, the format of bilm-tf and AllenNLP; a file from elsewhere
 needs the three special entries somewhere in it.
 """
+import hashlib
 from pathlib import Path
 from typing import Dict, Iterable, List, Sequence, Union
 
@@ -42,6 +43,11 @@ class LMVocab:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, LMVocab) and self.words == other.words
+
+    @property
+    def sha256(self) -> str:
+        """A digest of the entries in order (checkpoints keep it, to check the vocab.txt they resume with)."""
+        return hashlib.sha256("\n".join(self.words).encode("utf8", "surrogatepass")).hexdigest()
 
     @classmethod
     def from_counts(cls, words: Sequence[str], counts: numpy.ndarray, size: int, min_count: int = 1) -> "LMVocab":

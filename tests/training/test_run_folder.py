@@ -78,7 +78,7 @@ def test_a_run_that_failed_before_its_first_checkpoint_starts_again(tmp_path, ti
 
 def test_an_empty_dev_text_is_an_error_not_nan(tmp_path, tiny_config):
     blank = tmp_path / "blank.txt"
-    blank.write_bytes(b"\n   \n\x00\x01\n")
+    blank.write_bytes(b"\n   \n\xff\xfe\n")
     with pytest.raises(ElmoError, match=r"E505.*blank\.txt"):
         pretrain(tiny_config(paths={"dev": str(blank)}), tmp_path / "run", progress=False)
     assert not (tmp_path / "run" / "model").exists()

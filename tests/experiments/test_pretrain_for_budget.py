@@ -1,0 +1,77 @@
+"""`python -m experiments.run.pretrain_for_budget`: a wrong budget, and a run interrupted and started again."""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from spacy_elmo.training import PretrainConfig
+
+from experiments.run import pretrain_for_budget as budget
+
+from ..training.conftest import tiny_settings, write_corpus
+
+
+@pytest.fixture(autouse=True)
+def keep_torch_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def config(tmp_path) -> Path:
+    train, dev = write_corpus(tmp_path / "train.txt", 200), write_corpus(tmp_path / "dev.txt", 20, seed=1)
+    path = tmp_path / "tiny.cfg"
+    settings = tiny_settings(train, dev, training={"schedule": {"name": "linear"}, "checkpoint_every": 4,
+                                                   "eval_every": 0})
+    PretrainConfig.from_dict(settings).to_config().to_disk(path)
+    return path
+
+
+def run_script(*args):
+    return CliRunner().invoke(budget.app, [*map(str, args), "--device", "cpu"])
+
+
+@pytest.mark.parametrize("minutes", ["-1", "0", "nan", "inf"])
+def test_a_budget_that_is_not_a_positive_number_is_refused_before_the_probe(tmp_path, config, minutes):
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_script(config, tmp_path / "run", "--minutes", minutes)
+    assert result.exit_code == 1 and "E526" in result.output, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no probe, no prepared corpus
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_a_rerun_after_an_interrupt_continues_with_the_stored_steps(tmp_path, config, monkeypatch):
+    run = tmp_path / "run"
+    calls = []
+    real = budget.pretrain
+
+    def spy(config_path, output_dir, **kwargs):
+        calls.append((Path(output_dir).name, kwargs["overrides"]["training.max_steps"]))
+        if Path(output_dir) == run and len(calls) == 2:  # the first training run: stopped after its checkpoint
+
+            def interrupt(state, lm):
+                if state.step == 5:
+                    raise Interrupted()
+
+            kwargs["on_step"] = interrupt
+        return real(config_path, output_dir, **kwargs)
+
+    monkeypatch.setattr(budget, "pretrain", spy)
+    first = run_script(config, run, "--minutes", "0.02")
+    assert isinstance(first.exception, Interrupted), first.output
+    assert [name for name, _ in calls] == [".run.probe", "run"]
+    steps = calls[1][1]
+    assert steps > 5 and (run / "checkpoint.pt").exists()
+
+    calls.clear()
+    second = run_script(config, run, "--minutes", "0.05")  # another budget: the run's own steps still win
+    assert second.exit_code == 0, second.output
+    assert calls == [("run", steps)]
+    summary = json.loads((run / "budget_run.json").read_text())
+    assert summary["steps"] == steps and summary["probe_seconds_per_step"] > 0
