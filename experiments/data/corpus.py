@@ -426,13 +426,17 @@ class CorpusReport:
     counts: dict[str, dict[str, Counter]] = field(default_factory=dict)
     leakage: dict[str, Counter] = field(default_factory=dict)
     duplicates: int = 0
+    # The sources reported on, in this order (corpus v2 adds its own after these).
+    sources: tuple[str, ...] = tuple(SOURCES)
+    # Repeated lines dropped per source (corpus v2's new sources only).
+    duplicate_lines: dict[str, int] = field(default_factory=dict)
 
     def stats_json(self) -> dict:
         stats: dict = {}
         for split, by_source in self.counts.items():
             total: Counter = Counter()
             stats[split] = {}
-            for source in SOURCES:
+            for source in self.sources:
                 counter = by_source.get(source, Counter())
                 total.update(counter)
                 stats[split][source] = {k: counter[k] for k in ("docs", "lines", "tokens")}
@@ -447,7 +451,7 @@ class CorpusReport:
         )  # fmt: skip
         per_source = {
             source: {k: self.leakage.get(source, Counter())[k] for k in keys}
-            for source in SOURCES
+            for source in self.sources
         }
         total = {k: sum(c[k] for c in per_source.values()) for k in keys}
         return {
@@ -525,6 +529,11 @@ def main(
     except (FileNotFoundError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(code=1)
+    echo_report(report, output_dir)
+
+
+def echo_report(report: CorpusReport, output_dir: Path) -> None:
+    """Print the duplicates, the leakage removed and the counts per split and source."""
     leakage = report.leakage_json()
     typer.echo(f"Exact duplicate documents removed: {report.duplicates:,}")
     typer.echo(
@@ -548,7 +557,7 @@ def main(
                 f"{split:<6} {source:<8} {row['docs']:>8,} {row['lines']:>8,} {row['tokens']:>10,}"
             )
     typer.echo(
-        f"Wrote train.txt, dev.txt, {', '.join(f'dev_{s}.txt' for s in SOURCES)}, "
+        f"Wrote train.txt, dev.txt, {', '.join(f'dev_{s}.txt' for s in report.sources)}, "
         f"stats.json and leakage.json to {output_dir}"
     )
 

