@@ -3,6 +3,7 @@ fresh virtual environment, offline), ``spacy evaluate``, ``spacy benchmark
 speed``, and our commands as ``python -m spacy elmo``."""
 import json
 import re
+import site
 import subprocess
 import sys
 import zipfile
@@ -83,9 +84,15 @@ def test_spacy_package_wheel_installs_offline_in_a_fresh_venv_and_predicts_the_s
     elmo = [Requirement(r) for r in requires if Requirement(r).name == "spacy-elmo"]
     assert elmo and elmo[0].specifier.contains(version("spacy-elmo")), requires  # found by spacy package itself
     # A fresh environment that sees this one's packages (spaCy, torch, spacy-elmo) but not the pipeline.
+    # Not `venv --system-site-packages`: from inside a virtual environment that shows the *base*
+    # interpreter's packages, not this environment's. A .pth file adds this one's site folders
+    # (their own .pth files, an editable install's included), after the new environment's own.
     venv = tmp_path / "venv"
-    run("-m", "venv", "--system-site-packages", venv)
+    run("-m", "venv", venv)
     python = venv / "bin" / "python"
+    purelib = Path(run("-c", "import sysconfig; print(sysconfig.get_path('purelib'))", python=python).strip())
+    (purelib / "outer_environment.pth").write_text(
+        "".join(f"import site; site.addsitedir({folder!r})\n" for folder in site.getsitepackages()))
     run("-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check", "-q", wheel, python=python)
     got = json.loads(run("-c", PREDICT, PACKAGE, json.dumps(TEXTS), cwd=tmp_path, python=python).strip().splitlines()[-1])
     assert Path(got["file"]).is_relative_to(venv)  # loaded from the installed package, not from here
