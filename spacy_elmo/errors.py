@@ -45,6 +45,25 @@ class Errors:
         "'*options.json' and one '*weights.hdf5' (AllenNLP's names); found {found}. "
         "Pass the two files' paths instead."
     )
+    E007 = (
+        "The ELMo options file '{path}' describes a biLM of {n_parameters:,} "
+        "parameters ({gib:,.1f} GiB in float32), more than the {limit:,} this "
+        "loader builds (the original ELMo has 93.6 million). A size is probably "
+        "mistyped: check lstm.dim, lstm.projection_dim, lstm.n_layers, "
+        "char_cnn.filters and char_cnn.n_highway."
+    )
+    E008 = (
+        "The ELMo weights file '{path}' links the dataset '{dataset}' to {target}, "
+        "which cannot be opened. Put the linked file where the link points, or "
+        "store the data in the weights file itself (e.g. h5copy it in place of the "
+        "link)."
+    )
+    E009 = (
+        "The ELMo weights file '{path}' holds the dataset '{dataset}' as {found}: "
+        "expected real numbers, a float or integer type whose values fit float32 "
+        "(the weights are read as float32); {why}. The file was not written as "
+        "bilm-tf weights; export the weights again."
+    )
     # Inputs to the model (E1xx)
     E101 = (
         "Expected character ids of shape (batch, tokens, {n_chars}) with an integer "
@@ -277,6 +296,21 @@ class Errors:
         "finite. Nothing was exported. {saved}, with a lower "
         "training.optimizer.learn_rate, training.grad_clip set (e.g. 1.0) or "
         "more warm-up steps."
+    )
+    E513 = (
+        "Could not write the output '{path}': {reason}. Nothing was written: "
+        "'{path}' is as it was and no temporary file is left. If the disk is "
+        "full or a file size limit (ulimit -f) was reached, free some space or "
+        "write to another disk, then run again."
+    )
+    E514 = (
+        "Cannot write the output '{path}': {reason}. Nothing was computed. "
+        "Choose an output in a folder you can write to, or make '{folder}' "
+        "writable (e.g. chmod u+w, or remount it read-write)."
+    )
+    E515 = (
+        "The output '{path}' names a folder ({why}), but embed writes one HDF5 "
+        "file. Pass the path of the file to create, e.g. '{example}'."
     )
     # Several processes (E6xx)
     E601 = (

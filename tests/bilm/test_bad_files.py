@@ -159,3 +159,71 @@ def test_a_clip_that_is_not_finite_is_refused(copied):
     options.write_text(options.read_text().replace('"cell_clip": 3', '"cell_clip": NaN'))
     with pytest.raises(ElmoError, match=r"E003.*lstm\.cell_clip.*finite"):
         BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("key,value", [("cell_clip", -3), ("proj_clip", -1), ("cell_clip", -0.5)])
+def test_a_negative_clip_is_refused(copied, key, value):
+    options, weights = copied
+    edit_options(options, lambda d: d["lstm"].__setitem__(key, value))
+    with pytest.raises(ElmoError, match=rf"E003.*'lstm\.{key}'.*>= 0.*found {value}"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("key", ["cell_clip", "proj_clip"])
+def test_a_clip_of_zero_or_null_means_no_clipping(copied, key):
+    options, weights = copied
+    sentences = [["The", "cat", "sat", "on", "the", "mat", "."]]
+    outputs = []
+    for value in (0, None, 1e30):
+        edit_options(options, lambda d: d["lstm"].__setitem__(key, value))
+        with torch.no_grad():
+            outputs.append(BiLM.from_allennlp(options, weights)(batch_to_ids(sentences)).layers)
+    assert torch.equal(outputs[0], outputs[1]) and torch.equal(outputs[0], outputs[2])
+
+
+NUMBERS = [("char_cnn", "embedding.dim"), ("char_cnn", "n_highway"), ("char_cnn", "max_characters_per_token"),
+           ("lstm", "dim"), ("lstm", "projection_dim"), ("lstm", "n_layers"), ("lstm", "cell_clip"),
+           ("lstm", "proj_clip")]
+
+
+@pytest.mark.parametrize("section,key", NUMBERS)
+@pytest.mark.parametrize("text", ["1e400", "-1e400", "NaN", "true", "\"3\"", "[3]"])
+def test_a_number_option_that_is_not_a_sane_number_is_a_coded_error(copied, section, key, text):
+    options, weights = copied
+    data = json.loads(options.read_text())
+    node = data[section]
+    *parents, last = key.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = "@VALUE@"
+    options.write_text(json.dumps(data).replace('"@VALUE@"', text))
+    with pytest.raises(ElmoError, match=rf"E003.*'{section}\.{key}': expected .*, found"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize(
+    "section,key,value",
+    [("char_cnn", "max_characters_per_token", 10**12), ("char_cnn", "max_characters_per_token", 1025),
+     ("char_cnn", "n_highway", 10**9), ("char_cnn", "n_highway", -1), ("lstm", "n_layers", 65),
+     ("lstm", "dim", 10**9), ("lstm", "projection_dim", 0), ("char_cnn", "filters", [[1, 10**9]]),
+     ("char_cnn", "filters", [[1, 4]] * 65), ("char_cnn", "filters", [[1, 4, 5]])],
+)
+def test_a_size_out_of_bounds_is_refused_before_anything_is_built(copied, section, key, value):
+    options, weights = copied
+    edit_options(options, lambda d: d[section].__setitem__(key, value))
+    with pytest.raises(ElmoError, match=rf"E003.*'{section}\.{key}.*': expected .*, found"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_a_model_too_large_to_build_is_refused(copied):
+    options, weights = copied
+    # Every size within its bounds, but together 2 * 64 LSTM layers of 65536 cells.
+    edit_options(options, lambda d: d["lstm"].update(dim=65536, projection_dim=65536, n_layers=64))
+    with pytest.raises(ElmoError, match=r"E007.*options\.json.*GiB in float32"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_unknown_keys_of_bilm_tf_are_ignored(copied):
+    options, weights = copied
+    edit_options(options, lambda d: (d.update(n_epochs=10, unroll_steps=20), d["lstm"].update(dropout=0.1)))
+    assert BiLM.from_allennlp(options, weights).options.lstm_dim == 64
