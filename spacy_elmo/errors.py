@@ -54,9 +54,8 @@ class Errors:
     )
     E008 = (
         "The ELMo weights file '{path}' links the dataset '{dataset}' to {target}, "
-        "which cannot be opened. Put the linked file where the link points, or "
-        "store the data in the weights file itself (e.g. h5copy it in place of the "
-        "link)."
+        "which cannot be opened. Restore what the link points to, or store the "
+        "data in the weights file itself (e.g. h5copy it in place of the link)."
     )
     E009 = (
         "The ELMo weights file '{path}' holds the dataset '{dataset}' as {found}: "

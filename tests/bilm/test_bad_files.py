@@ -227,3 +227,74 @@ def test_unknown_keys_of_bilm_tf_are_ignored(copied):
     options, weights = copied
     edit_options(options, lambda d: (d.update(n_epochs=10, unroll_steps=20), d["lstm"].update(dropout=0.1)))
     assert BiLM.from_allennlp(options, weights).options.lstm_dim == 64
+
+
+BIAS = "CNN/b_cnn_0"  # shape (4,)
+
+
+def replace_dataset(weights, name, make):
+    """Put what `make(file, old_value)` returns in place of the dataset `name`."""
+    with h5py.File(weights, "a") as f:
+        value = f[name][...]
+        del f[name]
+        made = make(f, value)
+        if made is not None:
+            f[name] = made
+
+
+def layers_of(options, weights):
+    with torch.no_grad():
+        return BiLM.from_allennlp(options, weights)(batch_to_ids([["The", "cat", "sat", "."]])).layers
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [(lambda f, v: numpy.array([b"1.0"] * len(v), dtype=object), r"E009.*'CNN/b_cnn_0' as strings"),
+     (lambda f, v: v.astype(numpy.complex64), r"E009.*'CNN/b_cnn_0' as complex64.*complex numbers"),
+     (lambda f, v: v > 0, r"E009.*'CNN/b_cnn_0' as bool"),
+     (lambda f, v: numpy.array([(x, x) for x in v], dtype=[("a", "f4"), ("b", "f4")]), r"E009.*'CNN/b_cnn_0'"),
+     (lambda f, v: numpy.full(v.shape, 1e300), r"E009.*'CNN/b_cnn_0' as float64.*float32 range"),
+     (lambda f, v: f.create_group("CNN/b_cnn_0") and None, r"E004.*'CNN/b_cnn_0'"),
+     (lambda f, v: h5py.SoftLink("/nowhere"), r"E008.*'CNN/b_cnn_0' to '/nowhere'"),
+     (lambda f, v: h5py.ExternalLink("missing.h5", "/b"), r"E008.*'CNN/b_cnn_0' to '/b' in the file 'missing.h5'")],
+    ids=["strings", "complex", "bool", "compound", "beyond-float32", "group", "dangling-soft-link",
+         "dangling-external-link"],
+)
+def test_a_dataset_that_is_not_real_numbers_or_not_reachable_is_a_coded_error(copied, make, message):
+    options, weights = copied
+    replace_dataset(weights, BIAS, make)
+    with pytest.raises(ElmoError, match=rf"{message}") as caught:
+        BiLM.from_allennlp(options, weights)
+    assert "weights.hdf5" in str(caught.value)
+
+
+def test_a_string_dataset_of_the_wrong_shape_is_a_shape_error(copied):
+    options, weights = copied
+    replace_dataset(weights, BIAS, lambda f, v: numpy.array([b"x"], dtype=object))
+    with pytest.raises(ElmoError, match=r"E005.*'CNN/b_cnn_0' has shape \(1,\)"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64", "int8", "int32", "uint16", "int64"])
+def test_integer_and_other_float_datasets_are_read_as_float32(copied, dtype):
+    """Integers and float16 are exact in float32; float64 rounds to the nearest float32."""
+    options, weights = copied
+    replace_dataset(weights, BIAS, lambda f, v: numpy.abs(numpy.round(v * 10)))  # small naturals: exact in each dtype
+    expected = layers_of(options, weights)
+    replace_dataset(weights, BIAS, lambda f, v: v.astype(dtype))
+    assert torch.equal(layers_of(options, weights), expected)
+
+
+def test_a_float64_dataset_is_rounded_to_float32(copied):
+    options, weights = copied
+    replace_dataset(weights, BIAS, lambda f, v: v.astype(numpy.float64) + 1e-12)
+    assert torch.isfinite(layers_of(options, weights)).all()
+
+
+def test_an_external_link_that_resolves_is_followed(copied):
+    options, weights = copied
+    expected = layers_of(options, weights)
+    with h5py.File(weights.parent / "part.h5", "w") as part, h5py.File(weights, "r") as f:
+        part["bias"] = f[BIAS][...]
+    replace_dataset(weights, BIAS, lambda f, v: h5py.ExternalLink(str(weights.parent / "part.h5"), "/bias"))
+    assert torch.equal(layers_of(options, weights), expected)
