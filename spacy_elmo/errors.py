@@ -303,9 +303,9 @@ class Errors:
         "write to another disk, then run again."
     )
     E514 = (
-        "Cannot write the output '{path}': {reason}. Nothing was computed. "
-        "Choose an output in a folder you can write to, or make '{folder}' "
-        "writable (e.g. chmod u+w, or remount it read-write)."
+        "Cannot write the output '{path}': {reason}. Choose an output in a "
+        "folder you can write to, or make '{folder}' writable (e.g. chmod u+w, "
+        "or remount it read-write)."
     )
     E515 = (
         "The output '{path}' names a folder ({why}), but embed writes one HDF5 "
