@@ -67,7 +67,8 @@ class Errors:
     E101 = (
         "Expected character ids of shape (batch, tokens, {n_chars}) with an integer "
         "dtype, found shape {shape} and dtype {dtype}. Build them with "
-        "spacy_elmo.bilm.batch_to_ids(sentences)."
+        "spacy_elmo.bilm.batch_to_ids(sentences, max_chars={n_chars}), the "
+        "model's char_cnn.max_characters_per_token."
     )
     E102 = (
         "Character id {found} is out of range: this model has {n_characters} "
