@@ -172,6 +172,31 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
 _FLOAT32_MAX = float(numpy.finfo(numpy.float32).max)
 
 
+def _get(fin: h5py.File, name: str):
+    """The object at `name`, or None where there is none or a link to it does not resolve."""
+    try:
+        return fin.get(name)
+    except (KeyError, OSError, ValueError):  # e.g. an external link into a file that is not HDF5
+        return None
+
+
+def _check_links(fin: h5py.File, name: str, path: str) -> None:
+    """E008 when a soft or external link on the way to `name` does not resolve."""
+    parts = name.split("/")
+    for k in range(1, len(parts) + 1):
+        where = "/".join(parts[:k])
+        link = fin.get(where, getlink=True)
+        if link is None:
+            return
+        if isinstance(link, (h5py.SoftLink, h5py.ExternalLink)) and _get(fin, where) is None:
+            target = f"'{link.path}'"
+            if isinstance(link, h5py.ExternalLink):
+                target += f" in the file '{link.filename}'"
+            if where != name:
+                target += f" (through the link '{where}')"
+            raise ElmoError("E008", Errors.E008.format(path=path, dataset=name, target=target))
+
+
 def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, options_path) -> numpy.ndarray:
     """The dataset `name` of `fin` as float32, once it has been found to be
     there (E004), reachable (a link that resolves, E008), of the right shape
@@ -182,15 +207,9 @@ def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, 
     float16 and integers up to 2**24 exactly, float64 rounded to the nearest
     float32. Complex, boolean, string and compound datasets are refused.
     """
-    link = fin.get(name, getlink=True)
-    try:
-        dataset = fin.get(name)
-    except (KeyError, OSError, ValueError):  # a link into a file that is not HDF5
-        dataset = None
-    if dataset is None and isinstance(link, (h5py.SoftLink, h5py.ExternalLink)):
-        target = (f"'{link.path}' in the file '{link.filename}'" if isinstance(link, h5py.ExternalLink)
-                  else f"'{link.path}'")
-        raise ElmoError("E008", Errors.E008.format(path=path, dataset=name, target=target))
+    dataset = _get(fin, name)
+    if dataset is None:
+        _check_links(fin, name, path)
     if not isinstance(dataset, h5py.Dataset):
         raise ElmoError("E004", Errors.E004.format(path=path, dataset=name, options=options_path))
     if tuple(dataset.shape) != shape:

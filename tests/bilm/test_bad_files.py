@@ -298,3 +298,12 @@ def test_an_external_link_that_resolves_is_followed(copied):
         part["bias"] = f[BIAS][...]
     replace_dataset(weights, BIAS, lambda f, v: h5py.ExternalLink(str(weights.parent / "part.h5"), "/bias"))
     assert torch.equal(layers_of(options, weights), expected)
+
+
+def test_a_dangling_link_on_the_way_to_a_dataset_is_named(copied):
+    options, weights = copied
+    with h5py.File(weights, "a") as f:
+        del f["CNN"]
+        f["CNN"] = h5py.ExternalLink("gone.h5", "/CNN")
+    with pytest.raises(ElmoError, match=r"E008.*'CNN/W_cnn_0' to '/CNN' in the file 'gone\.h5' \(through the link 'CNN'\)"):
+        BiLM.from_allennlp(options, weights)
