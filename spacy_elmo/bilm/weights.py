@@ -212,9 +212,10 @@ def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, 
         _check_links(fin, name, path)
     if not isinstance(dataset, h5py.Dataset):
         raise ElmoError("E004", Errors.E004.format(path=path, dataset=name, options=options_path))
-    if tuple(dataset.shape) != shape:
+    found = None if dataset.shape is None else tuple(dataset.shape)  # None: an empty (null) dataset
+    if found != shape:
         raise ElmoError("E005", Errors.E005.format(
-            path=path, dataset=name, found=tuple(dataset.shape), expected=shape, options=options_path,
+            path=path, dataset=name, found=found, expected=shape, options=options_path,
         ))
     kind = dataset.dtype.kind
     if kind not in "fiu":
@@ -228,17 +229,17 @@ def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, 
         raise ElmoError("E001", Errors.E001.format(
             kind="weights", path=path, reason=f"dataset '{name}' cannot be read ({err})"
         )) from err
-    if kind == "f":
+    if kind == "f":  # (every integer is within the float32 range)
         finite = numpy.isfinite(value)
         if not finite.all():
             raise ElmoError("E502", Errors.E502.format(
                 path=f"'{path}'", dataset=name, count=int(finite.size - finite.sum()), size=int(finite.size),
             ))
-    if value.size and float(numpy.max(numpy.abs(value))) > _FLOAT32_MAX:
-        raise ElmoError("E009", Errors.E009.format(
-            path=path, dataset=name, found=dataset.dtype,
-            why=f"it holds values beyond the float32 range (+-{_FLOAT32_MAX:.3g})",
-        ))
+        if value.size and float(numpy.max(numpy.abs(value))) > _FLOAT32_MAX:
+            raise ElmoError("E009", Errors.E009.format(
+                path=path, dataset=name, found=dataset.dtype,
+                why=f"it holds values beyond the float32 range (+-{_FLOAT32_MAX:.3g})",
+            ))
     return numpy.asarray(value, dtype=numpy.float32)
 
 

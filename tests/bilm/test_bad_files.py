@@ -268,10 +268,16 @@ def test_a_dataset_that_is_not_real_numbers_or_not_reachable_is_a_coded_error(co
     assert "weights.hdf5" in str(caught.value)
 
 
-def test_a_string_dataset_of_the_wrong_shape_is_a_shape_error(copied):
+@pytest.mark.parametrize(
+    "make,found",
+    [(lambda f, v: numpy.array([b"x"], dtype=object), r"\(1,\)"), (lambda f, v: h5py.Empty("f4"), "None"),
+     (lambda f, v: numpy.float32(1), r"\(\)")],
+    ids=["strings", "empty", "scalar"],
+)
+def test_a_dataset_of_the_wrong_shape_is_a_shape_error(copied, make, found):
     options, weights = copied
-    replace_dataset(weights, BIAS, lambda f, v: numpy.array([b"x"], dtype=object))
-    with pytest.raises(ElmoError, match=r"E005.*'CNN/b_cnn_0' has shape \(1,\)"):
+    replace_dataset(weights, BIAS, make)
+    with pytest.raises(ElmoError, match=rf"E005.*'CNN/b_cnn_0' has shape {found}, expected \(4,\)"):
         BiLM.from_allennlp(options, weights)
 
 
