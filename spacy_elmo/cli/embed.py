@@ -239,7 +239,7 @@ class _WriteGuard:
     file is garbage from then on, and the caller discards it."""
 
     def __init__(self, path: Path):
-        self._file = open(path, "r+b", buffering=0)
+        self._file = open(path, "w+b", buffering=0)
         self.error: Optional[OSError] = None
 
     def write(self, data) -> int:
@@ -295,12 +295,13 @@ def _hdf5_writer(path: Path, output_path: Path, check_stop: Callable[[], None]
 
     try:
         with h5py.File(guard, "w") as fout:
-            try:
-                yield fout, check
-            except (OSError, RuntimeError, ValueError) as err:  # what HDF5 makes of dropped writes
-                if guard.error is None:
-                    raise
-                raise _write_failed(output_path, guard.error) from err
+            yield fout, check
+    except ElmoError:
+        raise
+    except (OSError, RuntimeError, ValueError) as err:  # what HDF5 makes of dropped writes, closing included
+        if guard.error is None:
+            raise
+        raise _write_failed(output_path, guard.error) from err
     finally:
         guard.close()
     check()
