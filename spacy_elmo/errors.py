@@ -45,11 +45,30 @@ class Errors:
         "'*options.json' and one '*weights.hdf5' (AllenNLP's names); found {found}. "
         "Pass the two files' paths instead."
     )
+    E007 = (
+        "The ELMo options file '{path}' describes a biLM of {n_parameters:,} "
+        "parameters ({gib:,.1f} GiB in float32), more than the {limit:,} this "
+        "loader builds (the original ELMo has 93.6 million). A size is probably "
+        "mistyped: check lstm.dim, lstm.projection_dim, lstm.n_layers, "
+        "char_cnn.filters and char_cnn.n_highway."
+    )
+    E008 = (
+        "The ELMo weights file '{path}' links the dataset '{dataset}' to {target}, "
+        "which cannot be opened. Restore what the link points to, or store the "
+        "data in the weights file itself (e.g. h5copy it in place of the link)."
+    )
+    E009 = (
+        "The ELMo weights file '{path}' holds the dataset '{dataset}' as {found}: "
+        "expected real numbers, a float or integer type whose values fit float32 "
+        "(the weights are read as float32); {why}. The file was not written as "
+        "bilm-tf weights; export the weights again."
+    )
     # Inputs to the model (E1xx)
     E101 = (
         "Expected character ids of shape (batch, tokens, {n_chars}) with an integer "
         "dtype, found shape {shape} and dtype {dtype}. Build them with "
-        "spacy_elmo.bilm.batch_to_ids(sentences)."
+        "spacy_elmo.bilm.batch_to_ids(sentences, max_chars={n_chars}), the "
+        "model's char_cnn.max_characters_per_token."
     )
     E102 = (
         "Character id {found} is out of range: this model has {n_characters} "
@@ -242,8 +261,8 @@ class Errors:
         "lines), e.g. configs/bilm_demo.cfg."
     )
     E319 = (
-        "The {which} text '{path}' is a binary file (it holds NUL bytes), not "
-        "UTF-8 text{more}. Expected text files, one sentence or paragraph a "
+        "The {which} text '{path}' is a binary file (its first 8 KiB are almost "
+        "all NUL bytes or bytes that are not UTF-8), not UTF-8 text{more}. Expected text files, one sentence or paragraph a "
         "line. Remove it from paths.{key} (or from the folder named there), or "
         "convert it to text first."
     )
@@ -312,6 +331,21 @@ class Errors:
         "finite. Nothing was exported. {saved}, with a lower "
         "training.optimizer.learn_rate, training.grad_clip set (e.g. 1.0) or "
         "more warm-up steps."
+    )
+    E513 = (
+        "Could not write the output '{path}': {reason}. Nothing was written: "
+        "'{path}' is as it was and no temporary file is left. If the disk is "
+        "full or a file size limit (ulimit -f) was reached, free some space or "
+        "write to another disk, then run again."
+    )
+    E514 = (
+        "Cannot write the output '{path}': {reason}. Choose an output in a "
+        "folder you can write to, or make '{folder}' writable (e.g. chmod u+w, "
+        "or remount it read-write)."
+    )
+    E515 = (
+        "The output '{path}' names a folder ({why}), but embed writes one HDF5 "
+        "file. Pass the path of the file to create, e.g. '{example}'."
     )
     E520 = (
         "Cannot write the layer-weight chart to '{path}': {reason}. Nothing was "

@@ -1,4 +1,5 @@
 """Small helpers shared across the package (standard library only)."""
+import errno
 import glob
 import os
 import re
@@ -40,10 +41,7 @@ def scratch_path(target: Union[str, Path]) -> Iterator[Path]:
     go first, as in `atomic_path`)."""
     target = Path(target)
     remove_stale_temporaries(target)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.",
-                                suffix=".tmp")
-    os.close(fd)
-    tmp = Path(name)
+    tmp = _new_temporary(target)
     try:
         yield tmp
     finally:
@@ -52,6 +50,14 @@ def scratch_path(target: Union[str, Path]) -> Iterator[Path]:
 
 def _temporary_prefix(target: Path) -> str:
     return f".{target.name}."
+
+
+def _new_temporary(target: Path) -> Path:
+    """A new empty file beside `target`, named ``.NAME.HOST-PID.RANDOM.tmp``."""
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.",
+                                suffix=".tmp")
+    os.close(fd)
+    return Path(name)
 
 
 def remove_stale_temporaries(target: Union[str, Path]) -> List[Path]:
@@ -88,9 +94,27 @@ def make_parent_dir(path: Union[str, Path]) -> None:
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), path.parent)
         raise ElmoError("E510", Errors.E510.format(path=path, reason=f"'{blocker}' is a file, not a folder")) from err
     except OSError as err:
+        if err.errno in _NOT_WRITABLE:
+            folder = next((p for p in path.parents if p.is_dir()), path.parent)
+            raise ElmoError("E514", Errors.E514.format(path=path, reason=err.strerror, folder=folder)) from err
         raise ElmoError("E510", Errors.E510.format(path=path, reason=err)) from err
     if not path.parent.is_dir():
         raise ElmoError("E510", Errors.E510.format(path=path, reason=f"'{path.parent}' is not a folder"))
+
+
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def check_writable(path: Union[str, Path]) -> None:
+    """Before any long work: create the folder the output file `path` goes
+    into and check that a file can be created there (E510, E514), by creating
+    and removing a temporary named as `atomic_path` names its own."""
+    path = Path(path)
+    make_parent_dir(path)
+    try:
+        _new_temporary(path).unlink()
+    except OSError as err:
+        raise ElmoError("E514", Errors.E514.format(path=path, reason=err.strerror or err, folder=path.parent)) from err
 
 
 @contextmanager

@@ -1,11 +1,26 @@
-"""The biLM architecture, as AllenNLP/bilm-tf ``options.json`` describes it."""
+"""The biLM architecture, as AllenNLP/bilm-tf ``options.json`` describes it.
+
+An ``options.json`` is checked against a schema (`_OptionsFile`) before anything
+is built from it: the types, sane bounds on every size (so that a typo cannot
+ask for terabytes), finite clips, and the model's size as a whole. Keys that
+the biLM does not use (bilm-tf's training settings) are ignored.
+"""
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from ..errors import ElmoError, Errors
+
+# Bounds of the options. The largest published ELMo has 4096 LSTM cells, 2048
+# filters and 50 characters per token, 93.6 million parameters.
+MAX_DIM = 65536
+MAX_CHARACTERS_PER_TOKEN = 1024
+MAX_LAYERS = 64
+MAX_FILTERS = 64
+MAX_PARAMETERS = 2**30  # 4 GiB in float32
 
 
 @dataclass
@@ -13,7 +28,8 @@ class BiLMOptions:
     """Hyper-parameters of a character-based biLM (ELMo).
 
     The defaults are those of the original model
-    (``elmo_2x4096_512_2048cnn_2xhighway``).
+    (``elmo_2x4096_512_2048cnn_2xhighway``). A clip of 0 or None means no
+    clipping.
     """
 
     char_embedding_dim: int = 16
@@ -40,6 +56,16 @@ class BiLMOptions:
         """Width of every output layer: forward and backward concatenated."""
         return 2 * self.projection_dim
 
+    @property
+    def n_parameters(self) -> int:
+        """How many weights the biLM these options describe holds."""
+        F, p, c, e = self.n_filters, self.projection_dim, self.lstm_dim, self.char_embedding_dim
+        cnn = self.n_characters * e + sum(width * e * n + n for width, n in self.filters)
+        highway = self.n_highway * 2 * (F * F + F)
+        projection = F * p + p
+        lstm = 2 * self.n_layers * (2 * p * 4 * c + 4 * c + c * p)
+        return cnn + highway + projection + lstm
+
     def to_allennlp(self) -> Dict[str, Any]:
         return {
             "char_cnn": {
@@ -62,48 +88,42 @@ class BiLMOptions:
 
     @classmethod
     def from_allennlp(cls, data: Dict[str, Any], path: Union[str, Path] = "<dict>") -> "BiLMOptions":
-        """Read and validate the dict of an ``options.json``."""
-        reader = _OptionsReader(data, str(path))
-        filters = reader.get("char_cnn.filters", list)
-        if not filters or not all(
-            isinstance(f, (list, tuple)) and len(f) == 2 and all(_is_int(v) and v > 0 for v in f)
-            for f in filters
-        ):
-            raise ElmoError("E003", Errors.E003.format(
-                path=path, key="char_cnn.filters",
-                expected="a non-empty list of [width, n_filters] positive integer pairs",
-                found=filters,
-            ))
-        activation = reader.get("char_cnn.activation", str)
-        if activation not in ("relu", "tanh"):
-            raise ElmoError("E003", Errors.E003.format(
-                path=path, key="char_cnn.activation", expected="'relu' or 'tanh'", found=activation
-            ))
-        n_characters = reader.get("char_cnn.n_characters", int)
-        if n_characters not in (261, 262):
-            raise ElmoError("E003", Errors.E003.format(
-                path=path, key="char_cnn.n_characters", expected="261 or 262", found=n_characters
-            ))
-        max_chars = reader.get("char_cnn.max_characters_per_token", int)
-        if max_chars < 3 or max_chars < max(w for w, _ in filters):
+        """Read and validate the dict of an ``options.json``.
+
+        Raises ElmoError: E002 for a missing key, E003 for a wrong value (the
+        first found, by its dotted key), E007 for a model too large to build.
+        """
+        try:
+            checked = _OptionsFile.model_validate(data)
+        except ValidationError as err:
+            raise _coded(err.errors()[0], path) from None
+        cnn, lstm = checked.char_cnn, checked.lstm
+        widest = max(width for width, _ in cnn.filters)
+        if cnn.max_characters_per_token < widest:
             raise ElmoError("E003", Errors.E003.format(
                 path=path, key="char_cnn.max_characters_per_token",
-                expected="an integer >= 3 and >= the widest filter", found=max_chars,
+                expected=f"at least the widest filter ({widest})", found=cnn.max_characters_per_token,
             ))
-        return cls(
-            char_embedding_dim=reader.get("char_cnn.embedding.dim", int, positive=True),
-            filters=[(int(w), int(n)) for w, n in filters],
-            n_highway=reader.get("char_cnn.n_highway", int),
-            n_characters=n_characters,
-            max_characters_per_token=max_chars,
-            activation=activation,
-            lstm_dim=reader.get("lstm.dim", int, positive=True),
-            projection_dim=reader.get("lstm.projection_dim", int, positive=True),
-            n_layers=reader.get("lstm.n_layers", int, positive=True),
-            cell_clip=reader.get("lstm.cell_clip", float, nullable=True),
-            proj_clip=reader.get("lstm.proj_clip", float, nullable=True),
-            use_skip_connections=reader.get("lstm.use_skip_connections", bool),
+        options = cls(
+            char_embedding_dim=cnn.embedding.dim,
+            filters=[(width, n) for width, n in cnn.filters],
+            n_highway=cnn.n_highway,
+            n_characters=cnn.n_characters,
+            max_characters_per_token=cnn.max_characters_per_token,
+            activation=cnn.activation,
+            lstm_dim=lstm.dim,
+            projection_dim=lstm.projection_dim,
+            n_layers=lstm.n_layers,
+            cell_clip=None if lstm.cell_clip is None else float(lstm.cell_clip),
+            proj_clip=None if lstm.proj_clip is None else float(lstm.proj_clip),
+            use_skip_connections=lstm.use_skip_connections,
         )
+        if options.n_parameters > MAX_PARAMETERS:
+            raise ElmoError("E007", Errors.E007.format(
+                path=path, n_parameters=options.n_parameters, gib=options.n_parameters * 4 / 2**30,
+                limit=MAX_PARAMETERS,
+            ))
+        return options
 
     @classmethod
     def from_file(cls, path: Union[str, Path]) -> "BiLMOptions":
@@ -112,41 +132,68 @@ class BiLMOptions:
             data = json.loads(path.read_text(encoding="utf8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
             raise ElmoError("E001", Errors.E001.format(kind="options", path=path, reason=err)) from err
-        if not isinstance(data, dict):
-            raise ElmoError("E003", Errors.E003.format(
-                path=path, key="<root>", expected="a JSON object", found=type(data).__name__
-            ))
         return cls.from_allennlp(data, path)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+# The schema of options.json. Each field's description is what an error says it expected.
+_Dim = Annotated[StrictInt, Field(ge=1, le=MAX_DIM, description=f"an integer from 1 to {MAX_DIM}")]
+_Clip = Annotated[Optional[Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]], Field(
+    description="a finite number >= 0 (0 or null: no clipping)"
+)]
+_Filter = Annotated[List[Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]], Field(min_length=2, max_length=2)]
+_SECTION = ConfigDict(extra="ignore")  # bilm-tf's files hold training settings too
 
 
-class _OptionsReader:
-    def __init__(self, data: Dict[str, Any], path: str):
-        self.data = data
-        self.path = path
+class _Embedding(BaseModel):
+    model_config = _SECTION
+    dim: _Dim
 
-    def get(self, key: str, kind: type, *, positive: bool = False, nullable: bool = False) -> Any:
-        node: Any = self.data
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                raise ElmoError("E002", Errors.E002.format(path=self.path, key=key))
-            node = node[part]
-        if node is None and nullable:
-            return None
-        if kind is float:  # finite: json reads NaN and Infinity too
-            ok = isinstance(node, (int, float)) and not isinstance(node, bool) and math.isfinite(node)
-        elif kind is int:
-            ok = _is_int(node)
-        else:
-            ok = isinstance(node, kind)
-        if ok and positive:
-            ok = node > 0
-        if not ok:
-            expected = ("a positive " if positive else "a ") + ("finite float" if kind is float else kind.__name__)
-            raise ElmoError("E003", Errors.E003.format(
-                path=self.path, key=key, expected=expected + (" or null" if nullable else ""), found=node
-            ))
-        return kind(node) if kind is float else node
+
+class _CharCNN(BaseModel):
+    model_config = _SECTION
+    embedding: _Embedding
+    filters: List[_Filter] = Field(min_length=1, max_length=MAX_FILTERS, description=(
+        f"a list of 1 to {MAX_FILTERS} [width, n_filters] pairs, each an integer from 1 to {MAX_DIM}"
+    ))
+    n_highway: StrictInt = Field(ge=0, le=MAX_LAYERS, description=f"an integer from 0 to {MAX_LAYERS}")
+    n_characters: StrictInt = Field(ge=261, le=262, description="261 or 262")
+    max_characters_per_token: StrictInt = Field(ge=3, le=MAX_CHARACTERS_PER_TOKEN, description=(
+        f"an integer from 3 to {MAX_CHARACTERS_PER_TOKEN}, at least the widest filter"
+    ))
+    activation: Literal["relu", "tanh"] = Field(description="'relu' or 'tanh'")
+
+
+class _LSTM(BaseModel):
+    model_config = _SECTION
+    dim: _Dim
+    projection_dim: _Dim
+    n_layers: StrictInt = Field(ge=1, le=MAX_LAYERS, description=f"an integer from 1 to {MAX_LAYERS}")
+    cell_clip: _Clip
+    proj_clip: _Clip
+    use_skip_connections: StrictBool = Field(description="true or false")
+
+
+class _OptionsFile(BaseModel):
+    model_config = _SECTION
+    char_cnn: _CharCNN
+    lstm: _LSTM
+
+
+def _coded(error: Dict[str, Any], path: Union[str, Path]) -> ElmoError:
+    """A pydantic error as E002 (missing key) or E003 (wrong value)."""
+    names = [part for part in error["loc"] if isinstance(part, str)]
+    key = ".".join(names) or "<root>"
+    if error["type"] == "missing":
+        return ElmoError("E002", Errors.E002.format(path=path, key=key))
+    key += "".join(f"[{part}]" for part in error["loc"][len(names):])
+    expected = None
+    section: Any = _OptionsFile
+    for name in names:
+        info = section.model_fields[name]
+        expected = info.description
+        section = info.annotation
+    if isinstance(section, type) and issubclass(section, BaseModel) and error["type"] == "model_type":
+        expected = "a JSON object"
+    if expected is None:  # a constraint the schema does not describe
+        expected = str(error["msg"]).replace("Input should be ", "", 1)
+    return ElmoError("E003", Errors.E003.format(path=path, key=key, expected=expected, found=error["input"]))

@@ -138,8 +138,9 @@ def _describe(weights_path) -> str:
 
 
 def load_weights(model, weights_path, options_path: Optional[Path] = None) -> None:
-    """Copy a bilm-tf HDF5 file's weights into `model`, checking every shape,
-    that every value is finite and that every dataset in the file is used.
+    """Copy a bilm-tf HDF5 file's weights into `model`. Every dataset is
+    checked by `_read_dataset` before anything is copied, and every dataset
+    in the file must be used.
 
     weights_path: a path, or a binary file object holding HDF5.
     """
@@ -148,32 +149,12 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
         fin = h5py.File(weights_path, "r")
     except (OSError, ValueError) as err:
         raise ElmoError("E001", Errors.E001.format(kind="weights", path=path, reason=err)) from err
-    with fin, torch.no_grad():
-        used = set()
-        for name, target, shape, how in _parameters(model):
-            used.add(name)
-            if name not in fin or not isinstance(fin[name], h5py.Dataset):
-                raise ElmoError("E004", Errors.E004.format(
-                    path=path, dataset=name, options=options_path
-                ))
-            dataset = fin[name]
-            if tuple(dataset.shape) != shape:
-                raise ElmoError("E005", Errors.E005.format(
-                    path=path, dataset=name, found=tuple(dataset.shape), expected=shape,
-                    options=options_path,
-                ))
-            try:
-                value = numpy.asarray(dataset[...], dtype=numpy.float32)
-            except OSError as err:  # a truncated file fails here
-                raise ElmoError("E001", Errors.E001.format(
-                    kind="weights", path=path, reason=f"dataset '{name}' cannot be read ({err})"
-                )) from err
-            finite = numpy.isfinite(value)
-            if not finite.all():
-                raise ElmoError("E502", Errors.E502.format(
-                    path=f"'{path}'", dataset=name, count=int(finite.size - finite.sum()),
-                    size=int(finite.size),
-                ))
+    with fin:
+        parameters = list(_parameters(model))
+        values = [_read_dataset(fin, name, shape, path, options_path) for name, _, shape, _ in parameters]
+        _check_all_used(_datasets(fin), {name for name, *_ in parameters}, path, options_path)
+    with torch.no_grad():
+        for (name, target, shape, how), value in zip(parameters, values):
             if how == "conv":
                 value = value[0].transpose(2, 1, 0)
             elif how == "T":
@@ -186,7 +167,80 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
                 target.copy_(torch.from_numpy(_split_gates(value)))
             else:
                 target.copy_(torch.from_numpy(numpy.ascontiguousarray(value)))
-        _check_all_used(_datasets(fin), used, path, options_path)
+
+
+_FLOAT32_MAX = float(numpy.finfo(numpy.float32).max)
+
+
+def _get(fin: h5py.File, name: str):
+    """The object at `name`, or None where there is none or a link to it does not resolve."""
+    try:
+        return fin.get(name)
+    except (KeyError, OSError, ValueError):  # e.g. an external link into a file that is not HDF5
+        return None
+
+
+def _check_links(fin: h5py.File, name: str, path: str) -> None:
+    """E008 when a soft or external link on the way to `name` does not resolve."""
+    parts = name.split("/")
+    for k in range(1, len(parts) + 1):
+        where = "/".join(parts[:k])
+        link = fin.get(where, getlink=True)
+        if link is None:
+            return
+        if isinstance(link, (h5py.SoftLink, h5py.ExternalLink)) and _get(fin, where) is None:
+            target = f"'{link.path}'"
+            if isinstance(link, h5py.ExternalLink):
+                target += f" in the file '{link.filename}'"
+            if where != name:
+                target += f" (through the link '{where}')"
+            raise ElmoError("E008", Errors.E008.format(path=path, dataset=name, target=target))
+
+
+def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, options_path) -> numpy.ndarray:
+    """The dataset `name` of `fin` as float32, once it has been found to be
+    there (E004), reachable (a link that resolves, E008), of the right shape
+    (E005) and of real numbers (E009) that are finite (E502) and fit float32
+    (E009).
+
+    Float datasets of any width and integer datasets are read as float32:
+    float16 and integers up to 2**24 exactly, float64 rounded to the nearest
+    float32. Complex, boolean, string and compound datasets are refused.
+    """
+    dataset = _get(fin, name)
+    if dataset is None:
+        _check_links(fin, name, path)
+    if not isinstance(dataset, h5py.Dataset):
+        raise ElmoError("E004", Errors.E004.format(path=path, dataset=name, options=options_path))
+    found = None if dataset.shape is None else tuple(dataset.shape)  # None: an empty (null) dataset
+    if found != shape:
+        raise ElmoError("E005", Errors.E005.format(
+            path=path, dataset=name, found=found, expected=shape, options=options_path,
+        ))
+    kind = dataset.dtype.kind
+    if kind not in "fiu":
+        why = {"c": "complex numbers have no float32 value", "b": "booleans are not weights"}.get(
+            kind, "it does not hold numbers")
+        found = "strings" if h5py.check_string_dtype(dataset.dtype) else dataset.dtype
+        raise ElmoError("E009", Errors.E009.format(path=path, dataset=name, found=found, why=why))
+    try:
+        value = dataset[...]
+    except (OSError, ValueError, TypeError) as err:  # a truncated file, a missing compression filter
+        raise ElmoError("E001", Errors.E001.format(
+            kind="weights", path=path, reason=f"dataset '{name}' cannot be read ({err})"
+        )) from err
+    if kind == "f":  # (every integer is within the float32 range)
+        finite = numpy.isfinite(value)
+        if not finite.all():
+            raise ElmoError("E502", Errors.E502.format(
+                path=f"'{path}'", dataset=name, count=int(finite.size - finite.sum()), size=int(finite.size),
+            ))
+        if value.size and float(numpy.max(numpy.abs(value))) > _FLOAT32_MAX:
+            raise ElmoError("E009", Errors.E009.format(
+                path=path, dataset=name, found=dataset.dtype,
+                why=f"it holds values beyond the float32 range (+-{_FLOAT32_MAX:.3g})",
+            ))
+    return numpy.asarray(value, dtype=numpy.float32)
 
 
 def write_weights(model, target) -> None:

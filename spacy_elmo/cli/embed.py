@@ -4,8 +4,10 @@ The replacement for ``allennlp elmo``, with the same output layout. Under
 ``torchrun`` the processes share the work and write one file together.
 """
 import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, TypeVar, Union
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import h5py
 import torch
@@ -18,7 +20,7 @@ from ..bilm.precision import precision as in_precision
 from ..device import check_device
 from ..errors import ElmoError, Errors
 from ..training.distributed import Distributed
-from ..util import atomic_path, exit_on_sigterm, make_parent_dir, scratch_path
+from ..util import atomic_path, check_writable, exit_on_sigterm, scratch_path
 from . import app
 
 PathLike = Union[str, Path]
@@ -45,7 +47,8 @@ def embed_file(
         whitespace. A blank line is an empty sentence; a byte-order mark at
         the start is not text.
     output_path: the HDF5 file to create; an existing file is never
-        overwritten. It holds one float32 dataset per input line, named by the
+        overwritten, and a path that ends with "/" or names a folder is
+        refused (E515). It holds one float32 dataset per input line, named by the
         line number ("0", "1", ...): ``(n_layers + 1, n_tokens, dim)`` for
         layers="all", ``(n_tokens, dim)`` for "top" (the last layer) and
         "average" (the mean of all layers); a blank line gives 0 tokens. The
@@ -65,7 +68,10 @@ def embed_file(
     The file is written beside `output_path` under a temporary name and moved
     into place at the end, so an interrupted run (an error, Ctrl-C or
     SIGTERM) leaves no partial output; a temporary left by a killed run is
-    removed by the next run for the same output.
+    removed by the next run for the same output. A destination that cannot
+    be written is refused before the model is loaded (E510, E514); a write
+    that fails on the way (a full disk, a file size limit) stops the run
+    with E513, and the temporary is removed.
 
     Under ``torchrun`` (WORLD_SIZE > 1; gloo on the CPU, NCCL with
     device="cuda", each process then on cuda:LOCAL_RANK) the length-sorted
@@ -82,11 +88,11 @@ def embed_file(
     dist = Distributed.from_env(str(device))
     if dist.enabled:
         torch_device = _process_device(dist, str(device), torch_device)
-    output_path = Path(output_path)
+    output_path = _output_file(output_path, Path(input_path))
     _refuse_existing(output_path)
     lines = _read_lines(Path(input_path))
     sentences = [line.split() for line in lines]
-    make_parent_dir(output_path)
+    check_writable(output_path)
     model = BiLM.from_allennlp(options, weights).to(torch_device).eval()
     batches = length_sorted_batches([len(s) for s in sentences], batch_size)
     embed = _Embedder(model, sentences, layers, torch_device, precision)
@@ -94,9 +100,9 @@ def embed_file(
         _embed_in_processes(dist, embed, batches, lines, output_path)
         return
     with exit_on_sigterm() as check_stop, atomic_path(output_path) as tmp:
-        with h5py.File(tmp, "w") as fout:
-            embed(fout, batches, check_stop=check_stop)
-            check_stop()
+        with _hdf5_writer(tmp, output_path, check_stop) as (fout, check):
+            embed(fout, batches, check_stop=check)
+            check()
             _write_index(fout, lines)
         _refuse_existing(output_path)  # created by someone else while we ran
 
@@ -114,7 +120,7 @@ class _Embedder:
     def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1,
                  check_stop: Callable[[], None] = lambda: None) -> None:
         """Write the sentences of batches rank, rank + world_size, ...; `check_stop`
-        (from `exit_on_sigterm`) is called before each batch.
+        (from `_hdf5_writer`) is called before each batch and after each dataset.
 
         The other batches still pass through the model's token cache, in
         order: the char CNN's sums depend on how many tokens it encodes at
@@ -123,13 +129,14 @@ class _Embedder:
         run on this process's batches only).
         """
         sentences = self.sentences
+        max_chars = self.model.options.max_characters_per_token
         with torch.inference_mode(), in_precision(self.device, self.precision), tqdm(
             total=sum(len(rows) for rows in batches[rank::world_size]), unit="sentence", desc="embed",
             disable=rank != 0,
         ) as progress:
             for j, rows in enumerate(batches):
                 check_stop()
-                char_ids = batch_to_ids([sentences[i] for i in rows]).to(self.device)
+                char_ids = batch_to_ids([sentences[i] for i in rows], max_chars).to(self.device)
                 if j % world_size != rank:  # another process's batch: only its new tokens
                     self.model.warm_token_cache(char_ids)
                     continue
@@ -141,6 +148,7 @@ class _Embedder:
                     elif self.layers == "average":
                         vectors = vectors.mean(dim=0)
                     fout.create_dataset(str(i), data=vectors.numpy())
+                    check_stop()
                 progress.update(len(rows))
 
 
@@ -165,16 +173,17 @@ def _embed_in_processes(
     Longest batches first, dealt out in turn: the work is shared evenly."""
 
     def write_shard() -> None:
-        with h5py.File(shard, "w") as fout:
-            embed(fout, batches, dist.rank, dist.world_size, check_stop=check_stop)
+        with _hdf5_writer(shard, output_path, check_stop) as (fout, check):
+            embed(fout, batches, dist.rank, dist.world_size, check_stop=check)
 
     def merge() -> None:
         with atomic_path(output_path) as tmp:
-            with h5py.File(tmp, "w") as fout:
+            with _hdf5_writer(tmp, output_path, check_stop) as (fout, check):
                 for path in shards:
                     with h5py.File(path, "r") as fin:
                         for name, dataset in fin.items():
                             fout.create_dataset(name, data=dataset[...])
+                            check()
                 _write_index(fout, lines)
             _refuse_existing(output_path)  # created by someone else while we ran
 
@@ -210,6 +219,98 @@ def _together(dist: Distributed, step: Callable[[], T]) -> T:
     raise ElmoError("E601", Errors.E601.format(rank=rank, world_size=dist.world_size, reason=reason))
 
 
+def _output_file(path: PathLike, input_path: Path) -> Path:
+    """`path` as the file to create: a path that ends with "/" or names an
+    existing folder is refused (E515), since embed writes one file."""
+    text = os.fspath(path)
+    folder = Path(text)
+    if text.endswith(("/", os.sep)) or folder.is_dir():
+        why = "it ends with '/'" if text.endswith(("/", os.sep)) else "a folder of that name exists"
+        example = folder / f"{input_path.stem or 'embeddings'}.hdf5"
+        raise ElmoError("E515", Errors.E515.format(path=text, why=why, example=example))
+    return Path(text)
+
+
+class _WriteGuard:
+    """A binary file for h5py that keeps a failed write (a full disk, a file
+    size limit) from HDF5: HDF5 does not recover from one (h5py prints an
+    error for every object it then closes, and the interpreter can crash).
+    The first error is kept in `error`, and every later write is dropped: the
+    file is garbage from then on, and the caller discards it."""
+
+    def __init__(self, path: Path):
+        self._file = open(path, "w+b", buffering=0)
+        self.error: Optional[OSError] = None
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        if self.error is None:
+            try:
+                written = 0
+                while written < len(view):
+                    written += self._file.write(view[written:])
+            except OSError as err:
+                self.error = err
+        return len(view)
+
+    def truncate(self, size: Optional[int] = None) -> int:
+        if self.error is None:
+            try:
+                return self._file.truncate(size)
+            except OSError as err:
+                self.error = err
+        return self._file.tell() if size is None else size
+
+    def read(self, size: int = -1) -> bytes:
+        return self._file.read(size)
+
+    def readinto(self, buffer) -> int:
+        return self._file.readinto(buffer)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:
+        pass  # unbuffered
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@contextmanager
+def _hdf5_writer(path: Path, output_path: Path, check_stop: Callable[[], None]
+                 ) -> Iterator[Tuple[h5py.File, Callable[[], None]]]:
+    """An HDF5 file open for writing at `path`, and a check to call between
+    writes: it calls `check_stop`, and raises E513 (naming `output_path`) once
+    a write has failed. A failure while closing raises E513 too."""
+    guard = _WriteGuard(path)
+
+    def check() -> None:
+        check_stop()
+        if guard.error is not None:
+            raise _write_failed(output_path, guard.error)
+
+    try:
+        with h5py.File(guard, "w") as fout:
+            yield fout, check
+    except ElmoError:
+        raise
+    except (OSError, RuntimeError, ValueError) as err:  # what HDF5 makes of dropped writes, closing included
+        if guard.error is None:
+            raise
+        raise _write_failed(output_path, guard.error) from err
+    finally:
+        guard.close()
+    check()
+
+
+def _write_failed(output_path: Path, error: OSError) -> ElmoError:
+    return ElmoError("E513", Errors.E513.format(path=output_path, reason=error.strerror or error))
+
+
 def _refuse_existing(path: Path) -> None:
     if path.exists():
         raise ElmoError("E202", Errors.E202.format(path=path))
@@ -231,7 +332,7 @@ def embed_cli(
     options: Path = typer.Argument(..., metavar="OPTIONS", help="The biLM's options.json (AllenNLP/bilm-tf format)", exists=True, dir_okay=False),
     weights: Path = typer.Argument(..., metavar="WEIGHTS", help="The biLM's weights.hdf5", exists=True, dir_okay=False),
     input_path: Path = typer.Argument(..., metavar="INPUT", help="UTF-8 text: one sentence per line, tokens separated by whitespace", exists=True, dir_okay=False),
-    output_path: Path = typer.Argument(..., metavar="OUTPUT", help="The HDF5 file to create (never overwritten)"),
+    output_path: str = typer.Argument(..., metavar="OUTPUT", help="The HDF5 file to create (never overwritten; not a folder)"),
     layers: str = typer.Option("all", "--layers", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per batch"),
     device: str = typer.Option("cpu", "--device", help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)"),

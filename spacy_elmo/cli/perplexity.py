@@ -11,7 +11,7 @@ import typer
 from wasabi import msg
 
 from ..errors import ElmoError, Errors
-from ..util import atomic_path, exit_on_sigterm, make_parent_dir
+from ..util import atomic_path, check_writable, exit_on_sigterm
 from ..training import perplexity
 from . import app
 
@@ -48,19 +48,32 @@ def perplexity_cli(
          ("out of vocabulary (scored as <UNK>)", f"{report.oov:,} ({report.oov / max(1, ppl.tokens):.2%})")],
         title=f"Perplexity of {model_dir}",
     )
+    if report.read.binary_files:
+        msg.warn(f"Skipped {report.read.binary_files:,} binary files (not text)")
     if report.read.skipped_lines:
         msg.warn(f"Skipped {report.read.skipped_lines:,} lines that were not UTF-8 text or held binary data")
     if output is not None:
         try:
             _check_output(output, overwrite)  # created by someone else while we ran
-            with exit_on_sigterm(), atomic_path(output) as tmp:
-                tmp.write_text(json.dumps(ppl.to_dict(), indent=2, allow_nan=False) + "\n", encoding="utf8")
+            _write_report(output, ppl.to_dict())
         except ElmoError as err:
             msg.fail("Perplexity failed", str(err), exits=1)
         msg.good(f"Saved to {output}")
 
 
 def _check_output(output: Path, overwrite: bool) -> None:
+    """Refuse an existing --output (E202) unless --overwrite, and one that
+    cannot be written (E510, E514): before the perplexity is computed."""
     if output.exists() and not (overwrite and output.is_file()):
         raise ElmoError("E202", Errors.E202.format(path=output) + " To replace it, pass --overwrite.")
-    make_parent_dir(output)
+    check_writable(output)
+
+
+def _write_report(output: Path, report: dict) -> None:
+    """Write the JSON report atomically; a write that fails is E513, and
+    `output` is left as it was."""
+    try:
+        with exit_on_sigterm(), atomic_path(output) as tmp:
+            tmp.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf8")
+    except OSError as err:
+        raise ElmoError("E513", Errors.E513.format(path=output, reason=err.strerror or err)) from err

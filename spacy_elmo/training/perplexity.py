@@ -78,8 +78,9 @@ def perplexity(
     if int(sums[2]) == 0:
         raise ElmoError("E504", Errors.E504.format(
             what=f"the text {[str(p) for p in paths]}",
-            detail=f"{stats.files} file(s): {stats.lines} line(s) with text, {stats.empty_lines} empty, "
-                   f"{stats.skipped_lines} skipped as not UTF-8 text or binary",
+            detail=f"{stats.files} file(s), {stats.binary_files} of them binary and skipped: {stats.lines} "
+                   f"line(s) with text, {stats.empty_lines} empty, {stats.skipped_lines} skipped as not UTF-8 "
+                   f"text or binary",
         ))
     ppl = Perplexity.from_sums(float(sums[0]), float(sums[1]), int(sums[2]), what="held-out")
     return PerplexityReport(ppl, oov, stats)

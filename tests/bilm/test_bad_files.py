@@ -93,7 +93,7 @@ def test_directory_without_weights(tmp_path):
 
 def test_bad_char_ids(fixture_paths):
     model = BiLM.from_allennlp(*fixture_paths)
-    with pytest.raises(ElmoError, match="E101"):
+    with pytest.raises(ElmoError, match=r"E101.*batch_to_ids\(sentences, max_chars=50\)"):
         model(torch.zeros(2, 3, 49, dtype=torch.long))
     with pytest.raises(ElmoError, match="E101"):
         model(torch.zeros(2, 3, 50))
@@ -158,4 +158,158 @@ def test_a_clip_that_is_not_finite_is_refused(copied):
     options, weights = copied
     options.write_text(options.read_text().replace('"cell_clip": 3', '"cell_clip": NaN'))
     with pytest.raises(ElmoError, match=r"E003.*lstm\.cell_clip.*finite"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("key,value", [("cell_clip", -3), ("proj_clip", -1), ("cell_clip", -0.5)])
+def test_a_negative_clip_is_refused(copied, key, value):
+    options, weights = copied
+    edit_options(options, lambda d: d["lstm"].__setitem__(key, value))
+    with pytest.raises(ElmoError, match=rf"E003.*'lstm\.{key}'.*>= 0.*found {value}"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("key", ["cell_clip", "proj_clip"])
+def test_a_clip_of_zero_or_null_means_no_clipping(copied, key):
+    options, weights = copied
+    sentences = [["The", "cat", "sat", "on", "the", "mat", "."]]
+    outputs = []
+    for value in (0, None, 1e30):
+        edit_options(options, lambda d: d["lstm"].__setitem__(key, value))
+        with torch.no_grad():
+            outputs.append(BiLM.from_allennlp(options, weights)(batch_to_ids(sentences)).layers)
+    assert torch.equal(outputs[0], outputs[1]) and torch.equal(outputs[0], outputs[2])
+
+
+NUMBERS = [("char_cnn", "embedding.dim"), ("char_cnn", "n_highway"), ("char_cnn", "max_characters_per_token"),
+           ("lstm", "dim"), ("lstm", "projection_dim"), ("lstm", "n_layers"), ("lstm", "cell_clip"),
+           ("lstm", "proj_clip")]
+
+
+@pytest.mark.parametrize("section,key", NUMBERS)
+@pytest.mark.parametrize("text", ["1e400", "-1e400", "NaN", "true", "\"3\"", "[3]"])
+def test_a_number_option_that_is_not_a_sane_number_is_a_coded_error(copied, section, key, text):
+    options, weights = copied
+    data = json.loads(options.read_text())
+    node = data[section]
+    *parents, last = key.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = "@VALUE@"
+    options.write_text(json.dumps(data).replace('"@VALUE@"', text))
+    with pytest.raises(ElmoError, match=rf"E003.*'{section}\.{key}': expected .*, found"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize(
+    "section,key,value",
+    [("char_cnn", "max_characters_per_token", 10**12), ("char_cnn", "max_characters_per_token", 1025),
+     ("char_cnn", "n_highway", 10**9), ("char_cnn", "n_highway", -1), ("lstm", "n_layers", 65),
+     ("lstm", "dim", 10**9), ("lstm", "projection_dim", 0), ("char_cnn", "filters", [[1, 10**9]]),
+     ("char_cnn", "filters", [[1, 4]] * 65), ("char_cnn", "filters", [[1, 4, 5]])],
+)
+def test_a_size_out_of_bounds_is_refused_before_anything_is_built(copied, section, key, value):
+    options, weights = copied
+    edit_options(options, lambda d: d[section].__setitem__(key, value))
+    with pytest.raises(ElmoError, match=rf"E003.*'{section}\.{key}.*': expected .*, found"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_a_model_too_large_to_build_is_refused(copied):
+    options, weights = copied
+    # Every size within its bounds, but together 2 * 64 LSTM layers of 65536 cells.
+    edit_options(options, lambda d: d["lstm"].update(dim=65536, projection_dim=65536, n_layers=64))
+    with pytest.raises(ElmoError, match=r"E007.*options\.json.*GiB in float32"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_unknown_keys_of_bilm_tf_are_ignored(copied):
+    options, weights = copied
+    edit_options(options, lambda d: (d.update(n_epochs=10, unroll_steps=20), d["lstm"].update(dropout=0.1)))
+    assert BiLM.from_allennlp(options, weights).options.lstm_dim == 64
+
+
+BIAS = "CNN/b_cnn_0"  # shape (4,)
+
+
+def replace_dataset(weights, name, make):
+    """Put what `make(file, old_value)` returns in place of the dataset `name`."""
+    with h5py.File(weights, "a") as f:
+        value = f[name][...]
+        del f[name]
+        made = make(f, value)
+        if made is not None:
+            f[name] = made
+
+
+def layers_of(options, weights):
+    with torch.no_grad():
+        return BiLM.from_allennlp(options, weights)(batch_to_ids([["The", "cat", "sat", "."]])).layers
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [(lambda f, v: numpy.array([b"1.0"] * len(v), dtype=object), r"E009.*'CNN/b_cnn_0' as strings"),
+     (lambda f, v: v.astype(numpy.complex64), r"E009.*'CNN/b_cnn_0' as complex64.*complex numbers"),
+     (lambda f, v: v > 0, r"E009.*'CNN/b_cnn_0' as bool"),
+     (lambda f, v: numpy.array([(x, x) for x in v], dtype=[("a", "f4"), ("b", "f4")]), r"E009.*'CNN/b_cnn_0'"),
+     (lambda f, v: numpy.full(v.shape, 1e300), r"E009.*'CNN/b_cnn_0' as float64.*float32 range"),
+     (lambda f, v: f.create_group("CNN/b_cnn_0") and None, r"E004.*'CNN/b_cnn_0'"),
+     (lambda f, v: h5py.SoftLink("/nowhere"), r"E008.*'CNN/b_cnn_0' to '/nowhere'"),
+     (lambda f, v: h5py.ExternalLink("missing.h5", "/b"), r"E008.*'CNN/b_cnn_0' to '/b' in the file 'missing.h5'")],
+    ids=["strings", "complex", "bool", "compound", "beyond-float32", "group", "dangling-soft-link",
+         "dangling-external-link"],
+)
+def test_a_dataset_that_is_not_real_numbers_or_not_reachable_is_a_coded_error(copied, make, message):
+    options, weights = copied
+    replace_dataset(weights, BIAS, make)
+    with pytest.raises(ElmoError, match=rf"{message}") as caught:
+        BiLM.from_allennlp(options, weights)
+    assert "weights.hdf5" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "make,found",
+    [(lambda f, v: numpy.array([b"x"], dtype=object), r"\(1,\)"), (lambda f, v: h5py.Empty("f4"), "None"),
+     (lambda f, v: numpy.float32(1), r"\(\)")],
+    ids=["strings", "empty", "scalar"],
+)
+def test_a_dataset_of_the_wrong_shape_is_a_shape_error(copied, make, found):
+    options, weights = copied
+    replace_dataset(weights, BIAS, make)
+    with pytest.raises(ElmoError, match=rf"E005.*'CNN/b_cnn_0' has shape {found}, expected \(4,\)"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64", "int8", "int32", "uint16", "int64"])
+def test_integer_and_other_float_datasets_are_read_as_float32(copied, dtype):
+    """Integers and float16 are exact in float32; float64 rounds to the nearest float32."""
+    options, weights = copied
+    replace_dataset(weights, BIAS, lambda f, v: numpy.abs(numpy.round(v * 10)))  # small naturals: exact in each dtype
+    expected = layers_of(options, weights)
+    replace_dataset(weights, BIAS, lambda f, v: v.astype(dtype))
+    assert torch.equal(layers_of(options, weights), expected)
+
+
+def test_a_float64_dataset_is_rounded_to_float32(copied):
+    options, weights = copied
+    replace_dataset(weights, BIAS, lambda f, v: v.astype(numpy.float64) + 1e-12)
+    assert torch.isfinite(layers_of(options, weights)).all()
+
+
+def test_an_external_link_that_resolves_is_followed(copied):
+    options, weights = copied
+    expected = layers_of(options, weights)
+    with h5py.File(weights.parent / "part.h5", "w") as part, h5py.File(weights, "r") as f:
+        part["bias"] = f[BIAS][...]
+    replace_dataset(weights, BIAS, lambda f, v: h5py.ExternalLink(str(weights.parent / "part.h5"), "/bias"))
+    assert torch.equal(layers_of(options, weights), expected)
+
+
+def test_a_dangling_link_on_the_way_to_a_dataset_is_named(copied):
+    options, weights = copied
+    with h5py.File(weights, "a") as f:
+        del f["CNN"]
+        f["CNN"] = h5py.ExternalLink("gone.h5", "/CNN")
+    with pytest.raises(ElmoError, match=r"E008.*'CNN/W_cnn_0' to '/CNN' in the file 'gone\.h5' \(through the link 'CNN'\)"):
         BiLM.from_allennlp(options, weights)

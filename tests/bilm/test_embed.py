@@ -126,3 +126,16 @@ def test_length_sorted_batches():
     assert length_sorted_batches([], 8) == []
     with pytest.raises(ValueError, match="batch_size"):
         length_sorted_batches([1], 0)
+
+
+def test_a_model_with_its_own_max_characters_per_token(fixture_paths, input_file, tmp_path):
+    options = json.loads(fixture_paths[0].read_text())
+    options["char_cnn"]["max_characters_per_token"] = 60
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    model = BiLM.from_allennlp(tmp_path / "options.json", fixture_paths[1]).eval()
+    output = tmp_path / "out.hdf5"
+    embed_file(tmp_path / "options.json", fixture_paths[1], input_file, output, batch_size=3)
+    with h5py.File(output, "r") as f, torch.inference_mode():
+        for i, line in enumerate(LINES):
+            expected = model(batch_to_ids([line.split()], max_chars=60)).layers[:, 0].numpy()
+            assert_close_to_scale(f[str(i)][...], expected)

@@ -1,17 +1,22 @@
 """`embed` against bad input and faults: coded errors, and no temporaries left behind."""
 import json
+import os
+import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import h5py
+import numpy
 import pytest
 import torch
 from typer.testing import CliRunner
 
 from spacy_elmo.cli import app
-from spacy_elmo.cli.embed import embed_file
+from spacy_elmo.cli.embed import _hdf5_writer, embed_file
 from spacy_elmo.errors import ElmoError
 
 
@@ -82,3 +87,82 @@ def test_the_next_run_removes_what_kill_9_left(fixture_paths, tmp_path):
     short.write_text("a b c\n")
     embed_file(*fixture_paths, short, output)
     assert temporaries(output.parent) == [] and output.exists()
+
+
+def test_a_full_disk_is_a_coded_error_and_leaves_nothing(fixture_paths, tmp_path):
+    """A file size limit (ulimit -f) fails the writes as a full disk does."""
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(f"sentence number {i} with some words in it ." for i in range(300)))
+    out = tmp_path / "out"
+    out.mkdir()
+    limit = 32 * 1024  # the output would be about 1.2 MB
+
+    def limit_file_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run([sys.executable, "-m", "spacy_elmo", "embed", *map(str, fixture_paths), str(text),
+                             str(out / "vectors.hdf5")], capture_output=True, text=True, timeout=120,
+                            preexec_fn=limit_file_size)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "E513" in result.stdout and "vectors.hdf5" in result.stdout and "File too large" in result.stdout
+    assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_an_hdf5_write_that_fails_is_a_coded_error(tmp_path):
+    # /dev/full fails every write with ENOSPC, as a full disk does.
+    with pytest.raises(ElmoError, match=r"E513.*out\.hdf5.*No space left on device"):
+        with _hdf5_writer(Path("/dev/full"), tmp_path / "out.hdf5", lambda: None) as (fout, check):
+            for i in range(100):
+                fout.create_dataset(str(i), data=numpy.ones((3, 100, 32), dtype="float32"))
+                check()
+
+
+def read_only_folder(tmp_path, how):
+    """A folder that this process cannot write to, even as root."""
+    if how == "chmod":
+        if os.geteuid() == 0:
+            pytest.skip("root writes to a folder whatever its mode")
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+        return folder
+    folder = Path("/sys")  # sysfs: no new files, even for root
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return folder
+    pytest.skip("no /sys here, or one where files can be created")
+
+
+@pytest.mark.parametrize("how", ["chmod", "sysfs"])
+def test_a_read_only_destination_is_refused_before_the_model_is_loaded(fixture_paths, tmp_path, how):
+    folder = read_only_folder(tmp_path, how)
+    text = tmp_path / "in.txt"
+    text.write_text("a b\n")
+    # The weights do not exist: the destination is checked first.
+    with pytest.raises(ElmoError, match=rf"E514.*'{folder}/x\.hdf5'.*make '{folder}' writable"):
+        embed_file(fixture_paths[0], tmp_path / "missing.hdf5", text, folder / "x.hdf5")
+    with pytest.raises(ElmoError, match=rf"E514.*'{folder}/sub/x\.hdf5'"):
+        embed_file(fixture_paths[0], tmp_path / "missing.hdf5", text, folder / "sub" / "x.hdf5")
+    result = CliRunner().invoke(app, ["embed", *map(str, fixture_paths), str(text), str(folder / "x.hdf5")])
+    assert result.exit_code == 1 and "E514" in result.output
+    assert not (folder / "x.hdf5").exists() and not (folder / "sub").exists()
+
+
+@pytest.mark.parametrize("make", [False, True])
+def test_an_output_that_names_a_folder_is_refused(fixture_paths, tmp_path, make):
+    text = tmp_path / "in.txt"
+    text.write_text("a b\n")
+    folder = tmp_path / "OUT"
+    if make:
+        folder.mkdir()
+    with pytest.raises(ElmoError, match=r"E515.*OUT.*one HDF5 file.*OUT/in\.hdf5"):
+        embed_file(*fixture_paths, text, f"{folder}/")
+    result = CliRunner().invoke(app, ["embed", *map(str, fixture_paths), str(text), f"{folder}/"])
+    assert result.exit_code == 1 and "E515" in result.output
+    if make:
+        with pytest.raises(ElmoError, match=r"E515.*a folder of that name exists"):
+            embed_file(*fixture_paths, text, folder)
+        assert list(folder.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["OUT", "in.txt"] if make else ["in.txt"])
