@@ -41,13 +41,13 @@ def test_a_settings_override_at_load_is_what_the_component_does(saved):
 def test_a_saved_component_is_its_model_and_a_round_trip_predicts_the_same(saved):
     path, nlp = saved
     assert sorted(p.name for p in (path / "elmo").iterdir()) == ["model"]
-    for a, b in zip(layers(spacy.load(path)), layers(nlp)):
-        assert numpy.array_equal(a, b)
+    for a, b in zip(layers(spacy.load(path)), layers(nlp)):  # the same weights; sums may differ in the last bit
+        assert_close_to_scale(a, b)
     fresh = spacy.load(path)
     fresh.get_pipe("elmo").from_bytes(nlp.get_pipe("elmo").to_bytes())
     assert set(srsly.msgpack_loads(nlp.get_pipe("elmo").to_bytes())) == {"vocab", "model"}
     for a, b in zip(layers(fresh), layers(nlp)):
-        assert numpy.array_equal(a, b)
+        assert_close_to_scale(a, b)
 
 
 @pytest.mark.parametrize("old_cfg", [
@@ -63,7 +63,8 @@ def test_an_older_save_with_a_cfg_file_loads_with_the_configs_settings(saved, ol
     elmo = loaded.get_pipe("elmo")
     assert (elmo.store_dtype, elmo.vector_mix, elmo.set_vector_hooks) == ("float32", "average", False)
     for a, b in zip(layers(loaded), layers(nlp)):
-        assert a.dtype == numpy.float32 and numpy.array_equal(a, b)
+        assert a.dtype == numpy.float32
+        assert_close_to_scale(a, b)
     old_bytes = srsly.msgpack_dumps({"cfg": srsly.json_dumps({"store_dtype": "float16"}),
                                      **srsly.msgpack_loads(nlp.get_pipe("elmo").to_bytes())})
     elmo.from_bytes(old_bytes)
