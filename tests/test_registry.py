@@ -24,7 +24,9 @@ def load(target):
     return getattr(importlib.import_module(module), attr)
 
 
-REGISTRIES = {"spacy_architectures": registry.architectures, "thinc_layers": registry.layers}
+REGISTRIES = {
+    "spacy_architectures": registry.architectures, "thinc_layers": registry.layers, "spacy_misc": registry.misc,
+}
 
 
 @pytest.mark.parametrize("group,name,target", list(entry_points()))

@@ -15,13 +15,11 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional
 
-import matplotlib
+import numpy
+import typer
+from wasabi import MarkdownRenderer
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy  # noqa: E402
-import typer  # noqa: E402
-from wasabi import MarkdownRenderer  # noqa: E402
+from spacy_elmo.inspect import mean_over_runs, plot_mixes
 
 TASKS = {
     # task: (metric key in the metrics JSON, how to call it)
@@ -94,7 +92,7 @@ def collect_mixes(training_dir: Path) -> Dict[str, List[List[float]]]:
     """{task: [softmax(s) of each seed's model]} from the ELMo runs."""
     import spacy
 
-    from spacy_elmo.cli.mix_weights import listener_mixes
+    from spacy_elmo.inspect import listener_mixes
 
     mixes: Dict[str, List[List[float]]] = {}
     for task in TASKS:
@@ -163,7 +161,10 @@ def tuning_lines(tuning: Dict[str, Dict[str, float]]) -> str:
 
 
 def plot_scores(scores, output: Path) -> None:
-    fig, axes = plt.subplots(1, len(scores), figsize=(3.2 * max(1, len(scores)), 3.2), squeeze=False)
+    from matplotlib.figure import Figure  # no pyplot: matplotlib's backend is left alone
+
+    fig = Figure(figsize=(3.2 * max(1, len(scores)), 3.2))
+    axes = fig.subplots(1, len(scores), squeeze=False)
     for ax, (task, row) in zip(axes[0], scores.items()):
         variants = [v for v in ("baseline", *VARIANTS) if v in row]
         means = [row[v]["mean"] for v in variants]
@@ -177,27 +178,6 @@ def plot_scores(scores, output: Path) -> None:
         ax.set_ylabel("score (%)")
     fig.tight_layout()
     fig.savefig(output, dpi=120)
-    plt.close(fig)
-
-
-def plot_mixes(mixes: Dict[str, List[List[float]]], output: Path) -> None:
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    if mixes:
-        n_layers = len(next(iter(mixes.values()))[0])
-        width = 0.8 / len(mixes)
-        for i, (task, runs) in enumerate(mixes.items()):
-            runs_array = numpy.asarray(runs)
-            xs = numpy.arange(n_layers) + (i - (len(mixes) - 1) / 2) * width
-            ax.bar(xs, runs_array.mean(axis=0), width, yerr=runs_array.std(axis=0), capsize=4, label=task)
-        ax.axhline(1.0 / n_layers, color="grey", linestyle=":", linewidth=1, label="uniform")
-        ax.set_xticks(numpy.arange(n_layers))
-        ax.set_xticklabels(["tokens"] + [f"LSTM {j}" for j in range(1, n_layers)])
-        ax.legend(fontsize=8)
-    ax.set_ylabel("softmax(s), mean over seeds")
-    ax.set_title("Layer weights each task learned")
-    fig.tight_layout()
-    fig.savefig(output, dpi=120)
-    plt.close(fig)
 
 
 def main(
@@ -225,7 +205,7 @@ def main(
     }
     (output_dir / "results.json").write_text(json.dumps(report, indent=2), encoding="utf8")
     plot_scores(scores, output_dir / "scores.png")
-    plot_mixes(mixes, output_dir / "layer_weights.png")
+    plot_mixes(mean_over_runs(mixes), output_dir / "layer_weights.png", title="Layer weights each task learned")
     print(table)
 
 

@@ -12,15 +12,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, Optional
 
-import matplotlib
+import typer
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import typer  # noqa: E402
-
-from experiments.report.comparison import TASKS as REPORT_TASKS  # noqa: E402
-from experiments.report.comparison import gains, mean_std, md_table, plot_mixes  # noqa: E402
-from experiments.run.curves import TASKS  # noqa: E402
+from experiments.report.comparison import TASKS as REPORT_TASKS
+from experiments.report.comparison import gains, mean_std, md_table
+from experiments.run.curves import TASKS
+from spacy_elmo.inspect import mean_over_runs, plot_mixes
 
 TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
 ROWS = {  # the four-row tables: (row, its baseline)
@@ -117,7 +114,10 @@ def cost_table(cost: dict) -> str:
 
 
 def plot_curves(task: str, shares: dict, output: Path) -> None:
-    fig, ax = plt.subplots(figsize=(4.2, 3.2))
+    from matplotlib.figure import Figure  # no pyplot: matplotlib's backend is left alone
+
+    fig = Figure(figsize=(4.2, 3.2))
+    ax = fig.subplots()
     xs = sorted(shares)
     for variant, colour, label in (("baseline", "#777777", "baseline"), ("elmo", "#3b75af", "+ ELMo")):
         points = [(x, shares[x][variant]) for x in xs if variant in shares[x]]
@@ -136,7 +136,6 @@ def plot_curves(task: str, shares: dict, output: Path) -> None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(output, dpi=120)
-    plt.close(fig)
 
 
 def main(
@@ -159,7 +158,7 @@ def main(
     task_mixes = {name: mixes[task][variant] for name, task, variant in
                   (("NER", "ner", "elmo"), ("sentiment", "sentiment5", "elmo"), ("POS probe", "pos", "probe_mix"))
                   if mixes[task].get(variant)}
-    plot_mixes(task_mixes, output_dir / "layer_weights.png")
+    plot_mixes(mean_over_runs(task_mixes), output_dir / "layer_weights.png", title="Layer weights each task learned")
     cost_data = json.loads(cost.read_text()) if cost else None
     if cost_data:
         parts += ["**Cost** on " + cost_data["machine"], "", cost_table(cost_data), ""]

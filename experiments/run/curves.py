@@ -186,7 +186,7 @@ def score_run(model_dir: Path, test_path: Path) -> Dict[str, object]:
     from experiments.run.evaluate_seeds import evaluate_model
 
     import spacy
-    from spacy_elmo.cli.mix_weights import listener_mixes
+    from spacy_elmo.inspect import listener_mixes
 
     scores = evaluate_model(model_dir, test_path)
     mixes = listener_mixes(spacy.load(model_dir))

@@ -5,9 +5,10 @@
 `TransformerModel` wraps a transformer; pretraining's `PretrainingLM` is a
 third thing (a `BiLM` with a softmax, for training only).
 
-Docs are cut into the segments the biLM was trained on (sentences when the doc
-has sentence boundaries, else windows of `window_size` tokens; a sentence
-longer than that is windowed too), the segments are sorted by length and
+Docs are cut into segments by the `segmenter` (models/segmenters.py; by
+default the segments the biLM was trained on: sentences when the doc has
+sentence boundaries, else windows of `window_size` tokens, and a sentence
+longer than that windowed too), the segments are sorted by length and
 batched under a budget of `max_batch_tokens` padded tokens, and the layers
 come back as one array (n_layers, n_tokens, width) per doc.
 
@@ -28,6 +29,7 @@ never as a pickle.
 """
 import io
 import os
+from functools import partial
 from typing import Callable, List, Optional, Tuple
 
 import numpy
@@ -44,29 +46,35 @@ from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
 from ..errors import ElmoError, Errors
 from ..extensions import install_extensions
+from .segmenters import Segmenter, read_sentences
 from .settings import BiLMSettings, check_settings
 
 BILM_ARCH = "spacy-elmo.BiLM.v1"
-Segment = Tuple[int, int, int]  # (doc index, start token, end token)
+# (doc index, start token, end token, first and end token kept): see models/segmenters.py
+Segment = Tuple[int, int, int, int, int]
 _IMPORT_PID = os.getpid()
 
 
 @registry.architectures(BILM_ARCH)
 def BiLMModel(
     max_batch_tokens: int = 4096, window_size: int = 128, precision: str = "fp32", sentences: str = "doc",
+    segmenter: Optional[Segmenter] = None,
 ) -> Model[List[Doc], List[Floats3d]]:
     """The biLM over Docs: every token's L + 1 layers, (n_layers, n_tokens, width) per doc.
 
     max_batch_tokens: at prediction, the most padded tokens the biLM sees at
         once, at least `window_size`.
     window_size: the longest segment; docs without sentence boundaries are cut
-        into windows of this many tokens.
+        into windows of this many tokens (the segmenter's default size).
     precision: on a GPU, "fp32" (exact float32; cuDNN's default TF32 convolutions are
         turned off inside the biLM), "tf32" or "bf16" (see spacy_elmo.bilm.precision).
     sentences: "doc", read the sentences the doc has (the `elmo` component);
         "upstream", read the sentences the `elmo` component read, as recorded in
         ``doc._.elmo``, and a doc without that record in windows (a listener's
         copy after `nlp.replace_listeners`).
+    segmenter: how docs are cut into segments, e.g. `spacy-elmo.sentences.v1`
+        (unset: the same) or `spacy-elmo.windows.v1` (windows across sentence
+        boundaries, which may overlap); see models/segmenters.py.
     """
     check_settings(
         BiLMSettings, {"max_batch_tokens": max_batch_tokens, "window_size": window_size, "sentences": sentences},
@@ -83,7 +91,8 @@ def BiLMModel(
     )
     return Model(
         "elmo-bilm",
-        forward,
+        # The segmenter is a function, which a model's attrs cannot hold (they are serialised).
+        partial(forward, segmenter=segmenter if segmenter is not None else read_sentences),
         layers=[wrapper],
         dims={"nO": None, "nL": None},
         attrs={
@@ -134,7 +143,9 @@ def bilm_from_bytes(module: torch.nn.Module, data: bytes, device: torch.device) 
     return bilm.to(device)
 
 
-def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3d], Callable]:
+def forward(
+    model: Model, docs: List[Doc], is_train: bool, *, segmenter: Segmenter = read_sentences
+) -> Tuple[List[Floats3d], Callable]:
     wrapper = model.layers[0]
     bilm = get_bilm(model)
     if bilm is None:
@@ -148,24 +159,24 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats3
     # _convert_outputs): docs hold NumPy arrays whatever the device.
     xp = ops.xp if is_train else numpy
     outputs = [xp.zeros((n_layers, len(doc), width), dtype="float32") for doc in docs]
-    segments = _segments(docs, model.attrs["window_size"], model.attrs.get("sentences", "doc"))
+    segments = _segments(docs, segmenter, model.attrs["window_size"], model.attrs.get("sentences", "doc"))
     segments.sort(key=lambda s: s[2] - s[1], reverse=True)
     # In training, one batch: one graph, one backward pass.
     batches = [segments] if is_train else list(_batches(segments, model.attrs["max_batch_tokens"]))
     backprops = []
     for batch in batches:
-        words = [[t.text for t in docs[d][start:end]] for d, start, end in batch]
+        words = [[t.text for t in docs[d][start:end]] for d, start, end, _, _ in batch]
         with in_precision(get_torch_default_device(), model.attrs["precision"]):
             layers, backprop = wrapper(batch_to_ids(words, bilm.options.max_characters_per_token), is_train)
-        for row, (d, start, end) in enumerate(batch):
-            outputs[d][:, start:end] = layers[:, row, : end - start]
+        for row, (d, start, _, keep_start, keep_end) in enumerate(batch):
+            outputs[d][:, keep_start:keep_end] = layers[:, row, keep_start - start : keep_end - start]
         backprops.append((batch, layers.shape, backprop))
 
     def backprop_docs(d_outputs: List[Floats3d]) -> List[Doc]:
         for batch, shape, backprop in backprops:
             d_layers = ops.alloc4f(*shape)
-            for row, (d, start, end) in enumerate(batch):
-                d_layers[:, row, : end - start] = d_outputs[d][:, start:end]
+            for row, (d, start, _, keep_start, keep_end) in enumerate(batch):
+                d_layers[:, row, keep_start - start : keep_end - start] = d_outputs[d][:, keep_start:keep_end]
             backprop(d_layers)
         return docs
 
@@ -196,16 +207,12 @@ def sentence_starts(doc: Doc, sentences: str = "doc") -> List[int]:
     return [0]
 
 
-def _segments(docs: List[Doc], window_size: int, sentences: str = "doc") -> List[Segment]:
-    """Token ranges the biLM reads as sentences (see `sentence_starts`),
-    none longer than `window_size`."""
-    segments = []
-    for d, doc in enumerate(docs):
-        starts = sentence_starts(doc, sentences)
-        for start, end in zip(starts, starts[1:] + [len(doc)]):
-            for window_start in range(start, end, window_size):
-                segments.append((d, window_start, min(end, window_start + window_size)))
-    return segments
+def _segments(docs: List[Doc], segmenter: Segmenter, window_size: int, sentences: str = "doc") -> List[Segment]:
+    """Token ranges the biLM reads as sentences, as `segmenter` cuts each doc
+    (given the sentences `sentence_starts` reads)."""
+    return [
+        (d, *window) for d, doc in enumerate(docs) for window in segmenter(doc, sentence_starts(doc, sentences), window_size)
+    ]
 
 
 def _batches(segments: List[Segment], max_tokens: int):

@@ -22,11 +22,15 @@ from thinc.types import Floats2d, Floats3d
 
 from ..errors import ElmoError, Errors
 from ..extensions import install_extensions
-from .scalar_mix import SCALAR_MIX_NAME, ScalarMix
+from .scalar_mix import ScalarMix
 from .settings import DropoutSettings, check_settings
 
 LISTENER_ARCH = "spacy-elmo.ElmoListener.v1"
 STANDALONE_ARCH = "spacy-elmo.ElmoStandalone.v1"
+MIX_DOCS_NAME = "elmo-mix-docs"
+# The ref under which `mix_docs` keeps its mix: how listeners, `mix-weights`
+# and reports find a task's mix, whatever layer it is.
+MIX_REF = "mix"
 
 
 @registry.architectures(LISTENER_ARCH)
@@ -36,7 +40,11 @@ def ElmoListener(
     """Listen to an `elmo` component and mix its layers for this task.
 
     upstream: the name of the `elmo` component to listen to, or "*" for any.
-    mix: the layer mix, `spacy-elmo.ScalarMix.v1` by default.
+    mix: the layer mix, `spacy-elmo.ScalarMix.v1` by default; any Thinc layer
+        from the biLM's layers of a batch's tokens, (n_layers, n_tokens, width),
+        to one vector per token of the same width, (n_tokens, width). It is
+        initialised with a sample of that shape, and the dims `nL` and `nO` it
+        declares are set to the biLM's number of layers and width.
     dropout: dropout on the mixed vectors in training, 0 <= dropout < 1.
     """
     check_settings(DropoutSettings, {"dropout": dropout}, LISTENER_ARCH, "the component's [model.tok2vec.elmo]")
@@ -46,17 +54,19 @@ def ElmoListener(
 
 @registry.layers("spacy-elmo.mix_docs.v1")
 def mix_docs(mix: Model[Floats3d, Floats2d], dropout: float = 0.0) -> Model[List[Floats3d], List[Floats2d]]:
-    """Apply `mix` (and dropout) to every doc's layers, as one array for the batch."""
+    """Apply `mix` (and dropout) to every doc's layers, as one array for the
+    batch. The mix is the model's ref "mix" (`MIX_REF`)."""
     inner = chain(mix, Dropout(dropout)) if dropout else mix
-    return Model("elmo-mix-docs", _mix_docs_forward, layers=[inner], init=_mix_docs_init, dims={"nO": None})
+    model = Model(MIX_DOCS_NAME, _mix_docs_forward, layers=[inner], init=_mix_docs_init, dims={"nO": None})
+    model.set_ref(MIX_REF, mix)
+    return model
 
 
 def _mix_docs_init(model: Model, X: Optional[List[Floats3d]] = None, Y=None) -> None:
-    inner = model.layers[0]
     sample = model.ops.xp.concatenate(X, axis=1) if X else None
-    inner.initialize(X=sample)
-    mix = next(node for node in inner.walk() if node.name == SCALAR_MIX_NAME)
-    model.set_dim("nO", mix.get_dim("nO"), force=True)
+    model.layers[0].initialize(X=sample)
+    if sample is not None:
+        model.set_dim("nO", sample.shape[2], force=True)  # a mix keeps the width
 
 
 def _mix_docs_forward(model: Model, X: List[Floats3d], is_train: bool) -> Tuple[List[Floats2d], Callable]:
@@ -134,18 +144,19 @@ class ElmoListenerModel(Model):
             self.set_upstream_dims(upstream_model.get_dim("nL"), upstream_model.get_dim("nO"))
 
     def set_upstream_dims(self, n_layers: int, width: int) -> None:
-        """Called once the upstream biLM is known."""
+        """Called once the upstream biLM is known: the listener's and its
+        mix's dims (those the mix declares) follow it."""
         self.set_dim("nL", n_layers, force=True)
         self.set_dim("nO", width, force=True)
-        for node in self.layers[0].walk():
-            if node.name == SCALAR_MIX_NAME:
-                node.set_dim("nL", n_layers, force=True)
-                node.set_dim("nO", width, force=True)
+        for dim, value in (("nL", n_layers), ("nO", width)):
+            if dim in self.mix.dim_names:
+                self.mix.set_dim(dim, value, force=True)
         self.layers[0].set_dim("nO", width, force=True)
 
     @property
     def mix(self) -> Model:
-        return next(node for node in self.walk() if node.name == SCALAR_MIX_NAME)
+        """The task's layer mix (the ref "mix" of its `mix_docs`)."""
+        return self.layers[0].get_ref(MIX_REF)
 
 
 def _listener_init(model: ElmoListenerModel, X: Optional[List[Doc]] = None, Y=None) -> None:
@@ -153,7 +164,8 @@ def _listener_init(model: ElmoListenerModel, X: Optional[List[Doc]] = None, Y=No
         model.link(model.upstream_model)
     if model.has_dim("nL") is not True:
         raise ElmoError("E404", Errors.E404.format(component=model.component or "?", upstream=model.upstream_name))
-    model.layers[0].initialize()
+    # The mix learns its shapes from one token's worth of the biLM's layers, as Thinc layers do from data.
+    model.layers[0].initialize(X=[model.ops.alloc3f(model.get_dim("nL"), 1, model.get_dim("nO"))])
     # The one place the listener runs the biLM itself: the sample docs of
     # initialisation, which the `elmo` component has not processed.
     sample = [doc for doc in X or [] if doc._.elmo is None]

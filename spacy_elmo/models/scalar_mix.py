@@ -25,8 +25,14 @@ def ScalarMix(
 
     The L + 1 scalars `s` start equal (a uniform mix) and γ starts at 1.
 
-    layer_norm: normalise each layer of each token over its features (zero
-        mean, unit variance, no learned scale) before mixing.
+    layer_norm: normalise each layer before mixing, as bilm-tf and AllenNLP
+        do: one mean and one variance per layer, over every token of the batch
+        and every feature (no learned scale), so the layers' scales no longer
+        weigh in the mix. (Earlier versions normalised each token's features
+        on their own, which also removed what sets tokens apart in a layer's
+        scale; a model trained with that layer norm predicts differently
+        now.) The statistics are the batch's, so with layer_norm a token's
+        vector depends on the other docs of its batch, as in the paper.
     layer_dropout: in training, drop each layer from the mix with this
         probability (its weight is renormalised away; one layer is always kept).
     l2_to_uniform: λ of an L2 penalty ``λ · ‖s − mean(s)‖²`` that pulls the
@@ -78,11 +84,15 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
     gamma = model.get_param("gamma")
     fixed = model.attrs.get("layer") is not None
     rate = model.attrs["layer_dropout"]
-    keep = None
-    if is_train and rate > 0.0 and not fixed:
-        keep = xp.random.uniform(size=s.shape) >= rate
-        keep[int(xp.random.randint(s.shape[0]))] = True
-    weights = mix_weights(model) if fixed else _softmax(xp, s, keep)
+    if fixed:
+        weights = mix_weights(model)
+    elif is_train and rate > 0.0:
+        keep = ops.get_dropout_mask(s.shape, rate)
+        keep[int(xp.random.randint(s.shape[0]))] = 1.0  # one layer is always kept
+        weights = ops.softmax(s) * keep
+        weights /= weights.sum()  # the dropped layers' weight, renormalised away
+    else:
+        weights = ops.softmax(s)
     if model.attrs["layer_norm"]:
         H, normalise_backprop = _layer_norm(xp, X)
     else:
@@ -93,7 +103,8 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
     def backprop(dY: Floats2d) -> Floats3d:
         if not fixed:
             dweights = gamma[0] * xp.tensordot(H, dY, axes=([1, 2], [0, 1]))  # (n_layers,)
-            ds = weights * (dweights - (weights * dweights).sum())
+            # A dropped layer has weight 0, so the softmax's backward leaves its scalar alone.
+            ds = ops.backprop_softmax(weights, dweights)
             lam = model.attrs["l2_to_uniform"]
             if lam:
                 ds += 2.0 * lam * (s - s.mean())
@@ -107,34 +118,30 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
 
 def mix_weights(model: Model) -> Floats1d:
     """The weights the mix applies at prediction: softmax(s), or one-hot for a fixed `layer`."""
-    xp = model.ops.xp
     s = model.get_param("s")
     layer = model.attrs.get("layer")
     if layer is None:
-        return _softmax(xp, s)
-    weights = xp.zeros_like(s)
+        return model.ops.softmax(s)
+    weights = model.ops.xp.zeros_like(s)
     weights[layer] = 1.0
     return weights
 
 
-def _softmax(xp, s: Floats1d, keep=None) -> Floats1d:
-    z = s - s.max()
-    e = xp.exp(z)
-    if keep is not None:
-        e = e * keep
-    return e / e.sum()
-
-
 def _layer_norm(xp, X: Floats3d):
-    mean = X.mean(axis=2, keepdims=True)
+    """Each layer of X (n_layers, n_tokens, width) to zero mean and unit
+    variance over all its tokens and features (Peters et al. 2018; bilm-tf's
+    and AllenNLP's `_do_layer_norm`): every row of X is a real token, so no
+    mask is needed."""
+    axes = (1, 2)
+    mean = X.mean(axis=axes, keepdims=True)
     centred = X - mean
-    inv_std = 1.0 / xp.sqrt((centred * centred).mean(axis=2, keepdims=True) + LAYER_NORM_EPS)
+    inv_std = 1.0 / xp.sqrt((centred * centred).mean(axis=axes, keepdims=True) + LAYER_NORM_EPS)
     H = centred * inv_std
 
     def backprop(dH: Floats3d) -> Floats3d:
-        # d/dX of (X - mean) / std over the last axis.
-        mean_dH = dH.mean(axis=2, keepdims=True)
-        mean_dH_H = (dH * H).mean(axis=2, keepdims=True)
+        # d/dX of (X - mean) / std, with mean and std over each layer.
+        mean_dH = dH.mean(axis=axes, keepdims=True)
+        mean_dH_H = (dH * H).mean(axis=axes, keepdims=True)
         return inv_std * (dH - mean_dH - H * mean_dH_H)
 
     return H, backprop

@@ -6,7 +6,7 @@ built from a config or called from Python: any setting of the wrong type or
 out of range is one coded error (E411) that lists them all.
 """
 import math
-from typing import Any, Dict, Literal, Optional, Type, Union
+from typing import Any, Dict, List, Literal, Optional, Type, Union
 
 from pydantic import (
     BaseModel,
@@ -15,6 +15,7 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    StrictStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -67,6 +68,62 @@ class ScalarMixSettings(_Settings):
         if not math.isfinite(value):
             raise ValueError("expected a finite number >= 0")
         return value
+
+
+class WindowsSettings(_Settings):
+    """`spacy-elmo.windows.v1` (unset: the biLM's `window_size`, and a stride of the whole window)."""
+
+    size: Optional[StrictInt] = Field(None, ge=1)
+    stride: Optional[StrictInt] = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _stride_within_the_window(self) -> "WindowsSettings":
+        if self.size is not None and self.stride is not None and self.stride > self.size:
+            raise ValueError(
+                f"stride = {self.stride} is more than size = {self.size} (expected windows that overlap or "
+                "touch: 1 <= stride <= size; a larger stride would skip tokens)"
+            )
+        return self
+
+
+STORE_DTYPES = ("float32", "float16")
+
+
+class ElmoSettings(_Settings):
+    """The `elmo` component's settings (the factory's arguments); which
+    `vector_mix` fits the biLM is checked once the biLM is known (E401)."""
+
+    frozen: StrictBool = Field(description="true or false")
+    store_dtype: Literal[STORE_DTYPES] = Field(description="'float32' or 'float16'")  # type: ignore[valid-type]
+    vector_mix: Union[StrictStr, StrictInt, List[Union[StrictInt, StrictFloat]]] = Field(
+        description="'average', 'top', a layer index or a list of finite layer weights"
+    )
+    set_vector_hooks: StrictBool = Field(description="true or false")
+    train_cache_mb: StrictInt = Field(ge=0, description="a whole number of megabytes >= 0")
+
+    @field_validator("vector_mix")
+    @classmethod
+    def _finite_weights(cls, value: Any) -> Any:
+        if isinstance(value, list) and not all(math.isfinite(w) for w in value):
+            raise ValueError("a weight is not finite")
+        return value
+
+
+def check_component_settings(values: Dict[str, Any], name: str) -> None:
+    """The `elmo` component's settings, however it was built: E406 for a
+    storage dtype that is not one, E508 naming the first other setting
+    that is out of range, of the wrong type or unknown."""
+    where = f"the settings of the '{name}' component ([components.{name}] in the config, or the call)"
+    if values.get("store_dtype") not in STORE_DTYPES:
+        raise ElmoError("E406", Errors.E406.format(found=values.get("store_dtype")) + f" Found in {where}.")
+    try:
+        ElmoSettings.model_validate(values)
+    except ValidationError as err:
+        error = err.errors()[0]
+        key = str(error["loc"][0])
+        field = ElmoSettings.model_fields.get(key)
+        expected = field.description if field is not None else f"no such setting (the settings are {sorted(ElmoSettings.model_fields)})"
+        raise ElmoError("E508", Errors.E508.format(key=key, found=values.get(key), expected=expected, where=where)) from None
 
 
 def check_settings(schema: Type[_Settings], values: Dict[str, Any], name: str, section: str) -> None:

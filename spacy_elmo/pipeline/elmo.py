@@ -1,5 +1,4 @@
 """The `elmo` pipeline component: runs the biLM and shares its layers."""
-import math
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -7,6 +6,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Unio
 
 import numpy
 import srsly
+from spacy import util
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
@@ -21,6 +21,7 @@ from ..errors import ElmoError, Errors
 from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
 from ..models.bilm import get_bilm, sentence_starts, set_bilm
 from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
+from ..models.settings import check_component_settings
 from .layer_cache import LayerCache
 
 DEFAULT_CONFIG = {
@@ -60,6 +61,10 @@ class Elmo(TrainablePipe):
     its outputs for a doc seen before come from a cache; its backprop does
     nothing. Not frozen, the listeners' gradients fine-tune it, with one
     backward pass per batch.
+
+    The settings are the factory's arguments, kept as attributes and nowhere
+    else: `nlp.config` is what the component does, and a saved pipeline holds
+    only the biLM's weights besides its config.
     """
 
     def __init__(
@@ -78,22 +83,18 @@ class Elmo(TrainablePipe):
         self.model = model
         self.name = name
         self.listener_map: Dict[str, List[Model]] = {}
-        self.cfg: Dict[str, Any] = {
-            "frozen": frozen,
-            "store_dtype": store_dtype,
-            "vector_mix": vector_mix,
-            "set_vector_hooks": set_vector_hooks,
-            "train_cache_mb": train_cache_mb,
-        }
-        check_cfg(self.cfg, f"the settings of the '{name}' component")
+        check_component_settings({
+            "frozen": frozen, "store_dtype": store_dtype, "vector_mix": vector_mix,
+            "set_vector_hooks": set_vector_hooks, "train_cache_mb": train_cache_mb,
+        }, name)
+        self.frozen = frozen
+        self.store_dtype = store_dtype
+        self.vector_mix = vector_mix
+        self.set_vector_hooks = set_vector_hooks
         self.train_cache = LayerCache(train_cache_mb * 2**20, store_dtype)
         self.model.attrs["replace_listener"] = replace_listener
         self.model.attrs["replace_listener_cfg"] = replace_listener_cfg
         install_extensions()
-
-    @property
-    def frozen(self) -> bool:
-        return bool(self.cfg["frozen"])
 
     # The listener protocol (as spaCy's tok2vec speaks it).
 
@@ -139,16 +140,15 @@ class Elmo(TrainablePipe):
     def set_annotations(self, docs: Iterable[Doc], outputs: List[Floats3d]) -> None:
         """Store the layers as ``doc._.elmo``."""
         bilm = self._require_bilm()
-        mix = fixed_mix_weights(self.cfg["vector_mix"], bilm.n_layers)
-        dtype = self.cfg["store_dtype"]
+        mix = fixed_mix_weights(self.vector_mix, bilm.n_layers)
         sentences = self.model.attrs.get("sentences", "doc")
         for doc, layers in zip(docs, outputs):
             doc._.elmo = ElmoDocData(
-                layers=layers.astype(dtype, copy=False), mix=numpy.asarray(mix, dtype="float32"),
-                vector_hooks=bool(self.cfg["set_vector_hooks"]), token_offsets=token_offsets(doc),
+                layers=layers.astype(self.store_dtype, copy=False), mix=numpy.asarray(mix, dtype="float32"),
+                vector_hooks=self.set_vector_hooks, token_offsets=token_offsets(doc),
                 sentence_starts=numpy.asarray(sentence_starts(doc, sentences), dtype="int32"),
             )
-            if self.cfg["set_vector_hooks"]:
+            if self.set_vector_hooks:
                 set_vector_hooks(doc)
 
     # Training.
@@ -250,65 +250,78 @@ class Elmo(TrainablePipe):
             validate_get_examples(get_examples, "Elmo.initialize")
             self.predict([eg.predicted for eg in islice(get_examples(), 2)])
 
-    # Loading: every part read is checked, and a failure names its file.
+    # Saving and loading, part by part: the vocab and the model (the biLM's
+    # options and weights). The settings travel in the pipeline's config.cfg
+    # and nowhere else.
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
+        """Save the component to the folder `path` (files `model`, and `vocab` unless excluded)."""
+        serialize = {
+            "vocab": lambda p: self.vocab.to_disk(p, exclude=exclude),
+            "model": lambda p: self.model.to_disk(p),
+        }
+        util.to_disk(path, serialize, exclude)
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """The component as bytes (its `model`, and `vocab` unless excluded)."""
+        serialize = {"vocab": lambda: self.vocab.to_bytes(exclude=exclude), "model": self.model.to_bytes}
+        return util.to_bytes(serialize, exclude)
 
     def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "Elmo":
-        """Load the component saved in `path` (its `cfg` and `model` files).
+        """Load the component saved in `path` (its `model` file, and `vocab` unless excluded).
 
-        A missing, damaged or hand-edited file is a coded error naming it
-        (E507; E508, E406 or E401 for a setting in `cfg` that is not valid).
+        A missing or damaged file is a coded error naming it (E507); a
+        `vector_mix` that does not fit the loaded biLM is E401. A `cfg` file,
+        which earlier versions saved beside the model, is not read: the
+        settings are those of the pipeline's config (and of any override
+        given to `spacy.load`), which held the same values when it was saved.
         """
         path = Path(path)
-        exclude = list(exclude)
-        for part in _PARTS:
-            if part in exclude:
-                continue
-            if part != "vocab" and not (path / part).is_file():
-                raise ElmoError("E507", Errors.E507.format(path=path / part, reason="the file is missing"))
-            others = [p for p in _PARTS if p != part]
-            self._load_part(part, f"{path / part}", lambda: super(Elmo, self).from_disk(path, exclude=exclude + others))
-        self._check_mix(f"{path / 'cfg'}")
+
+        def load_model(p: Path) -> None:
+            if not p.is_file():
+                raise ElmoError("E507", Errors.E507.format(path=p, reason="the file is missing"))
+            with _naming(f"{p}"):
+                self.model.from_bytes(p.read_bytes())
+
+        def load_vocab(p: Path) -> None:
+            with _naming(f"{p}"):
+                self.vocab.from_disk(p, exclude=exclude)
+
+        util.from_disk(path, {"vocab": load_vocab, "model": load_model}, exclude)
+        self._check_mix()
         return self
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "Elmo":
-        """Load the component from `bytes_data` (see `from_disk`)."""
-        exclude = list(exclude)
+        """Load the component from `bytes_data` (see `from_disk`; a `cfg` in them is not read)."""
         where = f"the bytes of the '{self.name}' component"
         with _naming(where):
             msg = srsly.msgpack_loads(bytes_data)
         if not isinstance(msg, dict):
             raise ElmoError("E507", Errors.E507.format(path=where, reason="they hold no component"))
-        for part in _PARTS:
-            if part in exclude or (part == "vocab" and part not in msg):
-                continue
-            if part not in msg:
-                raise ElmoError("E507", Errors.E507.format(path=where, reason=f"they have no '{part}'"))
-            data = srsly.msgpack_dumps({part: msg[part]})
-            self._load_part(part, f"{where} ('{part}')", lambda: super(Elmo, self).from_bytes(data, exclude=exclude))
-        self._check_mix(f"{where} ('cfg')")
+        if "model" not in exclude and "model" not in msg:
+            raise ElmoError("E507", Errors.E507.format(path=where, reason="they have no 'model'"))
+
+        def load_model(data: bytes) -> None:
+            with _naming(f"{where} ('model')"):
+                self.model.from_bytes(data)
+
+        def load_vocab(data: bytes) -> None:
+            with _naming(f"{where} ('vocab')"):
+                self.vocab.from_bytes(data, exclude=exclude)
+
+        setters = {"vocab": load_vocab, "model": load_model}
+        for key, setter in setters.items():
+            if key not in exclude and key in msg:
+                setter(msg[key])
+        self._check_mix()
         return self
 
-    def _load_part(self, part: str, where: str, load: Callable[[], Any]) -> None:
-        before = dict(self.cfg)
-        with _naming(where):
-            load()
-        if part == "cfg":
-            try:
-                check_cfg(self.cfg, where)
-            except ElmoError:
-                self.cfg = before
-                raise
-            self.train_cache = LayerCache(self.cfg["train_cache_mb"] * 2**20, self.cfg["store_dtype"])
-
-    def _check_mix(self, where: str) -> None:
-        """The loaded `vector_mix` fits the loaded biLM (E401)."""
+    def _check_mix(self) -> None:
+        """The `vector_mix` fits the loaded biLM (E401)."""
         bilm = get_bilm(self.model)
-        if bilm is None:
-            return
-        try:
-            fixed_mix_weights(self.cfg["vector_mix"], bilm.n_layers)
-        except ElmoError as err:
-            raise ElmoError(err.code, f"{str(err).split('] ', 1)[1]} Found in {where}.") from err
+        if bilm is not None:
+            fixed_mix_weights(self.vector_mix, bilm.n_layers)
 
     def _require_bilm(self) -> BiLM:
         bilm = get_bilm(self.model)
@@ -321,46 +334,12 @@ def _no_backprop(d_outputs: List[Floats3d]) -> None:
     return None
 
 
-_PARTS = ("cfg", "vocab", "model")  # what TrainablePipe saves, in its order
-_SETTINGS = {  # cfg key: (check, what is expected)
-    "frozen": (lambda v: isinstance(v, bool), "true or false"),
-    "set_vector_hooks": (lambda v: isinstance(v, bool), "true or false"),
-    "train_cache_mb": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                       "a whole number of megabytes >= 0"),
-    # (which mixes fit the biLM is checked once it is known: E401)
-    "vector_mix": (
-        lambda v: isinstance(v, (str, int)) and not isinstance(v, bool) or isinstance(v, list) and all(
-            isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in v
-        ),
-        "'average', 'top', a layer index or a list of finite layer weights",
-    ),
-}
-
-
-def check_cfg(cfg: Dict[str, Any], where: str) -> None:
-    """The component's settings, as the factory or a saved `cfg` file gives them."""
-    if cfg.get("store_dtype") not in ("float32", "float16"):
-        raise ElmoError("E406", Errors.E406.format(found=cfg.get("store_dtype")) + f" Found in {where}.")
-    for key, value in cfg.items():
-        if key == "store_dtype":
-            continue
-        if key not in _SETTINGS:
-            raise ElmoError("E508", Errors.E508.format(
-                key=key, found=value, expected=f"no such setting (the settings are {sorted(_SETTINGS)})", where=where
-            ))
-        check, expected = _SETTINGS[key]
-        if not check(value):
-            raise ElmoError("E508", Errors.E508.format(key=key, found=value, expected=expected, where=where))
-
-
 @contextmanager
 def _naming(where: str) -> Iterator[None]:
     """Any failure to read a saved part becomes E507, naming the file."""
     try:
         yield
     except ElmoError as err:
-        if err.code in ("E406", "E508"):
-            raise
         raise ElmoError("E507", Errors.E507.format(path=where, reason=str(err))) from err
     except Exception as err:  # msgpack, HDF5, JSON, thinc: whatever a damaged file makes them raise
         raise ElmoError("E507", Errors.E507.format(path=where, reason=f"{type(err).__name__}: {err}")) from err

@@ -63,7 +63,7 @@ def test_each_listener_is_read_against_its_own_upstream(two_depths, tmp_path):
 
 
 def test_listener_mixes_name_the_upstream(two_depths):
-    from spacy_elmo.cli.mix_weights import listener_mixes
+    from spacy_elmo.inspect import listener_mixes
 
     mixes = listener_mixes(spacy.load(two_depths))
     assert {name: (mix["upstream"], len(mix["weights"])) for name, mix in mixes.items()} == {
@@ -118,3 +118,57 @@ def test_a_failure_while_writing_keeps_the_old_chart(two_depths, tmp_path, monke
     result = CliRunner().invoke(app, ["mix-weights", str(two_depths), "-o", str(chart)])
     assert result.exit_code == 1 and "E520" in result.output and "No space left" in result.output, result.output
     assert chart.read_bytes() == b"the old chart" and files_in(tmp_path) == [chart.relative_to(tmp_path)]
+
+
+@pytest.mark.parametrize("name", ["listener_mixes", "load_pipeline", "plot_mixes", "by_upstream", "check_chart_path"])
+def test_the_old_import_path_still_works_with_a_deprecation_warning(name):
+    import spacy_elmo.inspect
+
+    with pytest.warns(DeprecationWarning, match=rf"spacy_elmo.inspect.{name}"):
+        from spacy_elmo.cli import mix_weights
+
+        old = getattr(mix_weights, name)
+    assert old is getattr(spacy_elmo.inspect, name)
+
+
+def test_a_mix_without_softmax_weights_is_reported_as_such(fixture_paths, tmp_path):
+    from ..pipeline.test_listener_mix import AVERAGE_MIX, pipeline_with
+
+    nlp, examples = pipeline_with({"@layers": AVERAGE_MIX}, *fixture_paths)
+    nlp.initialize(lambda: examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    chart = tmp_path / "mix.png"
+    result = CliRunner().invoke(app, ["mix-weights", str(tmp_path / "pipeline"), "-o", str(chart)])
+    assert result.exit_code == 0, result.output
+    assert "ner: its mix 'test-average-mix' has no softmax layer weights" in result.output
+    assert "No chart written" in result.output and not chart.exists()
+
+
+# Plots every chart the library and the reports draw, after choosing a backend.
+PLOT_EVERYTHING = """
+import json, sys
+from pathlib import Path
+import matplotlib
+matplotlib.use("svg")
+from spacy_elmo.inspect import mean_over_runs, plot_mixes
+from experiments.report import comparison, curves
+out = Path(sys.argv[1])
+plot_mixes({"ner": {"weights": [0.2, 0.3, 0.5], "gamma": 1.0, "upstream": "elmo"}}, out / "one.png")
+plot_mixes(mean_over_runs({"ner": [[0.2, 0.3, 0.5], [0.3, 0.3, 0.4]]}), out / "runs.png")
+comparison.plot_scores({"ner": {"baseline": {"mean": 50.0, "std": 1.0, "seeds": [49.0, 51.0]}}}, out / "scores.png")
+print(json.dumps([matplotlib.get_backend(), "matplotlib.pyplot" in sys.modules]))
+"""
+
+
+def test_charts_leave_matplotlibs_backend_alone(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", PLOT_EVERYTHING, str(tmp_path)], capture_output=True, text=True,
+                            cwd=root, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["svg", False]
+    assert all((tmp_path / f"{name}.png").stat().st_size > 1000 for name in ("one", "runs", "scores"))

@@ -53,7 +53,7 @@ def test_gradients_match_finite_differences(layer_norm, l2):
     assert dgamma[0] == pytest.approx(numeric, rel=1e-4)
     mix.set_param("s", s0)
     mix.set_param("gamma", g0)
-    for index in [(0, 1, 2), (2, 4, 0)]:
+    for index in [(0, 1, 2), (2, 4, 0), (0, 3, 1), (1, 0, 3)]:
         step = numpy.zeros_like(X)
         step[index] = eps
         numeric = (loss(X_=X + step) - loss(X_=X - step)) / (2 * eps)
@@ -95,3 +95,18 @@ def test_fixed_layer_out_of_range_is_a_coded_error():
 
     with pytest.raises(ElmoError, match="E408"):
         ScalarMix(layer=3).initialize(X=numpy.ones((3, 2, 4), dtype="f"))
+
+
+def test_layer_norm_normalises_each_layer_over_the_whole_batch():
+    """As bilm-tf and AllenNLP do: one mean and one variance per layer, over
+    every token and every dimension of that layer."""
+    mix, X = make(layer_norm=True)
+    X = X * numpy.arange(1, 6)[None, :, None] + numpy.arange(5)[None, :, None]  # tokens on different scales
+    mean = X.mean(axis=(1, 2), keepdims=True)
+    var = ((X - mean) ** 2).mean(axis=(1, 2), keepdims=True)
+    normalised = (X - mean) / numpy.sqrt(var + 1e-12)
+    weights = numpy.exp([0.3, -0.2, 0.5]) / numpy.exp([0.3, -0.2, 0.5]).sum()
+    want = 1.3 * numpy.tensordot(weights, normalised, axes=1)
+    numpy.testing.assert_allclose(mix.predict(X), want, rtol=1e-10, atol=1e-12)
+    # A token's own features are no longer normalised on their own.
+    assert not numpy.allclose(normalised.mean(axis=2), 0.0)

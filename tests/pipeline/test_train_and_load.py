@@ -9,7 +9,7 @@ import numpy
 import pytest
 import spacy
 
-from spacy_elmo.cli.mix_weights import listener_mixes, plot_mixes
+from spacy_elmo.inspect import listener_mixes, plot_mixes
 
 from .test_elmo_component import elmo_pipeline
 

@@ -1,0 +1,68 @@
+"""A listener's mix is whatever layer its config names: found through the
+ref "mix", never by the name of `ScalarMix`."""
+import copy
+
+import numpy
+import spacy
+from spacy.util import registry
+from thinc.api import Model
+
+from .test_elmo_component import NER_ELMO
+from .util import examples_of, make_docs
+
+AVERAGE_MIX = "test-spacy-elmo.average_mix.v1"
+
+
+@registry.layers(AVERAGE_MIX)
+def average_mix() -> Model:
+    """The plain average of the layers: no parameters, no softmax."""
+
+    def forward(model, X, is_train):
+        n_layers = X.shape[0]
+        return X.mean(axis=0), lambda dY: model.ops.xp.repeat(dY[None] / n_layers, n_layers, axis=0)
+
+    return Model("test-average-mix", forward)
+
+
+def pipeline_with(mix, bilm_dir, weights_file=None):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    ner = copy.deepcopy(NER_ELMO)
+    ner["tok2vec"]["elmo"]["mix"] = mix
+    nlp.add_pipe("ner", config={"model": ner})
+    examples = examples_of(nlp, make_docs(nlp, 12))
+    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(bilm_dir),
+                                                      "weights_file": weights_file and str(weights_file)}
+    return nlp, examples
+
+
+def test_a_mix_of_another_kind_trains_and_predicts_through_the_listener(bilm_dir, tmp_path):
+    nlp, examples = pipeline_with({"@layers": AVERAGE_MIX}, bilm_dir)
+    optimizer = nlp.initialize(lambda: examples)
+    listener = nlp.get_pipe("elmo").listeners[0]
+    assert listener.mix.name == "test-average-mix"
+    losses = [nlp.update(examples, sgd=optimizer)["ner"] for _ in range(8)]
+    # (the parser's output layer starts at zero: its first loss is not a trained one)
+    assert numpy.isfinite(losses).all() and losses[-1] < losses[1]
+    doc = nlp("Bob went to Paris .")
+    numpy.testing.assert_allclose(listener.predict([doc])[0], doc._.elmo.layers.mean(axis=0), rtol=1e-6)
+    want = [(e.start, e.end, e.label_) for e in doc.ents]
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert [(e.start, e.end, e.label_) for e in loaded("Bob went to Paris .").ents] == want
+
+    from spacy_elmo.inspect import listener_mixes
+
+    assert listener_mixes(loaded) == {"ner": {"weights": None, "gamma": None, "upstream": "elmo",
+                                              "layer": "test-average-mix"}}
+
+
+def test_the_scalar_mix_inside_a_larger_mix_is_the_one_reported(bilm_dir):
+    nlp, examples = pipeline_with({"@layers": "chain.v1", "*": {
+        "mix": {"@layers": "spacy-elmo.ScalarMix.v1"}, "scale": {"@layers": "Dropout.v1", "rate": 0.0},
+    }}, bilm_dir)
+    nlp.initialize(lambda: examples)
+    from spacy_elmo.inspect import listener_mixes
+
+    mix = listener_mixes(nlp)["ner"]
+    assert numpy.allclose(mix["weights"], [1 / 3] * 3) and mix["gamma"] == 1.0
