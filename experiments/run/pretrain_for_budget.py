@@ -28,10 +28,10 @@ from spacy.cli._util import parse_config_overrides
 from wasabi import msg
 
 from spacy_elmo.errors import ElmoError, Errors
-from spacy_elmo.training.config import load_config
+from spacy_elmo.training.run.config import load_config
 from spacy_elmo.training.perplexity import perplexity
 from spacy_elmo.training.pretrain import pretrain
-from spacy_elmo.training.run_dir import RunDir
+from spacy_elmo.training.run.run_dir import RunDir
 from spacy_elmo.util import atomic_path
 
 PROBE_STEPS = 40

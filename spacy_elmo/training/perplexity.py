@@ -1,7 +1,7 @@
 """Perplexity of an exported biLM's two language models over a text.
 
 The `perplexity` function the CLI command (cli/perplexity.py) wraps; the
-arithmetic over batches, shared with training's dev evaluation, is scoring.py.
+arithmetic over batches, shared with training's dev evaluation, is objective/scoring.py.
 
 The text is read and tokenised as in training (the tokenizer and the longest
 segment are those recorded in the model's pretrain.json): each sentence, or
@@ -21,11 +21,11 @@ import torch
 
 from ..device import check_device
 from ..errors import ElmoError, Errors
-from .lm_batches import collate, plan_sorted, segments
-from .scoring import Perplexity, nll_sums
-from .export import load_model
-from .reader import ReadStats, find_files, read_lines
-from .tokenizers import make_tokenizer
+from .data.lm_batches import collate, plan_sorted, segments
+from .objective.scoring import Perplexity, nll_sums
+from .run.export import load_model
+from .data.reader import ReadStats, find_files, read_lines
+from .data.tokenizers import make_tokenizer
 
 PathLike = Union[str, Path]
 # Sentences are scored in pools of this many batches, each pool sorted by length.

@@ -19,18 +19,18 @@ from ..bilm.weights import resolve_paths
 from ..device import check_device
 from ..errors import ElmoError, Errors
 from ..util import atomic_path
-from .lm_batches import CorpusBatches
-from .config import ModelSettings, PretrainConfig, load_config
-from .distributed import Distributed
-from .export import SOFTMAX_NAME, VOCAB_NAME
-from .lm import PretrainingLM
-from .prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
+from .data.lm_batches import CorpusBatches
+from .run.config import ModelSettings, PretrainConfig, load_config
+from .run.distributed import Distributed
+from .run.export import SOFTMAX_NAME, VOCAB_NAME
+from .objective.lm import PretrainingLM
+from .data.prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
 from .disk import writing
-from .reader import find_files, is_binary
-from .run_dir import RunDir
-from .softmax import SoftmaxHead
-from .trainer import PretrainResult, StepHook, Trainer
-from .vocab import LMVocab
+from .data.reader import find_files, is_binary
+from .run.run_dir import RunDir
+from .objective.softmax import SoftmaxHead
+from .run.trainer import PretrainResult, StepHook, Trainer
+from .data.vocab import LMVocab
 
 PathLike = Union[str, Path]
 
@@ -49,7 +49,7 @@ def pretrain(
     """Train the forward and backward LMs of a biLM and export the result.
 
     config: a PretrainConfig, or the path of a ``.cfg`` (with `overrides`).
-    output_dir: the run's folder (see run_dir.py); it must be new or empty,
+    output_dir: the run's folder (see run/run_dir.py); it must be new or empty,
         or hold this same run and `resume` be set.
     init_from: a folder with options.json + weights.hdf5 to start from; its
         architecture replaces ``[model]``, and its softmax is kept when it has

@@ -11,9 +11,9 @@ from torch.utils.flop_counter import flop_registry
 
 from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
 from spacy_elmo.bilm.char_ids import PAD_CHAR
-from spacy_elmo.training.lm import PretrainingLM
-from spacy_elmo.training.lm_batches import collate
-from spacy_elmo.training.softmax import SoftmaxHead
+from spacy_elmo.training.objective.lm import PretrainingLM
+from spacy_elmo.training.data.lm_batches import collate
+from spacy_elmo.training.objective.softmax import SoftmaxHead
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 BENCHMARK = BENCHMARKS / "bench_bilm.py"

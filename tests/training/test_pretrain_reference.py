@@ -17,8 +17,8 @@ from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, ReduceLROnPlat
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.training import LMVocab, PretrainConfig, PretrainingLM, SoftmaxHead, pretrain
-from spacy_elmo.training.lm_batches import collate
-from spacy_elmo.training.scoring import Perplexity, nll_sums
+from spacy_elmo.training.data.lm_batches import collate
+from spacy_elmo.training.objective.scoring import Perplexity, nll_sums
 
 from .conftest import tiny_settings, write_corpus
 

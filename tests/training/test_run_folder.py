@@ -10,11 +10,11 @@ import pytest
 
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import pretrain
-from spacy_elmo.training.run_dir import LOCK_NAME, RunDir
+from spacy_elmo.training.run.run_dir import LOCK_NAME, RunDir
 
 HOLD_LOCK = """
 import sys, time
-from spacy_elmo.training.run_dir import RunDir
+from spacy_elmo.training.run.run_dir import RunDir
 with RunDir(sys.argv[1]).lock():
     print("holding", flush=True)
     time.sleep(600)

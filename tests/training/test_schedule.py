@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from spacy_elmo.errors import ElmoError
-from spacy_elmo.training.checkpoint import TrainState, load_checkpoint, save_checkpoint
-from spacy_elmo.training.config import ScheduleSettings
-from spacy_elmo.training.optim import Schedule
+from spacy_elmo.training.run.checkpoint import TrainState, load_checkpoint, save_checkpoint
+from spacy_elmo.training.run.config import ScheduleSettings
+from spacy_elmo.training.run.optim import Schedule
 
 BASE, MAX_STEPS = 0.1, 20
 

@@ -5,7 +5,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 import torch
 from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, LRScheduler, ReduceLROnPlateau, SequentialLR
 
-from ..errors import ElmoError, Errors
+from ...errors import ElmoError, Errors
 from .config import OptimizerSettings, ScheduleSettings
 
 

@@ -23,8 +23,8 @@ from typing import Dict, Iterable, List, Union
 
 import numpy
 
-from ..errors import ElmoError, Errors
-from .disk import writing
+from ...errors import ElmoError, Errors
+from ..disk import writing
 from .reader import MAX_LINE_BYTES, ReadStats, find_files, read_lines
 from .tokenizers import make_tokenizer
 

@@ -2,7 +2,7 @@
 from pathlib import Path
 from typing import Any, Dict, List, Union
 
-from ..util import atomic_path
+from ...util import atomic_path
 
 
 def plot_curves(records: List[Dict[str, Any]], path: Union[str, Path], title: str = "") -> None:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, List, Union
 
-from ..errors import ElmoError, Errors
+from ...errors import ElmoError, Errors
 
 MAX_LINE_BYTES = 100_000
 SNIFF_BYTES = 8192  # how much of a file `is_binary` reads

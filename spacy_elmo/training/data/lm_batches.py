@@ -16,9 +16,9 @@ from typing import List, Sequence, Tuple
 import numpy
 import torch
 
-from ..bilm import words_to_ids
-from ..bilm.char_ids import BOS_TOKEN, EOS_TOKEN
-from ..bilm.packing import TimeMajor
+from ...bilm import words_to_ids
+from ...bilm.char_ids import BOS_TOKEN, EOS_TOKEN
+from ...bilm.packing import TimeMajor
 from .prepared import PreparedCorpus
 from .vocab import LMVocab
 

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Union
 
-from ..util import atomic_path
-from .disk import writing
+from ...util import atomic_path
+from ..disk import writing
 
 
 class TrainLog:

@@ -17,9 +17,9 @@ from typing import Any, Dict, List, Optional, Union
 import torch
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
-from ..errors import ElmoError, Errors
-from ..util import atomic_path
-from .disk import writing
+from ...errors import ElmoError, Errors
+from ...util import atomic_path
+from ..disk import writing
 
 # 2: the schedule's state is torch's schedulers' (optim.Schedule); 1 had our own.
 FORMAT_VERSION = 2

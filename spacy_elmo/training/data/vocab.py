@@ -17,9 +17,8 @@ from typing import Dict, Iterable, List, Sequence, Union
 
 import numpy
 
-from ..bilm.char_ids import BOS_TOKEN, EOS_TOKEN
-from .._deprecated import renamed
-from ..errors import ElmoError, Errors
+from ...bilm.char_ids import BOS_TOKEN, EOS_TOKEN
+from ...errors import ElmoError, Errors
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
@@ -80,5 +79,3 @@ class LMVocab:
             words.pop()
         return cls(words)
 
-
-__getattr__ = renamed(__name__, {"Vocab": ("LMVocab", LMVocab)})

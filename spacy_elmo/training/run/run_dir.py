@@ -38,11 +38,11 @@ from typing import Any, Dict, Iterator, List, Tuple, Union
 
 from confection import ConfigValidationError
 
-from ..errors import ElmoError, Errors
-from ..util import atomic_path, make_parent_dir
+from ...errors import ElmoError, Errors
+from ...util import atomic_path, make_parent_dir
 from .config import PretrainConfig, read_cfg
-from .disk import writing
-from .reader import find_files
+from ..disk import writing
+from ..data.reader import find_files
 
 try:
     import fcntl

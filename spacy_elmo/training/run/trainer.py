@@ -7,21 +7,21 @@ from typing import Callable, Optional
 import torch
 from wasabi import Printer
 
-from ..bilm.precision import precision
-from ..errors import ElmoError, Errors
-from .lm_batches import CorpusBatches
+from ...bilm.precision import precision
+from ...errors import ElmoError, Errors
+from ..data.lm_batches import CorpusBatches
 from .checkpoint import TrainState, damaged_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .config import PretrainConfig
-from .disk import writing
+from ..disk import writing
 from .distributed import Distributed
-from .scoring import Perplexity, nll_sums
+from ..objective.scoring import Perplexity, nll_sums
 from .export import export_model
-from .lm import PretrainingLM
+from ..objective.lm import PretrainingLM
 from .optim import Schedule, make_optimizer
 from .plot import plot_curves
 from .run_dir import RunDir
 from .train_log import TrainLog
-from .vocab import LMVocab
+from ..data.vocab import LMVocab
 
 StepHook = Callable[[TrainState, PretrainingLM], None]
 

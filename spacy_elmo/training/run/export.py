@@ -3,7 +3,7 @@
     options.json, weights.hdf5   the biLM (BiLM.from_allennlp, the elmo
                                  component and AllenNLP all read these)
     vocab.txt                    the output vocabulary
-    softmax.hdf5                 the shared softmax (see softmax.py)
+    softmax.hdf5                 the shared softmax (see objective/softmax.py)
     pretrain.json                how the text was tokenised, and a summary
 """
 import json
@@ -14,11 +14,11 @@ from typing import Any, Dict, Tuple, Union
 
 import torch
 
-from ..bilm import BiLM
-from ..errors import ElmoError, Errors
-from .lm import PretrainingLM
-from .softmax import SoftmaxHead
-from .vocab import LMVocab
+from ...bilm import BiLM
+from ...errors import ElmoError, Errors
+from ..objective.lm import PretrainingLM
+from ..objective.softmax import SoftmaxHead
+from ..data.vocab import LMVocab
 
 VOCAB_NAME = "vocab.txt"
 SOFTMAX_NAME = "softmax.hdf5"

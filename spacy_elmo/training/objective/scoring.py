@@ -1,6 +1,6 @@
 """Perplexity of the two language models over batches (`nll_sums`, `Perplexity`).
 
-The arithmetic shared by the trainer's dev evaluation and by perplexity.py,
+The arithmetic shared by the trainer's dev evaluation and by training/perplexity.py,
 which scores an exported model over a text file (the `perplexity` function
 behind the CLI command in cli/perplexity.py).
 
@@ -15,8 +15,8 @@ from typing import Iterable
 
 import torch
 
-from ..errors import ElmoError, Errors
-from .lm_batches import Batch
+from ...errors import ElmoError, Errors
+from ..data.lm_batches import Batch
 from .lm import PretrainingLM
 
 

@@ -28,9 +28,9 @@ from pydantic import (
     model_validator,
 )
 
-from ..bilm import BiLMOptions
-from ..bilm.precision import PRECISIONS
-from ..errors import ElmoError, Errors
+from ...bilm import BiLMOptions
+from ...bilm.precision import PRECISIONS
+from ...errors import ElmoError, Errors
 
 OPTIMIZERS = ("adam", "sgd", "adagrad")
 SCHEDULES = ("constant", "linear", "cosine", "plateau")

@@ -16,15 +16,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._deprecated import renamed
-from ..bilm import BiLM
-from .lm_batches import Batch
+from ...bilm import BiLM
+from ..data.lm_batches import Batch
 from .softmax import SoftmaxHead
 
 
 class PretrainingLM(nn.Module):
     """A `BiLM` with the shared softmax: the log-probabilities of the targets
-    of a pretraining `Batch` (lm_batches.py)."""
+    of a pretraining `Batch` (data/lm_batches.py)."""
 
     def __init__(self, bilm: BiLM, softmax: SoftmaxHead, dropout: float = 0.0):
         super().__init__()
@@ -49,5 +48,3 @@ class PretrainingLM(nn.Module):
         outputs, _ = self.bilm.lstm(inputs, batch.batch_sizes, dropout=between)
         return self.dropout(outputs[-1])
 
-
-__getattr__ = renamed(__name__, {"BidirectionalLM": ("PretrainingLM", PretrainingLM)})

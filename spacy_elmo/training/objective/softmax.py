@@ -19,8 +19,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..errors import ElmoError, Errors
-from ..util import atomic_path
+from ...errors import ElmoError, Errors
+from ...util import atomic_path
 
 
 class SoftmaxHead(nn.Module):
