@@ -1,4 +1,5 @@
 """Old public names, still importable for a while, with a DeprecationWarning."""
+import importlib
 import warnings
 from typing import Any, Callable, Dict, Tuple
 
@@ -19,3 +20,30 @@ def renamed(module: str, names: Dict[str, Tuple[str, Any]]) -> Callable[[str], A
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def moved(module: str, new_module: str, renamed: Dict[str, str] = {}) -> Tuple[Callable[[str], Any], Callable[[], Any]]:
+    """A module-level ``__getattr__`` and ``__dir__`` for a module that moved
+    to `new_module`: any name of the new module is served with a warning that
+    names its new home; an old name of `renamed` ({old: new}) is served as its
+    new name, with a warning that names both. The new module is imported on
+    first use, so the old path costs nothing until it is read."""
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):  # import machinery and tools probing the module
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        target = importlib.import_module(new_module)
+        new = renamed.get(name, name)
+        if not hasattr(target, new):
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        if name in renamed:
+            message = f"{module}.{name} is now called {new} and lives in {new_module}"
+        else:
+            message = f"{module} has moved to {new_module}: import {name} from there"
+        warnings.warn(f"{message}; the old path will be removed in a later release.", DeprecationWarning, stacklevel=2)
+        return getattr(target, new)
+
+    def __dir__() -> Any:
+        return sorted(set(dir(importlib.import_module(new_module))) | set(renamed))
+
+    return __getattr__, __dir__
