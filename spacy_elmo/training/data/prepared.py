@@ -9,24 +9,23 @@ The folder holds
     meta.json     sizes, what reading skipped, and the fingerprint of the sources
 
 It is written in one pass over the text (streamed: the corpus need not fit in
-memory, only its distinct words do) into a temporary folder renamed into place
-at the end, and reused as long as the source files and the tokenizer are the
+memory, only its distinct words do) into a temporary folder swapped into place
+at the end (`spacy_elmo.util.swap_directory`), and reused as long as the source files and the tokenizer are the
 same (the fingerprint: paths, sizes, modification times, tokenizer).
 """
 import json
-import shutil
-import uuid
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Union
+from typing import Dict, Iterable, List, Optional, Union
 
 import numpy
 
 from ...errors import ElmoError, Errors
+from ...util import swap_directory
 from ..disk import writing
 from .reader import MAX_LINE_BYTES, ReadStats, find_files, read_lines
-from .tokenizers import make_tokenizer
+from .tokenizers import Tokenizer, make_tokenizer
 
 FORMAT_VERSION = 1
 _FLUSH_TOKENS = 1 << 20
@@ -34,7 +33,7 @@ _FLUSH_TOKENS = 1 << 20
 
 @dataclass
 class PreparedCorpus:
-    directory: Path
+    directory: Optional[Path]  # None: held in memory only (`from_sentences`)
     tokens: numpy.ndarray  # (n_tokens,) uint32 word ids
     offsets: numpy.ndarray  # (n_sentences + 1,) int64
     words: List[str]
@@ -67,6 +66,21 @@ class PreparedCorpus:
             words = [json.loads(line) for line in f]
         return cls(directory, tokens, offsets, words, counts, meta)
 
+    @classmethod
+    def from_sentences(cls, sentences: Iterable[List[str]]) -> "PreparedCorpus":
+        """`sentences` held in memory, their words numbered as on disk: in
+        order of first appearance."""
+        index: Dict[str, int] = {}
+        ids: List[int] = []
+        offsets = [0]
+        for sentence in sentences:
+            ids.extend(index.setdefault(word, len(index)) for word in sentence)
+            offsets.append(len(ids))
+        tokens = numpy.asarray(ids, dtype=numpy.uint32)
+        counts = numpy.bincount(tokens, minlength=len(index)).astype(numpy.int64)
+        meta = {"n_tokens": len(ids), "n_sentences": len(offsets) - 1, "n_words": len(index)}
+        return cls(None, tokens, numpy.asarray(offsets, dtype=numpy.int64), list(index), counts, meta)
+
 
 def fingerprint(paths: Iterable[Union[str, Path]], tokenizer: str) -> Dict:
     files = find_files(paths)
@@ -94,10 +108,15 @@ def prepare_corpus(
     tokenizer: str,
     directory: Union[str, Path],
     *,
+    tokenize: Optional[Tokenizer] = None,
     progress: bool = True,
     log=print,
 ) -> PreparedCorpus:
-    """Tokenise the text under `paths` into `directory`, or reuse what is there."""
+    """Tokenise the text under `paths` into `directory`, or reuse what is there.
+
+    tokenizer: its name, as the config gives it (the prepared corpus records it).
+    tokenize: the tokenizer itself; by default `make_tokenizer(tokenizer)`.
+    """
     directory = Path(directory)
     expected = fingerprint(paths, tokenizer)
     if is_prepared(directory, expected):
@@ -106,19 +125,11 @@ def prepare_corpus(
         return corpus
     if directory.exists() and not (directory / "meta.json").exists():
         raise ElmoError("E302", Errors.E302.format(path=directory))
-    directory.parent.mkdir(parents=True, exist_ok=True)
     files = find_files(paths)
-    tmp = directory.with_name(f".{directory.name}.{uuid.uuid4().hex[:12]}.tmp")
-    tmp.mkdir()  # (mkdir, unlike mkdtemp, leaves the permissions to the umask)
-    try:
-        with writing(directory):  # no room: E525, and the temporary folder goes
-            stats = _write(files, make_tokenizer(tokenizer), tmp, expected, progress)
-        if directory.exists():
-            shutil.rmtree(directory)
-        tmp.rename(directory)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+    tokenize = tokenize if tokenize is not None else make_tokenizer(tokenizer)
+    # No room: E525, and the temporary folder goes.
+    with writing(directory), swap_directory(directory) as tmp:
+        stats = _write(files, tokenize, tmp, expected, progress)
     corpus = PreparedCorpus.load(directory)
     log(
         f"Prepared {corpus.n_tokens:,} tokens in {corpus.n_sentences:,} sentences "

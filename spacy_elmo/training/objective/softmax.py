@@ -7,11 +7,16 @@ cluster entry of the head. Still an exact, normalised distribution over the
 whole vocabulary (the probability of a tail word is that of its cluster times
 its probability within it), only cheaper for large vocabularies.
 
+``[softmax] kind`` names a function of ``registry.pretrain_softmaxes``
+(training/registry.py); called with the section's settings, it returns a
+`SoftmaxFactory`: (input dimension, vocabulary size) -> the head.
+
 Saved as HDF5 (``softmax.hdf5``): one dataset per parameter under its
 ``state_dict`` name, the settings as attributes.
 """
 from pathlib import Path
-from typing import List, Sequence, Union
+from functools import partial
+from typing import Callable, List, Sequence, Union
 
 import h5py
 import numpy
@@ -21,6 +26,7 @@ from torch.nn import functional as F
 
 from ...errors import ElmoError, Errors
 from ...util import atomic_path
+from ..registry import registry
 
 
 class SoftmaxHead(nn.Module):
@@ -92,3 +98,19 @@ class SoftmaxHead(nn.Module):
         return (self.kind, self.in_dim, self.n_classes, self.cutoffs, self.div_value) == (
             other.kind, other.in_dim, other.n_classes, other.cutoffs, other.div_value
         )
+
+
+SoftmaxFactory = Callable[[int, int], SoftmaxHead]
+
+
+@registry.pretrain_softmaxes("full")
+def full(div_value: float) -> SoftmaxFactory:
+    # div_value does nothing here; it is kept in softmax.hdf5 as it always was, so
+    # that a full head saved earlier still matches a new one (`same_shape`).
+    return partial(SoftmaxHead, kind="full", div_value=div_value)
+
+
+@registry.pretrain_softmaxes("adaptive")
+def adaptive(cutoffs: List[int], div_value: float) -> SoftmaxFactory:
+    """Cutoffs at or above the vocabulary size are dropped; with none left, the head is a full one."""
+    return partial(SoftmaxHead, kind="adaptive", cutoffs=cutoffs, div_value=div_value)

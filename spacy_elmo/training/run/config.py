@@ -31,16 +31,32 @@ from pydantic import (
 from ...bilm import BiLMOptions
 from ...bilm.precision import PRECISIONS
 from ...errors import ElmoError, Errors
+from ..registry import build, is_registered, registered
 
-OPTIMIZERS = ("adam", "sgd", "adagrad")
-SCHEDULES = ("constant", "linear", "cosine", "plateau")
-SOFTMAXES = ("full", "adaptive")
+# The environment variable `spacy train` reads --section.key overrides from;
+# the commands here read it too (weasel's parse_config_overrides).
+CONFIG_OVERRIDES_ENV = "SPACY_CONFIG_OVERRIDES"
 
 # Every section: an unknown setting is an error, not ignored.
 SECTION = ConfigDict(extra="forbid")
 # Strict scalars, as the config parser gives them; a float setting takes an int too.
 _STRICT = {int: StrictInt, str: StrictStr, bool: StrictBool, float: StrictFloat}
 TextPaths = Union[StrictStr, List[StrictStr], None]
+
+
+def _registered_name(kind: str) -> Any:
+    """A field validator: the value names a function of the registry `kind`
+    (an unknown name lists the registered ones, in the words of pydantic's
+    own message for a choice)."""
+
+    def check(cls, value: str) -> str:
+        if not is_registered(kind, value):
+            names = [repr(n) for n in registered(kind)]
+            listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+            raise ValueError(f"expected {listed}")
+        return value
+
+    return classmethod(check)
 
 
 class PathSettings(BaseModel):
@@ -93,7 +109,7 @@ class VocabSettings(BaseModel):
 
 class SoftmaxSettings(BaseModel):
     model_config = SECTION
-    kind: Literal[SOFTMAXES] = "adaptive"  # both exact
+    kind: StrictStr = "adaptive"  # a registered softmax: "full" or "adaptive", both exact
     cutoffs: List[StrictInt] = [4000, 20000]
     div_value: StrictFloat = Field(4.0, ge=1)
 
@@ -104,16 +120,27 @@ class SoftmaxSettings(BaseModel):
             raise ValueError("must be positive and increasing")
         return value
 
+    _registered = field_validator("kind")(_registered_name("pretrain_softmaxes"))
+
+    @model_validator(mode="after")
+    def _suits_its_function(self) -> "SoftmaxSettings":
+        softmax_factory(self)  # the function's own check of the settings it takes
+        return self
+
 
 class OptimizerSettings(BaseModel):
+    """The settings of the registered optimisers (run/optim.py); each takes those it names."""
+
     model_config = SECTION
-    name: Literal[OPTIMIZERS] = "adam"
+    name: StrictStr = "adam"  # a registered optimiser: "adam", "sgd" or "adagrad"
     learn_rate: StrictFloat = Field(0.001, gt=0)
     beta1: StrictFloat = 0.9
     beta2: StrictFloat = 0.999
     eps: StrictFloat = 1e-8
     momentum: StrictFloat = 0.0  # sgd
     weight_decay: StrictFloat = 0.0
+
+    _registered = field_validator("name")(_registered_name("pretrain_optimizers"))
 
 
 class ScheduleSettings(BaseModel):
@@ -122,11 +149,13 @@ class ScheduleSettings(BaseModel):
     Each after a linear warm-up over `warmup_steps`."""
 
     model_config = SECTION
-    name: Literal[SCHEDULES] = "constant"
+    name: StrictStr = "constant"  # a registered schedule (run/optim.py)
     warmup_steps: StrictInt = Field(0, ge=0)
     final_factor: StrictFloat = Field(0.0, ge=0, le=1)
     decay: StrictFloat = Field(0.5, gt=0, le=1)
     min_improvement: StrictFloat = Field(0.0, ge=0)  # plateau: a dev perplexity drop smaller than this counts as none
+
+    _registered = field_validator("name")(_registered_name("pretrain_schedules"))
 
 
 class TrainingSettings(BaseModel):
@@ -149,9 +178,28 @@ class TrainingSettings(BaseModel):
     def _an_end(self) -> "TrainingSettings":
         if self.max_steps == 0 and self.max_epochs == 0:
             raise ValueError("set max_steps or max_epochs (or both) above 0")
-        if self.schedule.name in ("linear", "cosine") and self.max_steps == 0:
-            raise ValueError(f"the '{self.schedule.name}' schedule needs max_steps > 0")
+        # The registered functions' own checks of the settings they take (a linear decay needs an end).
+        optimizer_factory(self)
+        schedule_factory(self)
         return self
+
+
+def softmax_factory(softmax: SoftmaxSettings) -> Any:
+    """The registered softmax's factory: (input dimension, vocabulary size) -> the head."""
+    section = softmax.model_dump()
+    return build("pretrain_softmaxes", section.pop("kind"), section)
+
+
+def optimizer_factory(training: TrainingSettings) -> Any:
+    """The registered optimiser's factory: parameters -> a torch optimiser."""
+    section = training.optimizer.model_dump()
+    return build("pretrain_optimizers", section.pop("name"), section)
+
+
+def schedule_factory(training: TrainingSettings) -> Any:
+    """The registered schedule's factory: a torch optimiser -> its `Schedule`."""
+    section = training.schedule.model_dump()
+    return build("pretrain_schedules", section.pop("name"), {**section, "max_steps": training.max_steps})
 
 
 def _strict(hint: Any) -> Any:

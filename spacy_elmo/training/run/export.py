@@ -7,8 +7,6 @@
     pretrain.json                how the text was tokenised, and a summary
 """
 import json
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any, Dict, Tuple, Union
 
@@ -16,6 +14,7 @@ import torch
 
 from ...bilm import BiLM
 from ...errors import ElmoError, Errors
+from ...util import swap_directory
 from ..objective.lm import PretrainingLM
 from ..objective.softmax import SoftmaxHead
 from ..data.vocab import LMVocab
@@ -28,27 +27,11 @@ INFO_NAME = "pretrain.json"
 def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], directory: Union[str, Path]) -> None:
     """Write the model into `directory`, replacing what was there only once
     the new files are complete."""
-    directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = directory.with_name(f".{directory.name}.{uuid.uuid4().hex[:12]}.tmp")
-    tmp.mkdir()  # (mkdir, unlike mkdtemp, leaves the permissions to the umask)
-    try:
+    with swap_directory(directory) as tmp:
         lm.bilm.save_allennlp(tmp)
         vocab.to_file(tmp / VOCAB_NAME)
         lm.softmax.save(tmp / SOFTMAX_NAME)
         (tmp / INFO_NAME).write_text(json.dumps(info, indent=2), encoding="utf8")
-        if directory.exists():
-            old = directory.with_name(f".{directory.name}.old")
-            if old.exists():
-                shutil.rmtree(old)
-            directory.rename(old)
-            tmp.rename(directory)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(directory)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
 
 
 def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Tuple[

@@ -1,69 +1,85 @@
-"""The optimiser and the learning-rate schedule, both torch's own."""
+"""The optimiser and the learning-rate schedule, both torch's own, each a
+registered function of its config section (see training/registry.py).
+
+``[training.optimizer] name = "adam"`` names a function of
+``registry.pretrain_optimizers``; called with the section's settings, it
+returns an `OptimizerFactory`: the model's parameters -> a torch optimiser.
+``[training.schedule] name = "linear"`` names one of
+``registry.pretrain_schedules``; it returns a `ScheduleFactory`: the optimiser
+-> a `Schedule` (whose base rate is the optimiser's).
+"""
+from functools import partial
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
 import torch
 from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, LRScheduler, ReduceLROnPlateau, SequentialLR
 
 from ...errors import ElmoError, Errors
-from .config import OptimizerSettings, ScheduleSettings
+from ..registry import registry
+
+OptimizerFactory = Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer]
+# (optimizer, steps after the warm-up) -> the scheduler of the decay.
+Decay = Callable[[torch.optim.Optimizer, int], LRScheduler]
 
 
-def make_optimizer(params: Iterable[torch.nn.Parameter], settings: OptimizerSettings) -> torch.optim.Optimizer:
-    # Three named torch optimisers with their settings mapped by hand, rather than
-    # getattr(torch.optim, name)(**settings): the config's names (beta1/beta2,
-    # bilm-tf's Adagrad accumulator) then stay the same whatever torch renames.
-    if settings.name == "adam":
-        return torch.optim.Adam(
-            params, lr=settings.learn_rate, betas=(settings.beta1, settings.beta2), eps=settings.eps,
-            weight_decay=settings.weight_decay,
-        )
-    if settings.name == "adagrad":
-        # bilm-tf's choice, with its initial accumulator of 1.
-        return torch.optim.Adagrad(
-            params, lr=settings.learn_rate, initial_accumulator_value=1.0, weight_decay=settings.weight_decay
-        )
-    return torch.optim.SGD(
-        params, lr=settings.learn_rate, momentum=settings.momentum, weight_decay=settings.weight_decay
-    )
+# Three named torch optimisers with their settings mapped by hand, rather than
+# getattr(torch.optim, name)(**settings): the config's names (beta1/beta2,
+# bilm-tf's Adagrad accumulator) then stay the same whatever torch renames.
+@registry.pretrain_optimizers("adam")
+def adam(learn_rate: float, beta1: float, beta2: float, eps: float, weight_decay: float) -> OptimizerFactory:
+    return partial(torch.optim.Adam, lr=learn_rate, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
+
+
+@registry.pretrain_optimizers("sgd")
+def sgd(learn_rate: float, momentum: float, weight_decay: float) -> OptimizerFactory:
+    return partial(torch.optim.SGD, lr=learn_rate, momentum=momentum, weight_decay=weight_decay)
+
+
+@registry.pretrain_optimizers("adagrad")
+def adagrad(learn_rate: float, weight_decay: float) -> OptimizerFactory:
+    """bilm-tf's choice, with its initial accumulator of 1."""
+    return partial(torch.optim.Adagrad, lr=learn_rate, initial_accumulator_value=1.0, weight_decay=weight_decay)
 
 
 class Schedule:
     """The learning rate of `optimizer`, set by torch's schedulers.
 
-    A linear warm-up over ``warmup_steps`` (``LinearLR``), then ``constant``;
-    ``linear`` (``LinearLR``) or ``cosine`` (``CosineAnnealingLR``) decay to
-    ``final_factor`` times the base rate at ``max_steps``, joined to the
-    warm-up by ``SequentialLR``; or ``plateau`` (``ReduceLROnPlateau``): the
-    rate is multiplied by ``decay`` after every dev evaluation that does not
-    beat the best perplexity so far by ``min_improvement``.
+    An optional linear warm-up over ``warmup_steps`` (``LinearLR``), then an
+    optional `decay` over the steps left to ``max_steps``, joined to the
+    warm-up by ``SequentialLR``; and an optional ``ReduceLROnPlateau`` that
+    `observe()` steps after every dev evaluation. The registered schedules
+    below choose these pieces; the base rate is the optimiser's.
 
     Call `step()` after every optimiser step and `observe()` after every dev
     evaluation. The schedulers' state is part of the checkpoint; a resumed run
-    continues it, so the settings it was built from may not change (E315).
+    continues it, so the settings it was built from (`built_for`, named as in
+    the config) may not change (E315).
     """
 
-    def __init__(self, optimizer: torch.optim.Optimizer, settings: ScheduleSettings, learn_rate: float, max_steps: int):
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        built_for: Dict[str, Any],
+        *,
+        warmup_steps: int = 0,
+        decay: Optional[Decay] = None,
+        max_steps: int = 0,
+        on_plateau: Optional[Callable[[torch.optim.Optimizer], ReduceLROnPlateau]] = None,
+    ):
         self.optimizer = optimizer
-        self.built_for = _built_for(settings, learn_rate, max_steps)
-        warmup = settings.warmup_steps
+        self.built_for = dict(built_for)
         phases: List[LRScheduler] = []
-        if warmup:  # step s runs at (s + 1) / warmup of the rate
-            phases.append(LinearLR(optimizer, start_factor=1.0 / warmup, end_factor=1.0, total_iters=warmup - 1))
-        decay_steps = max(1, max_steps - warmup)
-        if settings.name == "linear":
-            phases.append(LinearLR(optimizer, start_factor=1.0, end_factor=settings.final_factor, total_iters=decay_steps))
-        elif settings.name == "cosine":
-            phases.append(CosineAnnealingLR(optimizer, T_max=decay_steps, eta_min=settings.final_factor * learn_rate))
+        if warmup_steps:  # step s runs at (s + 1) / warmup of the rate
+            phases.append(LinearLR(optimizer, start_factor=1.0 / warmup_steps, end_factor=1.0,
+                                   total_iters=warmup_steps - 1))
+        if decay is not None:
+            phases.append(decay(optimizer, max(1, max_steps - warmup_steps)))
         self.per_step: Optional[LRScheduler] = (
-            SequentialLR(optimizer, phases, milestones=[warmup]) if len(phases) == 2 else (phases[0] if phases else None)
+            SequentialLR(optimizer, phases, milestones=[warmup_steps]) if len(phases) == 2
+            else (phases[0] if phases else None)
         )
-        self.on_plateau: Optional[ReduceLROnPlateau] = None
-        if settings.name == "plateau" and settings.decay < 1:
-            self.on_plateau = ReduceLROnPlateau(
-                optimizer, mode="min", factor=settings.decay, patience=0,
-                threshold=settings.min_improvement, threshold_mode="abs", eps=0.0,
-            )
+        self.on_plateau: Optional[ReduceLROnPlateau] = on_plateau(optimizer) if on_plateau is not None else None
 
     @property
     def lr(self) -> float:
@@ -102,12 +118,79 @@ class Schedule:
             self.on_plateau.load_state_dict(state["on_plateau"])
 
 
-def _built_for(settings: ScheduleSettings, learn_rate: float, max_steps: int) -> Dict[str, Any]:
-    """The settings a schedule's saved state depends on."""
-    out: Dict[str, Any] = {"schedule.name": settings.name, "schedule.warmup_steps": settings.warmup_steps,
-                           "optimizer.learn_rate": learn_rate}
-    if settings.name in ("linear", "cosine"):  # the decay ends at max_steps
-        out.update({"schedule.final_factor": settings.final_factor, "max_steps": max_steps})
-    elif settings.name == "plateau":
-        out.update({"schedule.decay": settings.decay, "schedule.min_improvement": settings.min_improvement})
-    return out
+ScheduleFactory = Callable[[torch.optim.Optimizer], Schedule]
+
+
+def _base_rate(optimizer: torch.optim.Optimizer) -> float:
+    return float(optimizer.defaults["lr"])
+
+
+def _built_for(name: str, warmup_steps: int, optimizer: torch.optim.Optimizer, **more: Any) -> Dict[str, Any]:
+    """The settings a schedule's saved state depends on, named as in the config."""
+    return {"schedule.name": name, "schedule.warmup_steps": warmup_steps, "optimizer.learn_rate": _base_rate(optimizer),
+            **more}
+
+
+def _needs_an_end(name: str, max_steps: int) -> None:
+    if max_steps == 0:
+        raise ValueError(f"the '{name}' schedule needs max_steps > 0")
+
+
+@registry.pretrain_schedules("constant")
+def constant(warmup_steps: int) -> ScheduleFactory:
+    """The base rate, after the warm-up."""
+
+    def build(optimizer: torch.optim.Optimizer) -> Schedule:
+        return Schedule(optimizer, _built_for("constant", warmup_steps, optimizer), warmup_steps=warmup_steps)
+
+    return build
+
+
+@registry.pretrain_schedules("linear")
+def linear(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFactory:
+    """After the warm-up, a linear decay (``LinearLR``) to `final_factor` times the base rate at `max_steps`."""
+    _needs_an_end("linear", max_steps)
+
+    def build(optimizer: torch.optim.Optimizer) -> Schedule:
+        return Schedule(
+            optimizer, _built_for("linear", warmup_steps, optimizer, **{"schedule.final_factor": final_factor,
+                                                                         "max_steps": max_steps}),
+            warmup_steps=warmup_steps, max_steps=max_steps,
+            decay=lambda opt, steps: LinearLR(opt, start_factor=1.0, end_factor=final_factor, total_iters=steps),
+        )
+
+    return build
+
+
+@registry.pretrain_schedules("cosine")
+def cosine(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFactory:
+    """After the warm-up, a cosine decay (``CosineAnnealingLR``) to `final_factor` times the base rate at `max_steps`."""
+    _needs_an_end("cosine", max_steps)
+
+    def build(optimizer: torch.optim.Optimizer) -> Schedule:
+        return Schedule(
+            optimizer, _built_for("cosine", warmup_steps, optimizer, **{"schedule.final_factor": final_factor,
+                                                                         "max_steps": max_steps}),
+            warmup_steps=warmup_steps, max_steps=max_steps,
+            decay=lambda opt, steps: CosineAnnealingLR(opt, T_max=steps, eta_min=final_factor * _base_rate(opt)),
+        )
+
+    return build
+
+
+@registry.pretrain_schedules("plateau")
+def plateau(warmup_steps: int, decay: float, min_improvement: float) -> ScheduleFactory:
+    """After the warm-up, the rate times `decay` after every dev evaluation that
+    does not beat the best perplexity so far by `min_improvement` (``ReduceLROnPlateau``)."""
+
+    def build(optimizer: torch.optim.Optimizer) -> Schedule:
+        return Schedule(
+            optimizer, _built_for("plateau", warmup_steps, optimizer, **{"schedule.decay": decay,
+                                                                          "schedule.min_improvement": min_improvement}),
+            warmup_steps=warmup_steps,
+            on_plateau=None if decay >= 1 else lambda opt: ReduceLROnPlateau(
+                opt, mode="min", factor=decay, patience=0, threshold=min_improvement, threshold_mode="abs", eps=0.0,
+            ),
+        )
+
+    return build

@@ -2,7 +2,7 @@
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import torch
 from wasabi import Printer
@@ -11,13 +11,13 @@ from ...bilm.precision import precision
 from ...errors import ElmoError, Errors
 from ..data.lm_batches import CorpusBatches
 from .checkpoint import TrainState, damaged_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from .config import PretrainConfig
+from .config import TrainingSettings
 from ..disk import writing
 from .distributed import Distributed
 from ..objective.scoring import Perplexity, nll_sums
 from .export import export_model
 from ..objective.lm import PretrainingLM
-from .optim import Schedule, make_optimizer
+from .optim import OptimizerFactory, ScheduleFactory
 from .plot import plot_curves
 from .run_dir import RunDir
 from .train_log import TrainLog
@@ -66,25 +66,33 @@ class Trainer:
         self,
         lm: PretrainingLM,
         vocab: LMVocab,
-        config: PretrainConfig,
+        settings: TrainingSettings,
+        *,
+        seed: int,
+        optimizer: OptimizerFactory,
+        schedule: ScheduleFactory,
+        export_info: Dict[str, Any],
         run: RunDir,
         train: CorpusBatches,
         dev: Optional[CorpusBatches],
         dist: Distributed,
         printer: Printer,
     ):
+        """settings: the loop's ([training]: steps, intervals, clipping, precision);
+        the optimiser and the schedule come built by their factories, and
+        `export_info` goes into the export's pretrain.json as it is."""
         self.lm = lm
         self.vocab = vocab
-        self.config = config
-        self.settings = config.training
+        self.settings = settings
+        self.seed = seed
+        self.export_info = dict(export_info)
         self.run = run
         self.train = train
         self.dev = dev
         self.dist = dist
         self.printer = printer
-        self.optimizer = make_optimizer(lm.parameters(), self.settings.optimizer)
-        settings = self.settings
-        self.schedule = Schedule(self.optimizer, settings.schedule, settings.optimizer.learn_rate, settings.max_steps)
+        self.optimizer = optimizer(lm.parameters())
+        self.schedule = schedule(self.optimizer)
         self.state = TrainState(world_size=dist.world_size)
         self.log = TrainLog(run.log)
         self.last_checkpoint: Optional[int] = None
@@ -97,14 +105,14 @@ class Trainer:
                 # A batch with no target in some tail cluster leaves its weights unused.
                 find_unused_parameters=lm.softmax.kind == "adaptive",
             )
-        torch.manual_seed(config.system.seed + 1 + dist.rank)  # dropout differs between processes
+        torch.manual_seed(seed + 1 + dist.rank)  # dropout differs between processes
 
     @property
     def parameters(self) -> int:
         return sum(p.numel() for p in self.lm.parameters())
 
     def steps_per_epoch(self) -> int:
-        return len(self.train.epoch(self.config.system.seed, 0, 0, self.dist.world_size))
+        return len(self.train.epoch(self.seed, 0, 0, self.dist.world_size))
 
     def restore(self) -> None:
         """Continue from the run's checkpoint: weights, optimiser, schedule,
@@ -130,7 +138,7 @@ class Trainer:
             except (RuntimeError, KeyError, TypeError) as err:
                 raise damaged_checkpoint(path, f"its random state is not one ({str(err).strip()[:200]})") from err
         else:
-            torch.manual_seed(self.config.system.seed + 1 + self.dist.rank + 1000 * state.step)
+            torch.manual_seed(self.seed + 1 + self.dist.rank + 1000 * state.step)
             self.printer.warn(
                 f"The run was saved by {len(rngs)} process(es) and resumes on {world_size}: it continues "
                 "from the same weights and place in the data, but with other dropout draws"
@@ -183,7 +191,7 @@ class Trainer:
         self.model.train()
         started = time.perf_counter() - state.elapsed
         while not self._finished():
-            plan = self.train.epoch(self.config.system.seed, state.epoch, self.dist.rank, self.dist.world_size)
+            plan = self.train.epoch(self.seed, state.epoch, self.dist.rank, self.dist.world_size)
             for indices in plan[state.epoch_step :]:
                 if settings.max_steps and state.step >= settings.max_steps:
                     break
@@ -340,10 +348,9 @@ class Trainer:
         raise ElmoError("E312", Errors.E312.format(step=step, what=what, value=value, kept=kept))
 
     def _export(self, train_ppl: Optional[float], dev: Optional[Perplexity]) -> None:
-        state, config = self.state, self.config
+        state = self.state
         info = {
-            "tokenizer": config.corpus.tokenizer,
-            "max_length": config.corpus.max_length,
+            **self.export_info,
             "vocab_size": len(self.vocab),
             "softmax": self.lm.softmax.kind,
             "parameters": self.parameters,
