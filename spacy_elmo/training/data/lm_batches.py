@@ -105,7 +105,7 @@ def plan_epoch(lengths: numpy.ndarray, tokens_per_batch: int, seed: int, epoch: 
     for begin in range(0, len(order), pool):
         chunk = order[begin : begin + pool]
         chunk = chunk[numpy.argsort(-lengths[chunk], kind="stable")]
-        batches.extend(_cut(chunk, lengths, tokens_per_batch))
+        batches.extend(budget_batches(chunk, lengths, tokens_per_batch))
     permutation = rng.permutation(len(batches))
     return [batches[i] for i in permutation]
 
@@ -113,7 +113,7 @@ def plan_epoch(lengths: numpy.ndarray, tokens_per_batch: int, seed: int, epoch: 
 def plan_sorted(lengths: numpy.ndarray, tokens_per_batch: int) -> List[numpy.ndarray]:
     """Batches of all segments, longest first, for evaluation."""
     order = numpy.argsort(-lengths, kind="stable")
-    return _cut(order, lengths, tokens_per_batch)
+    return budget_batches(order, lengths, tokens_per_batch)
 
 
 def shard(batches: List[numpy.ndarray], rank: int, world_size: int) -> List[numpy.ndarray]:
@@ -126,8 +126,18 @@ def shard(batches: List[numpy.ndarray], rank: int, world_size: int) -> List[nump
     return padded[rank::world_size]
 
 
-def _cut(order: numpy.ndarray, lengths: numpy.ndarray, tokens_per_batch: int) -> List[numpy.ndarray]:
-    """Cut segments sorted longest first into batches of bounded padded size."""
+def budget_batches(order: numpy.ndarray, lengths: numpy.ndarray, tokens_per_batch: int) -> List[numpy.ndarray]:
+    """Cut `order` (indices of `lengths`, longest first) into batches of at
+    most `tokens_per_batch` positions, padding and the boundary of each row
+    counted: rows x (longest + 1), at least one row.
+
+    Training's plans and perplexity.py (through `plan_sorted`) all batch with
+    this one function. `spacy_elmo.bilm.batching.length_sorted_batches` does
+    not fit: it bounds the number of rows, not the padded positions. Nor does
+    spaCy's `minibatch_by_padded_size`: it fills batches from the shortest
+    rows up, which gives other batches than these (and so other weights than
+    runs made so far) for the same seed.
+    """
     batches = []
     begin = 0
     sorted_lengths = lengths[order] + 1
