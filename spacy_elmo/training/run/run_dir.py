@@ -10,7 +10,8 @@
                     softmax.hdf5, pretrain.json
     prepared/       the tokenised corpora, unless corpus.prepared_dir says otherwise
 
-    .lock           held (flock) by the process running the run; it says who
+    .lock           held by the process running the run (filelock)
+    .lock.holder    who holds it: pid, host, start time (JSON)
 
 A folder holding anything else is never written to, and a folder holding a
 run is only continued with ``resume``, and only by the same run: the same
@@ -23,9 +24,11 @@ is named (E317).
 A run that stopped before its first checkpoint saved nothing worth keeping:
 its folder is taken over by the next run, with or without ``resume``.
 
-One process at a time: `lock` holds an exclusive ``flock`` on ``.lock`` for
-the whole run. The operating system releases it when the process ends, even
-by kill -9, so a stopped run never leaves a stale lock.
+One process at a time: `lock` holds ``.lock`` (filelock's `FileLock`: an
+exclusive ``flock`` on Unix, ``msvcrt.locking`` on Windows) for the whole run.
+The operating system releases it when the process ends, even by kill -9, so a
+stopped run never leaves a stale lock; the holder's ``.lock.holder`` it leaves
+behind only names it until the next run takes the lock and writes its own.
 """
 import hashlib
 import json
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple, Union
 
 from confection import ConfigValidationError
+from filelock import FileLock, Timeout
 
 from ...errors import ElmoError, Errors
 from ...util import atomic_path, make_parent_dir
@@ -44,12 +48,8 @@ from .config import PretrainConfig, read_cfg
 from ..disk import writing
 from ..data.reader import find_files
 
-try:
-    import fcntl
-except ImportError:  # Windows: no flock, and no lock
-    fcntl = None  # type: ignore[assignment]
-
 LOCK_NAME = ".lock"
+HOLDER_NAME = ".lock.holder"
 
 # What may change when a run is resumed: (section, first key) or a whole section.
 _FREE_SETTINGS = {("system", "threads"), ("training", None)}
@@ -79,7 +79,7 @@ class RunDir:
         if self.path.exists() and not self.path.is_dir():
             raise ElmoError("E306", Errors.E306.format(path=self.path, found="a file"))
         entries = sorted(p.name for p in self.path.iterdir()) if self.path.exists() else []
-        return [name for name in entries if name != LOCK_NAME]
+        return [name for name in entries if name not in (LOCK_NAME, HOLDER_NAME)]
 
     def _check_not_foreign(self) -> None:
         entries = self._entries()
@@ -91,26 +91,24 @@ class RunDir:
         """Hold the folder (creating it) for this process while the block runs.
 
         Another process holding it is a coded error (E503) that names it: its
-        pid, host and start time, which the holder writes into the lock file.
+        pid, host and start time, which the holder writes into ``.lock.holder``.
         """
         self._check_not_foreign()  # nothing, not even the lock, is written into another's folder
         make_parent_dir(self.path / LOCK_NAME)
-        if fcntl is None:
-            yield
-            return
-        fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        lock = FileLock(self.path / LOCK_NAME)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as err:
-                raise ElmoError("E503", Errors.E503.format(path=self.path, holder=_holder(fd))) from err
+            lock.acquire(blocking=False)
+        except Timeout as err:
+            raise ElmoError("E503", Errors.E503.format(path=self.path, holder=_holder(self.path / HOLDER_NAME))) from err
+        try:
             holder = {"pid": os.getpid(), "host": socket.gethostname(),
                       "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(holder).encode("utf8") + b"\n", 0)
+            with atomic_path(self.path / HOLDER_NAME) as tmp:
+                tmp.write_text(json.dumps(holder) + "\n", encoding="utf8")
             yield
         finally:
-            os.close(fd)  # releases the lock
+            (self.path / HOLDER_NAME).unlink(missing_ok=True)
+            lock.release()
 
     def claim(self, config: PretrainConfig, resume: bool) -> List[str]:
         """Check that this run may write here and record its config.
@@ -217,13 +215,13 @@ def input_files(config: PretrainConfig) -> Dict[str, List[Dict[str, Any]]]:
     return out
 
 
-def _holder(fd: int) -> str:
-    """Who holds the lock, as its lock file says."""
+def _holder(path: Path) -> str:
+    """Who holds the lock, as its holder file says."""
     try:
-        info = json.loads(os.pread(fd, 4096, 0).decode("utf8"))
+        info = json.loads(path.read_bytes().decode("utf8"))
         return f"pid {info['pid']} on {info['host']}, running since {info['started']}"
     except (OSError, ValueError, KeyError, TypeError):
-        return "a process that has not yet written its name into the lock file"
+        return "a process that has not yet written its name into the lock's holder file"
 
 
 def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[Tuple[str, str, str]]:
