@@ -29,6 +29,11 @@ class registry(_confection_registry):
     pretrain_schedules = catalogue.create("spacy_elmo", "pretrain_schedules", entry_points=True)
 
 
+# The registries' names, as `registered`, `is_registered` and `build` take them.
+TOKENIZERS, SOFTMAXES, OPTIMIZERS, SCHEDULES = (
+    "pretrain_tokenizers", "pretrain_softmaxes", "pretrain_optimizers", "pretrain_schedules"
+)
+
 # The modules whose functions fill the registries above, imported on first use.
 _OURS = ("spacy_elmo.training.data.tokenizers", "spacy_elmo.training.objective.softmax", "spacy_elmo.training.run.optim")
 

@@ -113,8 +113,10 @@ def reference(settings: dict) -> Dict[str, torch.Tensor]:
     elif sched["name"] == "cosine":
         phases.append(CosineAnnealingLR(optimizer, T_max=decay_steps, eta_min=sched["final_factor"] * lr))
     per_step = SequentialLR(optimizer, phases, milestones=[warmup]) if len(phases) == 2 else (phases or [None])[0]
-    plateau = (ReduceLROnPlateau(optimizer, "min", factor=sched["decay"], patience=0, threshold=sched.get("min_improvement", 0.0),
-                                 threshold_mode="abs", eps=0.0) if sched["name"] == "plateau" else None)
+    plateau = None
+    if sched["name"] == "plateau":
+        plateau = ReduceLROnPlateau(optimizer, "min", factor=sched["decay"], patience=0,
+                                    threshold=sched.get("min_improvement", 0.0), threshold_mode="abs", eps=0.0)
 
     torch.manual_seed(seed + 1)
     lm.train()

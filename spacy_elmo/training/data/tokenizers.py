@@ -12,7 +12,7 @@ pipeline sets no sentence boundaries of its own.
 """
 from typing import Callable, Iterable, Iterator, List
 
-from ..registry import build, is_registered, registry
+from ..registry import TOKENIZERS, build, is_registered, registry
 
 Sentences = Iterator[List[str]]
 Tokenizer = Callable[[Iterable[str]], Sentences]
@@ -25,8 +25,8 @@ def make_tokenizer(name: str, batch_size: int = 256) -> Tokenizer:
     """The tokenizer `name` names: a registered one, or else the spaCy
     pipeline of that name (loaded when the tokenizer is first called, so that
     a run that finds its corpus already prepared never loads it)."""
-    if is_registered("pretrain_tokenizers", name):
-        return build("pretrain_tokenizers", name, {})
+    if is_registered(TOKENIZERS, name):
+        return build(TOKENIZERS, name, {})
     return SpacyTokenizer(name, batch_size)
 
 

@@ -5,7 +5,10 @@ checks its ``[training]`` section (``spacy.schemas``); a missing setting takes
 its default. A wrong setting stops with confection's ``ConfigValidationError``,
 coded E313, naming each setting (``training -> optimizer -> learn_rat``), what
 it expected and what it found. ``[model]`` holds the biLM architecture with the
-names of ``BiLMOptions``.
+names of ``BiLMOptions``. The softmax's ``kind``, the optimiser's and the
+schedule's ``name`` are names of registered functions (training/registry.py):
+an unknown one lists those registered, and each function checks the settings
+it takes when the config is loaded.
 """
 import configparser
 import difflib
@@ -31,7 +34,7 @@ from pydantic import (
 from ...bilm import BiLMOptions
 from ...bilm.precision import PRECISIONS
 from ...errors import ElmoError, Errors
-from ..registry import build, is_registered, registered
+from ..registry import OPTIMIZERS, SCHEDULES, SOFTMAXES, build, is_registered, registered
 
 # The environment variable `spacy train` reads --section.key overrides from;
 # the commands here read it too (weasel's parse_config_overrides).
@@ -120,7 +123,7 @@ class SoftmaxSettings(BaseModel):
             raise ValueError("must be positive and increasing")
         return value
 
-    _registered = field_validator("kind")(_registered_name("pretrain_softmaxes"))
+    _registered = field_validator("kind")(_registered_name(SOFTMAXES))
 
     @model_validator(mode="after")
     def _suits_its_function(self) -> "SoftmaxSettings":
@@ -140,7 +143,7 @@ class OptimizerSettings(BaseModel):
     momentum: StrictFloat = 0.0  # sgd
     weight_decay: StrictFloat = 0.0
 
-    _registered = field_validator("name")(_registered_name("pretrain_optimizers"))
+    _registered = field_validator("name")(_registered_name(OPTIMIZERS))
 
 
 class ScheduleSettings(BaseModel):
@@ -155,7 +158,7 @@ class ScheduleSettings(BaseModel):
     decay: StrictFloat = Field(0.5, gt=0, le=1)
     min_improvement: StrictFloat = Field(0.0, ge=0)  # plateau: a dev perplexity drop smaller than this counts as none
 
-    _registered = field_validator("name")(_registered_name("pretrain_schedules"))
+    _registered = field_validator("name")(_registered_name(SCHEDULES))
 
 
 class TrainingSettings(BaseModel):
@@ -187,19 +190,19 @@ class TrainingSettings(BaseModel):
 def softmax_factory(softmax: SoftmaxSettings) -> Any:
     """The registered softmax's factory: (input dimension, vocabulary size) -> the head."""
     section = softmax.model_dump()
-    return build("pretrain_softmaxes", section.pop("kind"), section)
+    return build(SOFTMAXES, section.pop("kind"), section)
 
 
 def optimizer_factory(training: TrainingSettings) -> Any:
     """The registered optimiser's factory: parameters -> a torch optimiser."""
     section = training.optimizer.model_dump()
-    return build("pretrain_optimizers", section.pop("name"), section)
+    return build(OPTIMIZERS, section.pop("name"), section)
 
 
 def schedule_factory(training: TrainingSettings) -> Any:
     """The registered schedule's factory: a torch optimiser -> its `Schedule`."""
     section = training.schedule.model_dump()
-    return build("pretrain_schedules", section.pop("name"), {**section, "max_steps": training.max_steps})
+    return build(SCHEDULES, section.pop("name"), {**section, "max_steps": training.max_steps})
 
 
 def _strict(hint: Any) -> Any:
