@@ -3,6 +3,7 @@
     python benchmarks/bench_bilm.py --threads 1             # both models, batch 32 and 64
     python benchmarks/bench_bilm.py --quick                 # a smoke run: small model, 16 sentences, one pass
     python benchmarks/bench_bilm.py --quick --synthetic     # the same without the corpus (no download)
+    python benchmarks/bench_bilm.py --flops-only            # the FLOP counts per token (flops.py), no timing
 
 For the original ELMo architecture and a small one, this writes random weights
 of realistic scale in the AllenNLP/bilm-tf format, loads them the way users do,
@@ -537,6 +538,23 @@ def print_report(report: Dict) -> None:
         print(f"  {name}: max abs diff {diff:.1e} (<= 1e-5: {'met' if diff <= 1e-5 else 'NOT met'})")
 
 
+def print_flop_counts(args: argparse.Namespace) -> None:
+    """Print the FLOP counts per token of the corpus (flops.py), without timing anything."""
+    sentences = build_sentences(args.sentences) if args.synthetic else real_sentences(Path(args.text), args.sentences)
+    tokens = sum(map(len, sentences))
+    print(f"{'synthetic' if args.synthetic else args.text}: {len(sentences)} sentences, {tokens} tokens")
+    for name in args.models:
+        options = MODELS[name]
+        textbook = textbook_flops_per_token(options)["total"]
+        for batch_size in args.batch_sizes:
+            batches = sorted_batches(sentences, batch_size)
+            performed = inference_flops(options, batches)
+            print(f"{name} batch {batch_size}: textbook {textbook / 1e6:.1f} MFLOP/token, performed "
+                  f"{performed['total'] / tokens / 1e6:.1f} (encoder {performed['encoder'] / tokens / 1e6:.1f} on "
+                  f"{performed['encoded_tokens'] / tokens:.1%} of tokens, LSTM {performed['lstm'] / tokens / 1e6:.1f}), "
+                  f"straightforward {straightforward_flops(options, batches) / tokens / 1e6:.1f}")
+
+
 def _cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -568,6 +586,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--float64-sentences", type=int, default=8,
                         help="how many of the longest sentences the float64 yardstick runs on")
     parser.add_argument("--output", default=str(RESULTS))
+    parser.add_argument("--flops-only", action="store_true",
+                        help="print the FLOP counts per token of the corpus (flops.py), without timing anything")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
     parser.add_argument("--worker-output", help=argparse.SUPPRESS)
@@ -583,5 +603,7 @@ if __name__ == "__main__":
     arguments = parse_args()
     if arguments.worker:
         run_worker(arguments)
+    elif arguments.flops_only:
+        print_flop_counts(arguments)
     else:
         main(arguments)

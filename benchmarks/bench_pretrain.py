@@ -104,8 +104,8 @@ def worker(args) -> None:
 def prepare(train: Path, config: str, prepared: Path) -> None:
     """Tokenise the text as the config's run will (reused by every run of that config), so that
     no run's memory or time includes it."""
-    from spacy_elmo.training.config import load_config
-    from spacy_elmo.training.prepared import prepare_corpus
+    from spacy_elmo.training.run.config import load_config
+    from spacy_elmo.training.data.prepared import prepare_corpus
 
     settings = load_config(CONFIGS / f"{config}.cfg", {"paths.train": str(train)})
     prepare_corpus(settings.train_paths, settings.corpus.tokenizer, prepared / "train", progress=False,

@@ -1,6 +1,7 @@
 """FLOP counts of the biLM, for the benchmarks: the textbook count and the count of what runs.
 
-    python benchmarks/flops.py --sentences 2048 --batch-sizes 32 128 512   # per token, no timing
+A library of the benchmarks, which import it; it imports none of them. The counts per token of
+a corpus, without timing anything: ``python benchmarks/bench_bilm.py --flops-only`` (its corpora).
 
 Every count is 2 FLOPs per multiply-add of a matrix product or convolution; elementwise work
 (gates, clips, max-pooling, the optimiser) is left out.
@@ -136,34 +137,3 @@ def training_step_flops(o: BiLMOptions, n_words: int, longest: int, batch_sizes:
 
 def _cnn_flops_per_token(o: BiLMOptions, positions: int) -> float:
     return sum(2 * w * o.char_embedding_dim * n * max(positions - w + 1, 0) for w, n in o.filters)
-
-
-def main(argv=None) -> None:
-    """Print the counts per token for a corpus, without timing anything."""
-    import argparse
-    from pathlib import Path
-
-    from bench_bilm import DEFAULT_TEXT, MODELS, build_sentences, real_sentences, sorted_batches
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--text", type=Path, default=DEFAULT_TEXT)
-    parser.add_argument("--synthetic", action="store_true")
-    parser.add_argument("--sentences", type=int, default=512)
-    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[32, 64])
-    args = parser.parse_args(argv)
-    sentences = build_sentences(args.sentences) if args.synthetic else real_sentences(args.text, args.sentences)
-    tokens = sum(map(len, sentences))
-    print(f"{'synthetic' if args.synthetic else args.text}: {len(sentences)} sentences, {tokens} tokens")
-    for name, options in MODELS.items():
-        textbook = textbook_flops_per_token(options)["total"]
-        for batch_size in args.batch_sizes:
-            batches = sorted_batches(sentences, batch_size)
-            performed = inference_flops(options, batches)
-            print(f"{name} batch {batch_size}: textbook {textbook / 1e6:.1f} MFLOP/token, performed "
-                  f"{performed['total'] / tokens / 1e6:.1f} (encoder {performed['encoder'] / tokens / 1e6:.1f} on "
-                  f"{performed['encoded_tokens'] / tokens:.1%} of tokens, LSTM {performed['lstm'] / tokens / 1e6:.1f}), "
-                  f"straightforward {straightforward_flops(options, batches) / tokens / 1e6:.1f}")
-
-
-if __name__ == "__main__":
-    main()

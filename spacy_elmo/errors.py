@@ -228,7 +228,7 @@ class Errors:
         "The pretraining config {where} has {n} wrong setting(s), listed below: "
         "each with where it is, what was expected and what was found. Fix them "
         "in the .cfg file or override them with --section.key value; every "
-        "setting and its default is in spacy_elmo/training/config.py."
+        "setting and its default is in spacy_elmo/training/run/config.py."
     )
     E314 = (
         "The checkpoint '{path}' has format {found}, expected {expected}: it was "

@@ -3,6 +3,7 @@ import errno
 import glob
 import os
 import re
+import shutil
 import signal
 import socket
 import tempfile
@@ -48,6 +49,40 @@ def scratch_path(target: Union[str, Path]) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+@contextmanager
+def swap_directory(target: Union[str, Path]) -> Iterator[Path]:
+    """Yield a new, empty folder beside `target` that takes its place (the
+    old folder, if any, removed) once the block ends without an error.
+
+    An error or Ctrl-C removes the new folder and leaves `target` as it was;
+    one left by a killed process is removed by the next swap into the same
+    target on this host, as `atomic_path` removes its files. The swap is two
+    renames (the old folder aside, the new one in), so that it also works
+    where a folder cannot be renamed over another (Windows).
+    """
+    target = Path(target)
+    make_parent_dir(target)
+    remove_stale_temporaries(target)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.",
+                                suffix=".tmp"))
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; give it the mode a plain mkdir would
+    aside = tmp.with_name(tmp.name[: -len(".tmp")] + ".old.tmp")
+    try:
+        yield tmp
+        if target.exists():
+            target.rename(aside)
+        try:
+            tmp.rename(target)
+        except BaseException:
+            if aside.exists() and not target.exists():
+                aside.rename(target)  # the old folder back in place
+            raise
+    finally:
+        for path in (tmp, aside):
+            if path.exists():
+                shutil.rmtree(path)
+
+
 def _temporary_prefix(target: Path) -> str:
     return f".{target.name}."
 
@@ -70,7 +105,10 @@ def remove_stale_temporaries(target: Union[str, Path]) -> List[Path]:
         owner = path.name[len(prefix):].split(".", 1)[0]  # HOST-PID
         host, _, pid = owner.rpartition("-")
         if host == _HOST and pid.isdigit() and not _is_running(int(pid)):
-            path.unlink(missing_ok=True)
+            if path.is_dir() and not path.is_symlink():  # swap_directory's
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
             removed.append(path)
     return removed
 

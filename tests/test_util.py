@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from spacy_elmo.util import _HOST, atomic_path, remove_stale_temporaries
+from spacy_elmo.util import _HOST, atomic_path, remove_stale_temporaries, swap_directory
 
 
 def dead_pid() -> int:
@@ -37,6 +37,27 @@ def test_an_error_or_interrupt_leaves_nothing(tmp_path):
                 tmp.write_text("partial")
                 raise error()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_swapped_folder_replaces_the_old_one_only_when_complete(tmp_path):
+    target = tmp_path / "model"
+    with swap_directory(target) as tmp:  # a new folder
+        (tmp / "weights").write_text("one")
+    assert (target / "weights").read_text() == "one"
+    for error in (ValueError, KeyboardInterrupt):
+        with pytest.raises(error):
+            with swap_directory(target) as tmp:
+                (tmp / "weights").write_text("partial")
+                raise error()
+        assert [p.name for p in tmp_path.iterdir()] == ["model"] and (target / "weights").read_text() == "one"
+    with swap_directory(target) as tmp:
+        (tmp / "other").write_text("two")
+    assert [p.name for p in target.iterdir()] == ["other"] and [p.name for p in tmp_path.iterdir()] == ["model"]
+    # One left by a killed process goes with the next swap into the same target.
+    stale = tmp_path / f".model.{_HOST}-{dead_pid()}.abc123.tmp"
+    (stale / "sub").mkdir(parents=True)
+    with swap_directory(target) as tmp:
+        assert not stale.exists()
 
 
 def test_a_swallowed_sigterm_is_raised_again_by_check():

@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from spacy.cli._util import parse_config_overrides
+from weasel.util import parse_config_overrides
 from wasabi import msg
 
 from spacy_elmo.errors import ElmoError, Errors
-from spacy_elmo.training.config import load_config
+from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV, load_config
 from spacy_elmo.training.perplexity import perplexity
 from spacy_elmo.training.pretrain import pretrain
-from spacy_elmo.training.run_dir import RunDir
+from spacy_elmo.training.run.run_dir import RunDir
 from spacy_elmo.util import atomic_path
 
 PROBE_STEPS = 40
@@ -47,7 +47,7 @@ def main(
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="never more than this many epochs"),
     score: List[Path] = typer.Option([], "--score", help="held-out text to score after training (repeatable)"),
 ):
-    overrides = parse_config_overrides(ctx.args)
+    overrides = parse_config_overrides(ctx.args, env_var=CONFIG_OVERRIDES_ENV)
     try:
         return run_for_budget(config_path, output_dir, minutes, device, max_epochs, score, overrides)
     except ElmoError as err:

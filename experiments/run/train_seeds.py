@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import List
 
 import typer
-from spacy.cli._util import parse_config_overrides
 from spacy.cli.train import train
+from weasel.util import parse_config_overrides
+
+from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 
 from experiments.run.fingerprint import changed, read_fingerprint, run_fingerprint, write_fingerprint
 
@@ -53,7 +55,7 @@ def main(
     seeds: str = typer.Option("0", help="Space-separated seeds"),
     gpu_id: int = typer.Option(-1, help="GPU id, or -1 for the CPU"),
 ) -> None:
-    overrides = parse_config_overrides(ctx.args)
+    overrides = parse_config_overrides(ctx.args, env_var=CONFIG_OVERRIDES_ENV)
     train_seeds(config, output_dir, [int(s) for s in seeds.split()], overrides, gpu_id)
 
 

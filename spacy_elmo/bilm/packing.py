@@ -4,7 +4,7 @@
 packs them: rows sorted longest first (ties in their given order), then step
 after step the rows still running, so step t holds sorted rows
 ``0 .. batch_sizes[t] - 1`` and ``batch_sizes`` never increases. The biLM
-(`BiLM.forward`) and pretraining (`training.lm_batches.collate`) both pack
+(`BiLM.forward`) and pretraining (`training.data.lm_batches.collate`) both pack
 with `TimeMajor`; `length_sorted_batches` (batching.py) is another thing: it
 groups whole sentences into batches.
 """

@@ -58,6 +58,4 @@ def mix_weights_cli(
 
 
 # The library part moved to spacy_elmo.inspect.
-__getattr__ = moved(__name__, "spacy_elmo.inspect", (
-    "CHART_FORMATS", "by_upstream", "check_chart_path", "listener_mixes", "load_pipeline", "plot_mixes",
-))
+__getattr__, _ = moved(__name__, "spacy_elmo.inspect")

@@ -11,10 +11,8 @@ from weasel.util.validation import show_validation_error
 
 from ..errors import ElmoError
 from ..training import load_config, pretrain
+from ..training.run.config import CONFIG_OVERRIDES_ENV
 from . import app
-
-# The environment variable `spacy train` reads overrides from, read here too.
-CONFIG_OVERRIDES_ENV = "SPACY_CONFIG_OVERRIDES"
 
 
 @app.command(

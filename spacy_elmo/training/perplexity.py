@@ -1,7 +1,7 @@
 """Perplexity of an exported biLM's two language models over a text.
 
 The `perplexity` function the CLI command (cli/perplexity.py) wraps; the
-arithmetic over batches, shared with training's dev evaluation, is scoring.py.
+arithmetic over batches, shared with training's dev evaluation, is objective/scoring.py.
 
 The text is read and tokenised as in training (the tokenizer and the longest
 segment are those recorded in the model's pretrain.json): each sentence, or
@@ -14,18 +14,19 @@ word is still read as itself.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Sequence, Union
+from typing import Iterator, List, Sequence, Union
 
 import numpy
 import torch
 
 from ..device import check_device
 from ..errors import ElmoError, Errors
-from .lm_batches import collate, plan_sorted, segments
-from .scoring import Perplexity, nll_sums
-from .export import load_model
-from .reader import ReadStats, find_files, read_lines
-from .tokenizers import make_tokenizer
+from .data.lm_batches import CorpusBatches
+from .data.prepared import PreparedCorpus
+from .data.reader import ReadStats, find_files, read_lines
+from .data.tokenizers import make_tokenizer
+from .objective.scoring import Perplexity, nll_sums
+from .run.export import load_model
 
 PathLike = Union[str, Path]
 # Sentences are scored in pools of this many batches, each pool sorted by length.
@@ -64,17 +65,12 @@ def perplexity(
     sums = torch.zeros(3, dtype=torch.float64)
     oov = 0
     for pool in _pools(sentences, tokens_per_batch * _BATCHES_PER_POOL):
-        words, ids, offsets = _index(pool)
-        vocab_ids = vocab.ids(words)
-        known = numpy.fromiter((w in vocab.index for w in words), dtype=bool, count=len(words))
-        oov += int(numpy.sum(~known[ids]))
-        starts, lengths = segments(offsets, max_length)
-        batches = (
-            collate([ids[starts[i] : starts[i] + lengths[i]] for i in b], words, vocab_ids,
-                    vocab.bos_id, vocab.eos_id, max_chars)
-            for b in plan_sorted(lengths, tokens_per_batch)
-        )
-        sums += nll_sums(lm, batches, device)
+        # Batched and scored as training's dev evaluation batches and scores its text.
+        corpus = PreparedCorpus.from_sentences(pool)
+        data = CorpusBatches(corpus, vocab, max_length, tokens_per_batch, max_chars)
+        known = numpy.fromiter((w in vocab.index for w in corpus.words), dtype=bool, count=len(corpus.words))
+        oov += int(numpy.sum(~known[corpus.tokens]))
+        sums += nll_sums(lm, (data.batch(b) for b in data.evaluation()), device)
     if int(sums[2]) == 0:
         raise ElmoError("E504", Errors.E504.format(
             what=f"the text {[str(p) for p in paths]}",
@@ -98,19 +94,3 @@ def _pools(sentences: Iterator[List[str]], n_tokens: int) -> Iterator[List[List[
     if pool:
         yield pool
 
-
-def _index(sentences: List[List[str]]):
-    """(distinct words, every token as its word's id, sentence offsets)."""
-    index: Dict[str, int] = {}
-    words: List[str] = []
-    ids: List[int] = []
-    offsets = [0]
-    for sentence in sentences:
-        for word in sentence:
-            i = index.get(word)
-            if i is None:
-                i = index[word] = len(words)
-                words.append(word)
-            ids.append(i)
-        offsets.append(len(ids))
-    return words, numpy.asarray(ids, dtype=numpy.int64), numpy.asarray(offsets, dtype=numpy.int64)

@@ -1,5 +1,10 @@
 """Training a biLM on raw text: the function behind ``python -m spacy_elmo pretrain``.
 
+The config names four parts, each a registered function (registry.py): the
+tokenizer, the softmax, the optimiser and the learning-rate schedule. They are
+resolved once, here, into the objects or factories that build them (`Parts`),
+and each consumer is handed only its own.
+
 One process, or several under ``torchrun`` (DistributedDataParallel, gloo on
 the CPU, NCCL on GPUs): process 0 prepares the data and writes the run's
 files, every process trains on its share of each epoch's batches.
@@ -7,6 +12,7 @@ files, every process trains on its share of each epoch's batches.
 import contextlib
 import copy
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -19,20 +25,43 @@ from ..bilm.weights import resolve_paths
 from ..device import check_device
 from ..errors import ElmoError, Errors
 from ..util import atomic_path
-from .lm_batches import CorpusBatches
-from .config import ModelSettings, PretrainConfig, load_config
-from .distributed import Distributed
-from .export import SOFTMAX_NAME, VOCAB_NAME
-from .lm import PretrainingLM
-from .prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
+from .data.lm_batches import CorpusBatches
+from .data.prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
+from .data.reader import find_files, is_binary
+from .data.tokenizers import Tokenizer, make_tokenizer
+from .data.vocab import LMVocab
 from .disk import writing
-from .reader import find_files, is_binary
-from .run_dir import RunDir
-from .softmax import SoftmaxHead
-from .trainer import PretrainResult, StepHook, Trainer
-from .vocab import LMVocab
+from .objective.lm import PretrainingLM
+from .objective.softmax import SoftmaxFactory, SoftmaxHead
+from .run.config import (
+    ModelSettings, PretrainConfig, load_config, optimizer_factory, schedule_factory, softmax_factory,
+)
+from .run.distributed import Distributed
+from .run.export import SOFTMAX_NAME, VOCAB_NAME
+from .run.optim import OptimizerFactory, ScheduleFactory
+from .run.run_dir import RunDir
+from .run.trainer import PretrainResult, StepHook, Trainer
 
 PathLike = Union[str, Path]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The parts the config names, resolved through the registries."""
+
+    tokenizer: Tokenizer  # lines -> sentences of tokens
+    softmax: SoftmaxFactory  # (input dimension, vocabulary size) -> the shared softmax
+    optimizer: OptimizerFactory  # parameters -> a torch optimiser
+    schedule: ScheduleFactory  # the optimiser -> its learning-rate schedule
+
+
+def resolve_parts(config: PretrainConfig) -> Parts:
+    return Parts(
+        tokenizer=make_tokenizer(config.corpus.tokenizer),
+        softmax=softmax_factory(config.softmax),
+        optimizer=optimizer_factory(config.training),
+        schedule=schedule_factory(config.training),
+    )
 
 
 def pretrain(
@@ -49,7 +78,7 @@ def pretrain(
     """Train the forward and backward LMs of a biLM and export the result.
 
     config: a PretrainConfig, or the path of a ``.cfg`` (with `overrides`).
-    output_dir: the run's folder (see run_dir.py); it must be new or empty,
+    output_dir: the run's folder (see run/run_dir.py); it must be new or empty,
         or hold this same run and `resume` be set.
     init_from: a folder with options.json + weights.hdf5 to start from; its
         architecture replaces ``[model]``, and its softmax is kept when it has
@@ -71,11 +100,12 @@ def pretrain(
             printer.info(f"The architecture is {config.paths.init}'s: it replaces [model]")
         config.model = ModelSettings.from_options(init_options)
     _check_inputs(config)  # before the folder is claimed: a typo in a path costs nothing
+    parts = resolve_parts(config)
     if config.system.threads:
         torch.set_num_threads(config.system.threads)
     run = RunDir(output_dir)
     with run.lock() if dist.is_main else contextlib.nullcontext():  # held until the run ends
-        return _run(config, run, dist, printer, resume, progress, on_step)
+        return _run(config, parts, run, dist, printer, resume, progress, on_step)
 
 
 def _check_inputs(config: PretrainConfig) -> None:
@@ -94,6 +124,7 @@ def _check_inputs(config: PretrainConfig) -> None:
 
 def _run(
     config: PretrainConfig,
+    parts: Parts,
     run: RunDir,
     dist: Distributed,
     printer: Printer,
@@ -107,8 +138,9 @@ def _run(
         for change in run.claim(config, resume):
             printer.warn(f"Resuming with a changed setting: {change}")
     prepared = run.prepared(config)
-    train = _prepared(config.train_paths, config, prepared / "train", dist, progress, printer)
-    dev = _prepared(config.dev_paths, config, prepared / "dev", dist, progress, printer) if config.dev_paths else None
+    tokenizer = config.corpus.tokenizer, parts.tokenizer  # its name (the prepared corpus's key) and itself
+    train = _prepared(config.train_paths, *tokenizer, prepared / "train", dist, progress, printer)
+    dev = _prepared(config.dev_paths, *tokenizer, prepared / "dev", dist, progress, printer) if config.dev_paths else None
     if train.n_tokens == 0:
         raise ElmoError("E311", Errors.E311.format(paths=[str(p) for p in config.train_paths]))
     if dev is not None and dev.n_tokens == 0:
@@ -118,13 +150,17 @@ def _run(
         dist.barrier()  # process 0 has claimed the folder
         continuing = resume and run.checkpoint.exists()
         vocab = _vocab(config, run, train, dist, continuing)
-        lm = _build_model(config, vocab, printer).to(dist.device)
+        lm = _build_model(config, parts.softmax, vocab, printer).to(dist.device)
 
         def batches(corpus: PreparedCorpus) -> CorpusBatches:
             return CorpusBatches(corpus, vocab, config.corpus.max_length, config.training.tokens_per_batch,
                                  config.model.options.max_characters_per_token)
 
-        trainer = Trainer(lm, vocab, config, run, batches(train), batches(dev) if dev else None, dist, printer)
+        trainer = Trainer(
+            lm, vocab, config.training, seed=config.system.seed, optimizer=parts.optimizer, schedule=parts.schedule,
+            export_info={"tokenizer": config.corpus.tokenizer, "max_length": config.corpus.max_length},
+            run=run, train=batches(train), dev=batches(dev) if dev else None, dist=dist, printer=printer,
+        )
         if continuing:
             trainer.restore()
         elif dist.is_main:
@@ -147,14 +183,15 @@ _RAISED_TOGETHER = ("E312", "E506", "E512")
 
 
 def _prepared(
-    paths: List[Path], config: PretrainConfig, directory: Path, dist: Distributed, progress: bool, printer: Printer
+    paths: List[Path], name: str, tokenizer: Tokenizer, directory: Path, dist: Distributed, progress: bool,
+    printer: Printer,
 ) -> PreparedCorpus:
-    """Process 0 prepares the corpus; the others wait for it to appear
-    (``torchrun`` stops them should process 0 fail)."""
-    tokenizer = config.corpus.tokenizer
+    """Process 0 prepares the corpus (`name`: the tokenizer's, as the config
+    names it); the others wait for it to appear (``torchrun`` stops them
+    should process 0 fail)."""
     if dist.is_main:
-        return prepare_corpus(paths, tokenizer, directory, progress=progress, log=printer.info)
-    expected = fingerprint(paths, tokenizer)
+        return prepare_corpus(paths, name, directory, tokenize=tokenizer, progress=progress, log=printer.info)
+    expected = fingerprint(paths, name)
     while not is_prepared(directory, expected):
         time.sleep(1.0)
     return PreparedCorpus.load(directory)
@@ -178,12 +215,11 @@ def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Dis
     return vocab
 
 
-def _build_model(config: PretrainConfig, vocab: LMVocab, printer: Printer) -> PretrainingLM:
+def _build_model(config: PretrainConfig, make_softmax: SoftmaxFactory, vocab: LMVocab, printer: Printer) -> PretrainingLM:
     torch.manual_seed(config.system.seed)
     init = Path(config.paths.init) if config.paths.init else None
     bilm = BiLM.from_allennlp(init) if init else BiLM(config.model.options)
-    s = config.softmax
-    softmax = SoftmaxHead(config.model.projection_dim, len(vocab), s.kind, s.cutoffs, s.div_value)
+    softmax = make_softmax(config.model.projection_dim, len(vocab))
     if init is not None:
         softmax = _initial_softmax(init, vocab, softmax, printer)
     return PretrainingLM(bilm, softmax, config.training.dropout)

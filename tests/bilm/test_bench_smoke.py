@@ -11,9 +11,9 @@ from torch.utils.flop_counter import flop_registry
 
 from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
 from spacy_elmo.bilm.char_ids import PAD_CHAR
-from spacy_elmo.training.lm import PretrainingLM
-from spacy_elmo.training.lm_batches import collate
-from spacy_elmo.training.softmax import SoftmaxHead
+from spacy_elmo.training.objective.lm import PretrainingLM
+from spacy_elmo.training.data.lm_batches import collate
+from spacy_elmo.training.objective.softmax import SoftmaxHead
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 BENCHMARK = BENCHMARKS / "bench_bilm.py"
@@ -136,3 +136,18 @@ def test_benchmark_without_its_text_says_how_to_make_it(tmp_path):
     )
     assert result.returncode != 0
     assert "python -m experiments.data.corpus" in result.stderr
+
+
+def test_the_flop_counter_imports_no_benchmark_and_its_counts_print_from_bench_bilm():
+    import ast
+
+    tree = ast.parse((BENCHMARKS / "flops.py").read_text(encoding="utf8"))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {name for name in imported if name and name.split(".")[0].startswith("bench")}, imported
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--flops-only", "--synthetic", "--sentences", "40", "--models", "small",
+         "--batch-sizes", "8"], capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "small batch 8: textbook" in result.stdout and "MFLOP/token, performed" in result.stdout

@@ -95,3 +95,24 @@ def test_the_fingerprint_sees_a_changed_default_inside_the_config(tmp_path):
     assert changed(before, run_fingerprint(config, overrides)) == ["config"]
     assert changed(None, before) == ["no fingerprint stored with the run"]
     assert json.loads(json.dumps(before)) == before
+
+
+def test_overrides_come_from_the_command_line_and_the_environment_through_weasels_parser(tmp_path, fake_train,
+                                                                                           monkeypatch):
+    import typer
+    import weasel.util
+    from typer.testing import CliRunner
+
+    from experiments.run import pretrain_for_budget
+
+    # spaCy's own CLI parses them with weasel's public function; so do these scripts.
+    assert train_seeds_module.parse_config_overrides is weasel.util.parse_config_overrides
+    assert pretrain_for_budget.parse_config_overrides is weasel.util.parse_config_overrides
+    app = typer.Typer(add_completion=False)
+    app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(train_seeds_module.main)
+    args = [f"--{key}={value}" for key, value in inputs(tmp_path).items()]
+    monkeypatch.setenv("SPACY_CONFIG_OVERRIDES", "--training.max_steps 7")
+    result = CliRunner().invoke(app, [str(CONFIG), str(tmp_path / "out"), "--seeds", "3", *args])
+    assert result.exit_code == 0, result.output
+    assert fake_train[0]["training.max_steps"] == 7 and fake_train[0]["system.seed"] == 3
+    assert fake_train[0]["paths.train"] == str(tmp_path / "train.spacy")

@@ -5,8 +5,8 @@ import numpy
 import pytest
 
 from spacy_elmo.errors import ElmoError
-from spacy_elmo.training.prepared import PreparedCorpus, prepare_corpus
-from spacy_elmo.training.reader import ReadStats, _raw_pieces, find_files, read_lines
+from spacy_elmo.training.data.prepared import PreparedCorpus, prepare_corpus
+from spacy_elmo.training.data.reader import ReadStats, _raw_pieces, find_files, read_lines
 
 
 def test_bad_bytes_are_counted_and_skipped_never_fatal(tmp_path):

@@ -8,7 +8,7 @@ import torch
 from confection import Config
 
 from spacy_elmo.bilm import BiLM, batch_to_ids
-from spacy_elmo.training.checkpoint import load_checkpoint
+from spacy_elmo.training.run.checkpoint import load_checkpoint
 
 from .conftest import tiny_settings
 

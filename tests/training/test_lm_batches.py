@@ -2,8 +2,8 @@ import numpy
 import torch
 
 from spacy_elmo.bilm import words_to_ids
-from spacy_elmo.training.lm_batches import collate, plan_epoch, plan_sorted, segments, shard
-from spacy_elmo.training.vocab import LMVocab
+from spacy_elmo.training.data.lm_batches import collate, plan_epoch, plan_sorted, segments, shard
+from spacy_elmo.training.data.vocab import LMVocab
 
 
 def test_segments_cut_long_sentences_and_drop_empty_ones():

@@ -7,8 +7,8 @@ import torch
 from spacy_elmo.bilm import BiLM, batch_to_ids
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import pretrain
-from spacy_elmo.training.lm_batches import collate
-from spacy_elmo.training.checkpoint import load_checkpoint
+from spacy_elmo.training.data.lm_batches import collate
+from spacy_elmo.training.run.checkpoint import load_checkpoint
 
 from .conftest import write_corpus
 

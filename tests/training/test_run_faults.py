@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from spacy_elmo.cli import app
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import load_config, pretrain
-from spacy_elmo.training.checkpoint import load_checkpoint
+from spacy_elmo.training.run.checkpoint import load_checkpoint
 
 from .conftest import write_corpus
 

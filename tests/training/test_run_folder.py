@@ -10,11 +10,11 @@ import pytest
 
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import pretrain
-from spacy_elmo.training.run_dir import LOCK_NAME, RunDir
+from spacy_elmo.training.run.run_dir import HOLDER_NAME, RunDir
 
 HOLD_LOCK = """
 import sys, time
-from spacy_elmo.training.run_dir import RunDir
+from spacy_elmo.training.run.run_dir import RunDir
 with RunDir(sys.argv[1]).lock():
     print("holding", flush=True)
     time.sleep(600)
@@ -26,11 +26,12 @@ def test_a_second_process_on_the_same_folder_is_refused(tmp_path, tiny_config):
     pretrain(tiny_config(training={"max_steps": 2}), run, progress=False)
     weights = (run / "model" / "weights.hdf5").read_bytes()
     with RunDir(run).lock():  # as another process would hold it (flock: one holder per open file)
-        holder = json.loads((run / LOCK_NAME).read_text())
+        holder = json.loads((run / HOLDER_NAME).read_text())
         assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
         with pytest.raises(ElmoError, match=rf"E503.*pid {os.getpid()} on {socket.gethostname()}, running since"):
             pretrain(tiny_config(training={"max_steps": 4}), run, resume=True, progress=False)
     assert (run / "model" / "weights.hdf5").read_bytes() == weights
+    assert not (run / HOLDER_NAME).exists()  # the holder's name goes with its lock
     # Released at the end of the block: the run continues.
     assert pretrain(tiny_config(training={"max_steps": 4}), run, resume=True, progress=False).state.step == 4
 
@@ -47,8 +48,10 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
+    assert json.loads((run / HOLDER_NAME).read_text())["pid"] == holder.pid  # left behind by kill -9
+    assert RunDir(run)._entries() == []  # the lock's files make no run: a new one may start here
     with RunDir(run).lock():  # the kernel released it with the process
-        assert json.loads((run / LOCK_NAME).read_text())["pid"] == os.getpid()
+        assert json.loads((run / HOLDER_NAME).read_text())["pid"] == os.getpid()
 
 
 def test_a_missing_text_claims_no_folder(tmp_path, tiny_config):

@@ -7,16 +7,22 @@ import pytest
 import torch
 
 from spacy_elmo.errors import ElmoError
-from spacy_elmo.training.checkpoint import TrainState, load_checkpoint, save_checkpoint
-from spacy_elmo.training.config import ScheduleSettings
-from spacy_elmo.training.optim import Schedule
+from spacy_elmo.training.run.checkpoint import TrainState, load_checkpoint, save_checkpoint
+from spacy_elmo.training.registry import build
+from spacy_elmo.training.run.config import ScheduleSettings
 
 BASE, MAX_STEPS = 0.1, 20
 
 
+def schedule_factory(max_steps=MAX_STEPS, **settings):
+    """The registered schedule a [training.schedule] section names."""
+    section = ScheduleSettings(**settings).model_dump()
+    return build("pretrain_schedules", section.pop("name"), {**section, "max_steps": max_steps})
+
+
 def make(**settings):
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(2))], lr=BASE)
-    return optimizer, Schedule(optimizer, ScheduleSettings(**settings), BASE, MAX_STEPS)
+    return optimizer, schedule_factory(**settings)(optimizer)
 
 
 def expected(name, step, warmup=0, final=0.0):
@@ -120,7 +126,7 @@ def test_a_checkpoint_of_the_old_format_is_a_coded_error(tmp_path):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     path = tmp_path / "checkpoint.pt"
     save_checkpoint(path, state=TrainState(step=3), model=model, optimizer=optimizer,
-                    schedule=Schedule(optimizer, ScheduleSettings(), 0.1, 10).state_dict(), rng=[])
+                    schedule=schedule_factory(10)(optimizer).state_dict(), rng=[])
     assert load_checkpoint(path)["state"].step == 3
     payload = torch.load(path, weights_only=True)
     payload.update(format=1, schedule={"plateau_factor": 1.0, "best": None})  # what version 0.1.0 wrote

@@ -1,5 +1,5 @@
 """The JSONL training log: exact numbers, and a line cut short by a kill costs only itself."""
-from spacy_elmo.training.train_log import TrainLog
+from spacy_elmo.training.run.train_log import TrainLog
 
 
 def test_records_come_back_exactly(tmp_path):

@@ -1,0 +1,193 @@
+"""A tokenised corpus kept on disk: token ids, sentence offsets and word strings.
+
+The folder holds
+
+    tokens.u32    every token as the id of its word (uint32, memory-mapped)
+    offsets.i64   where each sentence starts in tokens, plus the end (int64)
+    words.jsonl   word id -> its string, one JSON string a line
+    counts.i64    word id -> how often it occurs
+    meta.json     sizes, what reading skipped, and the fingerprint of the sources
+
+It is written in one pass over the text (streamed: the corpus need not fit in
+memory, only its distinct words do) into a temporary folder swapped into place
+at the end (`spacy_elmo.util.swap_directory`), and reused as long as the source files and the tokenizer are the
+same (the fingerprint: paths, sizes, modification times, tokenizer).
+"""
+import json
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Union
+
+import numpy
+
+from ...errors import ElmoError, Errors
+from ...util import swap_directory
+from ..disk import writing
+from .reader import MAX_LINE_BYTES, ReadStats, find_files, read_lines
+from .tokenizers import Tokenizer, make_tokenizer
+
+FORMAT_VERSION = 1
+_FLUSH_TOKENS = 1 << 20
+
+
+@dataclass
+class PreparedCorpus:
+    directory: Optional[Path]  # None: held in memory only (`from_sentences`)
+    tokens: numpy.ndarray  # (n_tokens,) uint32 word ids
+    offsets: numpy.ndarray  # (n_sentences + 1,) int64
+    words: List[str]
+    counts: numpy.ndarray  # (n_words,) int64
+    meta: dict
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.tokens.shape[0])
+
+    @property
+    def n_sentences(self) -> int:
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def lengths(self) -> numpy.ndarray:
+        return numpy.diff(self.offsets)
+
+    @classmethod
+    def load(cls, directory: Union[str, Path]) -> "PreparedCorpus":
+        directory = Path(directory)
+        meta = json.loads((directory / "meta.json").read_text(encoding="utf8"))
+        if meta["n_tokens"]:
+            tokens = numpy.memmap(directory / "tokens.u32", dtype=numpy.uint32, mode="r")
+        else:
+            tokens = numpy.zeros(0, dtype=numpy.uint32)
+        offsets = numpy.fromfile(directory / "offsets.i64", dtype=numpy.int64)
+        counts = numpy.fromfile(directory / "counts.i64", dtype=numpy.int64)
+        with (directory / "words.jsonl").open(encoding="utf8") as f:
+            words = [json.loads(line) for line in f]
+        return cls(directory, tokens, offsets, words, counts, meta)
+
+    @classmethod
+    def from_sentences(cls, sentences: Iterable[List[str]]) -> "PreparedCorpus":
+        """`sentences` held in memory, their words numbered as on disk: in
+        order of first appearance."""
+        index: Dict[str, int] = {}
+        ids: List[int] = []
+        offsets = [0]
+        for sentence in sentences:
+            ids.extend(index.setdefault(word, len(index)) for word in sentence)
+            offsets.append(len(ids))
+        tokens = numpy.asarray(ids, dtype=numpy.uint32)
+        counts = numpy.bincount(tokens, minlength=len(index)).astype(numpy.int64)
+        meta = {"n_tokens": len(ids), "n_sentences": len(offsets) - 1, "n_words": len(index)}
+        return cls(None, tokens, numpy.asarray(offsets, dtype=numpy.int64), list(index), counts, meta)
+
+
+def fingerprint(paths: Iterable[Union[str, Path]], tokenizer: str) -> Dict:
+    files = find_files(paths)
+    return {
+        "version": FORMAT_VERSION,
+        "tokenizer": tokenizer,
+        "max_line_bytes": MAX_LINE_BYTES,
+        "files": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in files],
+    }
+
+
+def is_prepared(directory: Union[str, Path], expected: Dict) -> bool:
+    meta_path = Path(directory) / "meta.json"
+    if not meta_path.exists():
+        return False
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return meta.get("fingerprint") == expected
+
+
+def prepare_corpus(
+    paths: List[Union[str, Path]],
+    tokenizer: str,
+    directory: Union[str, Path],
+    *,
+    tokenize: Optional[Tokenizer] = None,
+    progress: bool = True,
+    log=print,
+) -> PreparedCorpus:
+    """Tokenise the text under `paths` into `directory`, or reuse what is there.
+
+    tokenizer: its name, as the config gives it (the prepared corpus records it).
+    tokenize: the tokenizer itself; by default `make_tokenizer(tokenizer)`.
+    """
+    directory = Path(directory)
+    expected = fingerprint(paths, tokenizer)
+    if is_prepared(directory, expected):
+        corpus = PreparedCorpus.load(directory)
+        log(f"Reusing the prepared corpus in {directory} ({corpus.n_tokens:,} tokens)")
+        return corpus
+    if directory.exists() and not (directory / "meta.json").exists():
+        raise ElmoError("E302", Errors.E302.format(path=directory))
+    files = find_files(paths)
+    tokenize = tokenize if tokenize is not None else make_tokenizer(tokenizer)
+    # No room: E525, and the temporary folder goes.
+    with writing(directory), swap_directory(directory) as tmp:
+        stats = _write(files, tokenize, tmp, expected, progress)
+    corpus = PreparedCorpus.load(directory)
+    log(
+        f"Prepared {corpus.n_tokens:,} tokens in {corpus.n_sentences:,} sentences "
+        f"({len(corpus.words):,} distinct words) from {stats.files} files into {directory}"
+    )
+    if stats.skipped_lines:
+        log(
+            f"Skipped {stats.skipped_lines:,} lines ({stats.skipped_bytes:,} bytes) that were "
+            "not UTF-8 text or held binary data"
+        )
+    return corpus
+
+
+def _write(files: List[Path], tokenizer, directory: Path, expected: Dict, progress: bool) -> ReadStats:
+    from tqdm import tqdm
+
+    stats = ReadStats()
+    word_ids: Dict[str, int] = {}
+    words: List[str] = []
+    counts = array("q")
+    offsets = array("q", [0])
+    buffer = array("I")
+    n_tokens = 0
+    total = sum(p.stat().st_size for p in files)
+    bar = tqdm(total=total, unit="B", unit_scale=True, desc="Preparing", disable=not progress, mininterval=1.0)
+    with (directory / "tokens.u32").open("wb") as tokens_out, (directory / "words.jsonl").open(
+        "w", encoding="utf8"
+    ) as words_out:
+        for sentence in tokenizer(read_lines(files, stats)):
+            for word in sentence:
+                index = word_ids.get(word)
+                if index is None:
+                    index = word_ids[word] = len(words)
+                    words.append(word)
+                    counts.append(0)
+                    words_out.write(json.dumps(word, ensure_ascii=False) + "\n")
+                counts[index] += 1
+                buffer.append(index)
+            n_tokens += len(sentence)
+            offsets.append(n_tokens)
+            if len(buffer) >= _FLUSH_TOKENS:
+                buffer.tofile(tokens_out)
+                buffer = array("I")
+            if len(offsets) % 1000 == 0:
+                bar.update(stats.bytes_read - bar.n)
+        buffer.tofile(tokens_out)
+    bar.update(stats.bytes_read - bar.n)
+    bar.close()
+    with (directory / "offsets.i64").open("wb") as f:
+        offsets.tofile(f)
+    with (directory / "counts.i64").open("wb") as f:
+        counts.tofile(f)
+    meta = {
+        "fingerprint": expected,
+        "n_tokens": n_tokens,
+        "n_sentences": len(offsets) - 1,
+        "n_words": len(words),
+        "read": stats.to_dict(),
+    }
+    (directory / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf8")
+    return stats

@@ -1,0 +1,76 @@
+"""Lines of text to sentences of token strings, as the pipeline will see them.
+
+``corpus.tokenizer`` names a function of ``registry.pretrain_tokenizers``
+(training/registry.py), which returns the tokenizer, or else a spaCy pipeline.
+
+``"whitespace"`` (registered) reads pre-tokenised text: each line is one sentence, its
+tokens split on whitespace (the Penn Treebank files are written so). Any other
+name is a spaCy pipeline (``"blank:en"``, an installed package or a path): a
+line is one doc, its tokens are ``token.text`` exactly as the pipeline makes
+them, and its sentences are ``doc.sents``; a sentencizer is added when the
+pipeline sets no sentence boundaries of its own.
+"""
+from typing import Callable, Iterable, Iterator, List
+
+from ..registry import TOKENIZERS, build, is_registered, registry
+
+Sentences = Iterator[List[str]]
+Tokenizer = Callable[[Iterable[str]], Sentences]
+
+WHITESPACE = "whitespace"
+_SENTENCE_SETTERS = ("sentencizer", "senter", "parser")
+
+
+def make_tokenizer(name: str, batch_size: int = 256) -> Tokenizer:
+    """The tokenizer `name` names: a registered one, or else the spaCy
+    pipeline of that name (loaded when the tokenizer is first called, so that
+    a run that finds its corpus already prepared never loads it)."""
+    if is_registered(TOKENIZERS, name):
+        return build(TOKENIZERS, name, {})
+    return SpacyTokenizer(name, batch_size)
+
+
+@registry.pretrain_tokenizers(WHITESPACE)
+def whitespace() -> Tokenizer:
+    return _whitespace_sentences
+
+
+def _whitespace_sentences(lines: Iterable[str]) -> Sentences:
+    for line in lines:
+        words = line.split()
+        if words:
+            yield words
+
+
+class SpacyTokenizer:
+    """A spaCy pipeline's tokens and sentences: ``"blank:LANG"``, an installed package or a path."""
+
+    def __init__(self, name: str, batch_size: int = 256):
+        self.name = name
+        self.batch_size = batch_size
+        self._nlp = None
+
+    def __call__(self, lines: Iterable[str]) -> Sentences:
+        if self._nlp is None:
+            self._nlp = _load_pipeline(self.name)
+        for doc in self._nlp.pipe(lines, batch_size=self.batch_size):
+            for sent in doc.sents:
+                if len(sent):
+                    yield [token.text for token in sent]
+
+
+def _load_pipeline(name: str):
+    import spacy
+
+    if name.startswith("blank:"):
+        nlp = spacy.blank(name[len("blank:"):])
+    else:
+        # Only the tokenizer and whatever sets sentence boundaries are needed.
+        nlp = spacy.load(name)
+        keep = [n for n in nlp.pipe_names if n in _SENTENCE_SETTERS or n in ("tok2vec",)]
+        nlp.select_pipes(enable=keep)
+    if not any(n in _SENTENCE_SETTERS for n in nlp.pipe_names):
+        nlp.add_pipe("sentencizer")
+    # Lines are read in pieces of bounded size; this limit is not the one that matters.
+    nlp.max_length = max(nlp.max_length, 2_000_000)
+    return nlp

@@ -1,0 +1,116 @@
+"""The output layer both language models share: exact log-probabilities of words.
+
+``full``: one linear layer and a softmax over the whole vocabulary.
+``adaptive``: PyTorch's adaptive softmax (Grave et al. 2017): frequent words in
+a head, rarer ones in tail clusters of smaller dimension reached through a
+cluster entry of the head. Still an exact, normalised distribution over the
+whole vocabulary (the probability of a tail word is that of its cluster times
+its probability within it), only cheaper for large vocabularies.
+
+``[softmax] kind`` names a function of ``registry.pretrain_softmaxes``
+(training/registry.py); called with the section's settings, it returns a
+`SoftmaxFactory`: (input dimension, vocabulary size) -> the head.
+
+Saved as HDF5 (``softmax.hdf5``): one dataset per parameter under its
+``state_dict`` name, the settings as attributes.
+"""
+from pathlib import Path
+from functools import partial
+from typing import Callable, List, Sequence, Union
+
+import h5py
+import numpy
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ...errors import ElmoError, Errors
+from ...util import atomic_path
+from ..registry import registry
+
+
+class SoftmaxHead(nn.Module):
+    def __init__(
+        self, in_dim: int, n_classes: int, kind: str = "full", cutoffs: Sequence[int] = (), div_value: float = 4.0
+    ):
+        super().__init__()
+        self.in_dim = in_dim
+        self.n_classes = n_classes
+        self.cutoffs: List[int] = [int(c) for c in cutoffs if c < n_classes] if kind == "adaptive" else []
+        # An adaptive softmax with no cutoff below the vocabulary size is a full one.
+        self.kind = "adaptive" if self.cutoffs else "full"
+        self.div_value = float(div_value)
+        if self.kind == "adaptive":
+            self.adaptive = nn.AdaptiveLogSoftmaxWithLoss(
+                in_dim, n_classes, self.cutoffs, div_value=self.div_value, head_bias=True
+            )
+        else:
+            self.linear = nn.Linear(in_dim, n_classes)
+
+    def target_log_prob(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """hidden: (n, in_dim); targets: (n,) -> (n,) log p(target | hidden)."""
+        if self.kind == "adaptive":
+            return self.adaptive(hidden, targets).output
+        return -F.cross_entropy(self.linear(hidden), targets, reduction="none")
+
+    def log_prob(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden: (n, in_dim) -> (n, n_classes), the log-probabilities of every word."""
+        if self.kind == "adaptive":
+            return self.adaptive.log_prob(hidden)
+        return F.log_softmax(self.linear(hidden), dim=-1)
+
+    def save(self, path: Union[str, Path]) -> None:
+        with atomic_path(path) as tmp:
+            with h5py.File(tmp, "w") as f:
+                f.attrs["kind"] = self.kind
+                f.attrs["in_dim"] = self.in_dim
+                f.attrs["n_classes"] = self.n_classes
+                f.attrs["cutoffs"] = numpy.asarray(self.cutoffs, dtype=numpy.int64)
+                f.attrs["div_value"] = self.div_value
+                for name, tensor in self.state_dict().items():
+                    f.create_dataset(name, data=tensor.detach().float().cpu().numpy())
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> "SoftmaxHead":
+        try:
+            with h5py.File(path, "r") as f:
+                head = cls(
+                    in_dim=int(f.attrs["in_dim"]),
+                    n_classes=int(f.attrs["n_classes"]),
+                    kind=str(f.attrs["kind"]),
+                    cutoffs=[int(c) for c in f.attrs["cutoffs"]],
+                    div_value=float(f.attrs["div_value"]),
+                )
+                state = {}
+                for name, target in head.state_dict().items():
+                    if name not in f or tuple(f[name].shape) != tuple(target.shape):
+                        found = tuple(f[name].shape) if name in f else "nothing"
+                        raise ElmoError("E305", Errors.E305.format(
+                            path=path, name=name, expected=tuple(target.shape), found=found
+                        ))
+                    state[name] = torch.from_numpy(numpy.asarray(f[name][...], dtype=numpy.float32))
+        except (OSError, KeyError) as err:
+            raise ElmoError("E304", Errors.E304.format(path=path, reason=err)) from err
+        head.load_state_dict(state)
+        return head
+
+    def same_shape(self, other: "SoftmaxHead") -> bool:
+        return (self.kind, self.in_dim, self.n_classes, self.cutoffs, self.div_value) == (
+            other.kind, other.in_dim, other.n_classes, other.cutoffs, other.div_value
+        )
+
+
+SoftmaxFactory = Callable[[int, int], SoftmaxHead]
+
+
+@registry.pretrain_softmaxes("full")
+def full(div_value: float) -> SoftmaxFactory:
+    # div_value does nothing here; it is kept in softmax.hdf5 as it always was, so
+    # that a full head saved earlier still matches a new one (`same_shape`).
+    return partial(SoftmaxHead, kind="full", div_value=div_value)
+
+
+@registry.pretrain_softmaxes("adaptive")
+def adaptive(cutoffs: List[int], div_value: float) -> SoftmaxFactory:
+    """Cutoffs at or above the vocabulary size are dropped; with none left, the head is a full one."""
+    return partial(SoftmaxHead, kind="adaptive", cutoffs=cutoffs, div_value=div_value)

@@ -1,0 +1,57 @@
+"""A trained biLM as files: the AllenNLP/bilm-tf pair plus what the LMs need.
+
+    options.json, weights.hdf5   the biLM (BiLM.from_allennlp, the elmo
+                                 component and AllenNLP all read these)
+    vocab.txt                    the output vocabulary
+    softmax.hdf5                 the shared softmax (see objective/softmax.py)
+    pretrain.json                how the text was tokenised, and a summary
+"""
+import json
+from pathlib import Path
+from typing import Any, Dict, Tuple, Union
+
+import torch
+
+from ...bilm import BiLM
+from ...errors import ElmoError, Errors
+from ...util import swap_directory
+from ..objective.lm import PretrainingLM
+from ..objective.softmax import SoftmaxHead
+from ..data.vocab import LMVocab
+
+VOCAB_NAME = "vocab.txt"
+SOFTMAX_NAME = "softmax.hdf5"
+INFO_NAME = "pretrain.json"
+
+
+def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], directory: Union[str, Path]) -> None:
+    """Write the model into `directory`, replacing what was there only once
+    the new files are complete."""
+    with swap_directory(directory) as tmp:
+        lm.bilm.save_allennlp(tmp)
+        vocab.to_file(tmp / VOCAB_NAME)
+        lm.softmax.save(tmp / SOFTMAX_NAME)
+        (tmp / INFO_NAME).write_text(json.dumps(info, indent=2), encoding="utf8")
+
+
+def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Tuple[
+    PretrainingLM, LMVocab, Dict[str, Any]
+]:
+    """The language models exported into `directory`, in evaluation mode."""
+    directory = Path(directory)
+    for name in (VOCAB_NAME, SOFTMAX_NAME):
+        if not (directory / name).exists():
+            raise ElmoError("E309", Errors.E309.format(path=directory, name=name))
+    bilm = BiLM.from_allennlp(directory)
+    vocab = LMVocab.from_file(directory / VOCAB_NAME)
+    softmax = SoftmaxHead.load(directory / SOFTMAX_NAME)
+    if softmax.in_dim != bilm.options.projection_dim or softmax.n_classes != len(vocab):
+        raise ElmoError("E310", Errors.E310.format(
+            path=directory, in_dim=softmax.in_dim, n_classes=softmax.n_classes,
+            projection_dim=bilm.options.projection_dim, n_words=len(vocab),
+        ))
+    info_path = directory / INFO_NAME
+    info = json.loads(info_path.read_text(encoding="utf8")) if info_path.exists() else {}
+    lm = PretrainingLM(bilm, softmax).to(device)
+    lm.eval()
+    return lm, vocab, info
