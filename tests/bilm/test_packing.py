@@ -8,7 +8,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from spacy_elmo.bilm import BiLM, batch_to_ids
 from spacy_elmo.bilm.packing import TimeMajor, reversed_steps
 from spacy_elmo.training.data.lm_batches import collate
-from spacy_elmo.training.vocab import LMVocab
+from spacy_elmo.training.data.vocab import LMVocab
 
 from ..numeric import assert_close_to_scale
 

@@ -14,7 +14,7 @@ from spacy_elmo.cli.embed import embed_file
 from spacy_elmo.cli.perplexity import _write_report
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import PretrainConfig, perplexity, pretrain
-from spacy_elmo.training.reader import ReadStats, read_lines
+from spacy_elmo.training.data.reader import ReadStats, read_lines
 
 from ..training.conftest import tiny_settings, write_corpus
 from .test_embed_faults import read_only_folder
