@@ -13,6 +13,6 @@ app = typer.Typer(
 )
 
 # Command modules (each adds its commands to `app`).
-# embed: added back once spacy_elmo.embed holds the library part
+from . import embed  # noqa: E402,F401
 from . import pretrain, perplexity  # noqa
 from . import mix_weights  # noqa: E402,F401
