@@ -41,7 +41,10 @@ class BiLM(nn.Module):
     reproduce reference outputs (see ``reset_states``).
 
     At inference (no gradients), the representations of tokens already seen are
-    served from a bounded cache of ``token_cache_size`` entries.
+    served from a bounded cache of ``token_cache_size`` entries. Loading
+    weights (`from_allennlp`, ``load_state_dict``) and training empty it; code
+    that edits the token encoder's weights in place by hand must call
+    `clear_token_cache` afterwards.
     """
 
     def __init__(self, options: BiLMOptions, *, stateful: bool = False, token_cache_size: int = 20000):
@@ -54,6 +57,7 @@ class BiLM(nn.Module):
         self._states: Optional[List[LayerState]] = None
         boundaries = torch.from_numpy(words_to_ids([BOS_TOKEN, EOS_TOKEN], options.max_characters_per_token))
         self.register_buffer("boundary_ids", boundaries, persistent=False)
+        self.register_load_state_dict_post_hook(_clear_token_cache_after_load)
 
     @property
     def n_layers(self) -> int:
@@ -92,6 +96,12 @@ class BiLM(nn.Module):
 
         save_weights(self, directory)
 
+    def clear_token_cache(self) -> None:
+        """Forget the cached token representations: call it after changing the
+        token encoder's weights in place (e.g. ``param.data.mul_(2)``). Loading
+        weights and optimiser steps need no call (see `_distinct_token_vectors`)."""
+        self.token_cache.clear()
+
     def reset_states(self) -> None:
         """Forget the carried-over state (stateful mode)."""
         self._states = None
@@ -101,7 +111,13 @@ class BiLM(nn.Module):
 
         char_ids: (n, max_chars) -> (n, projection_dim).
         """
-        return self.token_encoder(char_ids)
+        vectors = self.token_encoder(char_ids)
+        if vectors.requires_grad:  # a backward pass will give the encoder gradients: see _distinct_token_vectors
+            vectors.register_hook(self._clear_token_cache_on_backward)
+        return vectors
+
+    def _clear_token_cache_on_backward(self, grad: torch.Tensor) -> None:
+        self.token_cache.clear()
 
     def forward(self, char_ids: torch.Tensor) -> BiLMOutput:
         """char_ids: (batch, tokens, max_chars) from ``batch_to_ids``.
@@ -169,17 +185,25 @@ class BiLM(nn.Module):
             inverse giving <S>, </S> and then each token its row of vectors.
         """
         ids = torch.cat([self.boundary_ids.to(token_ids.device), token_ids])
-        needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.token_encoder.parameters())
-        if needs_grad:
+        parameters = list(self.token_encoder.parameters())
+        needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in parameters)
+        # The cache never serves vectors of other weights, without torch's private
+        # version counters or a checksum of the weights, because an optimiser only
+        # moves parameters that hold a gradient, gradients reach the encoder only
+        # through a backward pass over encode_tokens' output (which empties the
+        # cache), the cache stays empty while any parameter holds a gradient, and
+        # loading weights empties it (load_weights, load_state_dict).
+        if needs_grad or any(p.grad is not None for p in parameters):
+            self.token_cache.clear()
             distinct, inverse = torch.unique(ids, dim=0, return_inverse=True)
-            return self.token_encoder(distinct), inverse
-        # Vectors are only valid for these weights in this arithmetic (autocast, TF32).
+            return self.encode_tokens(distinct), inverse
+        # Nor are vectors valid across devices, dtypes, storage or arithmetic (autocast, TF32).
         device = ids.device.type
         arithmetic = (
             torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device),
             device == "cuda" and (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32),
         )
-        weights_key = tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in self.token_encoder.parameters())
+        weights_key = tuple((p.data_ptr(), p.device, p.dtype) for p in parameters)
         return self.token_cache.encode(ids, self.token_encoder, (weights_key, arithmetic))
 
     def _check_ids(self, char_ids: torch.Tensor) -> None:
@@ -222,3 +246,7 @@ class BiLM(nn.Module):
                 merged.append((h, c))
             new = merged
         self._states = new
+
+
+def _clear_token_cache_after_load(module: BiLM, incompatible_keys) -> None:
+    module.clear_token_cache()

@@ -9,10 +9,11 @@ import torch
 class TokenCache:
     """Least-recently-used store of token vectors in one preallocated tensor.
 
-    The cache is only valid for one set of encoder weights: `key_of_weights`
-    identifies them (parameter storage and in-place version counters), and any
-    change empties the cache, so an optimiser step or a `load_state_dict` can
-    never serve stale vectors.
+    The cache is only valid for one set of encoder weights in one arithmetic:
+    a change of `weights_key` (which `BiLM` makes of the parameters' storage,
+    device and dtype, and of the arithmetic) empties it. Changes of the weights
+    in place are the owner's to announce with `clear` (`BiLM` does it on
+    loading and training, see `BiLM._distinct_token_vectors`).
     """
 
     def __init__(self, max_size: int):

@@ -153,6 +153,7 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
         parameters = list(_parameters(model))
         values = [_read_dataset(fin, name, shape, path, options_path) for name, _, shape, _ in parameters]
         _check_all_used(_datasets(fin), {name for name, *_ in parameters}, path, options_path)
+    model.clear_token_cache()  # it holds vectors of the weights about to be replaced
     with torch.no_grad():
         for (name, target, shape, how), value in zip(parameters, values):
             if how == "conv":

@@ -29,7 +29,7 @@ never as a pickle.
 """
 import io
 import os
-from functools import partial
+from functools import cache, partial
 from typing import Callable, List, Optional, Tuple
 
 import numpy
@@ -52,7 +52,6 @@ from .settings import BiLMSettings, check_settings
 BILM_ARCH = "spacy-elmo.BiLM.v1"
 # (doc index, start token, end token, first and end token kept): see models/segmenters.py
 Segment = Tuple[int, int, int, int, int]
-_IMPORT_PID = os.getpid()
 
 
 @registry.architectures(BILM_ARCH)
@@ -82,6 +81,7 @@ def BiLMModel(
     )
     check_precision(precision)
     install_extensions()  # "upstream" reads doc._.elmo
+    _one_torch_thread_in_forked_children()
     wrapper = PyTorchWrapper_v3(
         _Unset(),
         convert_inputs=_convert_inputs,
@@ -152,7 +152,6 @@ def forward(
         raise ElmoError("E403", Errors.E403.format(name="elmo"))
     if model.has_dim("nO") is not True:  # restored from bytes: dims follow the biLM
         _set_dims(model, bilm)
-    _single_thread_after_fork()
     ops = model.ops
     n_layers, width = bilm.n_layers, bilm.output_dim
     # At prediction the layers go to the host, one copy per batch (see
@@ -183,12 +182,18 @@ def forward(
     return outputs, backprop_docs
 
 
-def _single_thread_after_fork() -> None:
-    """In a process forked from the one that imported us (as
-    ``nlp.pipe(n_process=N)`` makes them), PyTorch's OpenMP thread pool was
-    inherited half-alive and the first parallel op would hang: run torch on
-    one thread there (the N processes make up for it)."""
-    if os.getpid() != _IMPORT_PID and torch.get_num_threads() != 1:
+@cache
+def _one_torch_thread_in_forked_children() -> None:
+    """From now on, run torch on one thread in every process forked from this
+    one (as ``nlp.pipe(n_process=N)`` makes them; the N processes make up for
+    it). Needed because torch's OpenMP thread pool does not survive a fork:
+    the child inherits the pool's state but not its threads, and its first
+    parallel op can hang. Registered once, when the first model is built."""
+    os.register_at_fork(after_in_child=_one_torch_thread)
+
+
+def _one_torch_thread() -> None:
+    if torch.get_num_threads() != 1:
         torch.set_num_threads(1)
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, batch_to_ids, length_sorted_batches
-from spacy_elmo.cli.embed import embed_file
+from spacy_elmo.embed import embed_file
 from spacy_elmo.errors import ElmoError
 
 from ..numeric import assert_close_to_scale

@@ -84,7 +84,7 @@ def test_gradients_of_a_fine_tuned_bilm_match(fixture_paths):
 def test_embed_on_cuda_writes_the_cpu_vectors(fixture_paths, tmp_path):
     import h5py
 
-    from spacy_elmo.cli.embed import embed_file
+    from spacy_elmo.embed import embed_file
 
     text = tmp_path / "in.txt"
     text.write_text("\n".join(" ".join(s) for s in SENTENCES) + "\n", encoding="utf8")

@@ -16,7 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from spacy_elmo.cli import app
-from spacy_elmo.cli.embed import _hdf5_writer, embed_file
+from spacy_elmo.embed import _hdf5_writer, embed_file
 from spacy_elmo.errors import ElmoError
 
 
@@ -166,3 +166,30 @@ def test_an_output_that_names_a_folder_is_refused(fixture_paths, tmp_path, make)
             embed_file(*fixture_paths, text, folder)
         assert list(folder.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == (["OUT", "in.txt"] if make else ["in.txt"])
+
+
+@pytest.mark.parametrize("name", ["embed_file", "LAYER_CHOICES", "SENTENCE_TO_INDEX", "_hdf5_writer", "_WriteGuard"])
+def test_the_old_import_path_still_works_with_a_deprecation_warning(name):
+    import spacy_elmo.embed
+
+    with pytest.warns(DeprecationWarning, match=rf"spacy_elmo.cli.embed.{name} has moved to spacy_elmo.embed.{name}"):
+        from spacy_elmo.cli import embed as old_module
+
+        old = getattr(old_module, name)
+    assert old is getattr(spacy_elmo.embed, name)
+
+
+def test_the_library_runs_without_the_command_line(fixture_paths, tmp_path):
+    # A fresh interpreter: embed_file needs neither typer nor the command line package.
+    text = tmp_path / "in.txt"
+    text.write_text("a b\n")
+    script = (
+        "import sys; from spacy_elmo.embed import embed_file; embed_file(*sys.argv[1:]); "
+        "print(sorted({'typer', 'spacy_elmo.cli'} & set(sys.modules)))"
+    )
+    result = subprocess.run([sys.executable, "-c", script, *map(str, fixture_paths), str(text),
+                             str(tmp_path / "out.hdf5")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    with h5py.File(tmp_path / "out.hdf5", "r") as fin:
+        assert fin["0"].shape == (3, 2, 32)

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_elmo.cli import app
-from spacy_elmo.cli.embed import embed_file
+from spacy_elmo.embed import embed_file
 from spacy_elmo.cli.perplexity import _write_report
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import PretrainConfig, perplexity, pretrain

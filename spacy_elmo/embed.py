@@ -1,0 +1,325 @@
+"""ELMo vectors of a text file, in HDF5: what ``python -m spacy_elmo embed`` runs.
+
+`embed_file` is the replacement for ``allennlp elmo``, with the same output
+layout. Under ``torchrun`` the processes share the work and write one file
+together. The command itself (its arguments, messages and exit codes) is in
+`spacy_elmo.cli.embed`.
+"""
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+
+import h5py
+import torch
+from tqdm import tqdm
+
+from .bilm import BiLM, batch_to_ids, length_sorted_batches
+from .bilm.precision import precision as in_precision
+from .device import check_device
+from .errors import ElmoError, Errors
+from .training.distributed import Distributed
+from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path
+
+PathLike = Union[str, Path]
+LAYER_CHOICES = ("all", "top", "average")
+SENTENCE_TO_INDEX = "sentence_to_index"
+T = TypeVar("T")
+
+
+def embed_file(
+    options: PathLike,
+    weights: PathLike,
+    input_path: PathLike,
+    output_path: PathLike,
+    layers: str = "all",
+    batch_size: int = 64,
+    device: str = "cpu",
+    precision: str = "fp32",
+) -> None:
+    """Write the ELMo vectors of every line of a text file to a new HDF5 file.
+
+    options, weights: the biLM's ``options.json`` and ``weights.hdf5``
+        (AllenNLP/bilm-tf format).
+    input_path: UTF-8 text, one sentence per line, tokens separated by
+        whitespace. A blank line is an empty sentence; a byte-order mark at
+        the start is not text.
+    output_path: the HDF5 file to create; an existing file is never
+        overwritten, and a path that ends with "/" or names a folder is
+        refused (E515). It holds one float32 dataset per input line, named by the
+        line number ("0", "1", ...): ``(n_layers + 1, n_tokens, dim)`` for
+        layers="all", ``(n_tokens, dim)`` for "top" (the last layer) and
+        "average" (the mean of all layers); a blank line gives 0 tokens. The
+        dataset "sentence_to_index" holds one string, a JSON object mapping each
+        line's text (stripped) to its dataset name, the last line winning for
+        repeated sentences; read it with
+        ``json.loads(f["sentence_to_index"][0])``. Datasets are named by line
+        number because HDF5 names cannot hold "/", so sentences with "/" (or
+        any other text) work.
+    layers: "all", "top" or "average".
+    batch_size: sentences per batch. Sentences are batched by length, which
+        only changes the speed: a sentence's vectors never depend on the others
+        in its batch.
+    device: the torch device to run on, e.g. "cpu" or "cuda:0".
+    precision: on a GPU, "fp32", "tf32" or "bf16" (see spacy_elmo.bilm.precision).
+
+    The file is written beside `output_path` under a temporary name and moved
+    into place at the end, so an interrupted run (an error, Ctrl-C or
+    SIGTERM) leaves no partial output; a temporary left by a killed run is
+    removed by the next run for the same output. A destination that cannot
+    be written is refused before the model is loaded (E510, E514); a write
+    that fails on the way (a full disk, a file size limit) stops the run
+    with E513, and the temporary is removed.
+
+    Under ``torchrun`` (WORLD_SIZE > 1; gloo on the CPU, NCCL with
+    device="cuda", each process then on cuda:LOCAL_RANK) the length-sorted
+    batches of a single run are dealt out in turn to the processes. Each
+    writes its datasets to a temporary file beside `output_path` (so its
+    folder must be one all the processes see), and process 0 copies them into
+    the output, which is the single run's, bit for bit on the same device
+    with the same threads. An error in one process stops all of them, with
+    no output.
+    """
+    if layers not in LAYER_CHOICES:
+        raise ElmoError("E201", Errors.E201.format(found=layers))
+    torch_device = check_device(str(device))
+    dist = Distributed.from_env(str(device))
+    if dist.enabled:
+        torch_device = _process_device(dist, str(device), torch_device)
+    output_path = _output_file(output_path, Path(input_path))
+    _refuse_existing(output_path)
+    lines = _read_lines(Path(input_path))
+    sentences = [line.split() for line in lines]
+    check_writable(output_path)
+    model = BiLM.from_allennlp(options, weights).to(torch_device).eval()
+    batches = length_sorted_batches([len(s) for s in sentences], batch_size)
+    embed = _Embedder(model, sentences, layers, torch_device, precision)
+    if dist.enabled:
+        _embed_in_processes(dist, embed, batches, lines, output_path)
+        return
+    with exit_on_sigterm() as check_stop, atomic_path(output_path) as tmp:
+        with _hdf5_writer(tmp, output_path, check_stop) as (fout, check):
+            embed(fout, batches, check_stop=check)
+            check()
+            _write_index(fout, lines)
+        _refuse_existing(output_path)  # created by someone else while we ran
+
+
+class _Embedder:
+    """Writes the vectors of batches of `sentences` into an open HDF5 file."""
+
+    def __init__(self, model: BiLM, sentences: List[List[str]], layers: str, device: torch.device, precision: str):
+        self.model = model
+        self.sentences = sentences
+        self.layers = layers
+        self.device = device
+        self.precision = precision
+
+    def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1,
+                 check_stop: Callable[[], None] = lambda: None) -> None:
+        """Write the sentences of batches rank, rank + world_size, ...; `check_stop`
+        (from `_hdf5_writer`) is called before each batch and after each dataset.
+
+        The other batches still pass through the model's token cache, in
+        order: the char CNN's sums depend on how many tokens it encodes at
+        once, so a token's vector is bit for bit a single process's only when
+        the cache has seen the same batches (the LSTMs, the bulk of the work,
+        run on this process's batches only).
+        """
+        sentences = self.sentences
+        max_chars = self.model.options.max_characters_per_token
+        with torch.inference_mode(), in_precision(self.device, self.precision), tqdm(
+            total=sum(len(rows) for rows in batches[rank::world_size]), unit="sentence", desc="embed",
+            disable=rank != 0,
+        ) as progress:
+            for j, rows in enumerate(batches):
+                check_stop()
+                char_ids = batch_to_ids([sentences[i] for i in rows], max_chars).to(self.device)
+                if j % world_size != rank:  # another process's batch: only its new tokens
+                    self.model.warm_token_cache(char_ids)
+                    continue
+                layers = self.model(char_ids).layers.float().cpu()  # one copy to the host per batch
+                for k, i in enumerate(rows):
+                    vectors = layers[:, k, : len(sentences[i])]  # (n_layers + 1, n_tokens, dim)
+                    if self.layers == "top":
+                        vectors = vectors[-1]
+                    elif self.layers == "average":
+                        vectors = vectors.mean(dim=0)
+                    fout.create_dataset(str(i), data=vectors.numpy())
+                    check_stop()
+                progress.update(len(rows))
+
+
+def _write_index(fout: h5py.File, lines: List[str]) -> None:
+    sentence_to_index: Dict[str, str] = {line.strip(): str(i) for i, line in enumerate(lines)}
+    fout.create_dataset(SENTENCE_TO_INDEX, data=[json.dumps(sentence_to_index)], dtype=h5py.string_dtype())
+
+
+def _process_device(dist: Distributed, name: str, device: torch.device) -> torch.device:
+    """This process's device under torchrun: "cuda" means cuda:LOCAL_RANK; a
+    numbered GPU would be shared by all processes (E602)."""
+    if device.type == "cuda" and device.index is not None:
+        raise ElmoError("E602", Errors.E602.format(found=name, world_size=dist.world_size))
+    return check_device(str(dist.device))
+
+
+def _embed_in_processes(
+    dist: Distributed, embed: _Embedder, batches: List[List[int]], lines: List[str], output_path: Path
+) -> None:
+    """Process r embeds batches r, r + world_size, ... into its own temporary
+    file; process 0 then copies every shard into the output, atomically.
+    Longest batches first, dealt out in turn: the work is shared evenly."""
+
+    def write_shard() -> None:
+        with _hdf5_writer(shard, output_path, check_stop) as (fout, check):
+            embed(fout, batches, dist.rank, dist.world_size, check_stop=check)
+
+    def merge() -> None:
+        with atomic_path(output_path) as tmp:
+            with _hdf5_writer(tmp, output_path, check_stop) as (fout, check):
+                for path in shards:
+                    with h5py.File(path, "r") as fin:
+                        for name, dataset in fin.items():
+                            fout.create_dataset(name, data=dataset[...])
+                            check()
+                _write_index(fout, lines)
+            _refuse_existing(output_path)  # created by someone else while we ran
+
+    dist.start()
+    try:
+        with exit_on_sigterm() as check_stop, scratch_path(output_path) as shard:
+            _together(dist, write_shard)
+            shards = dist.gather(shard)
+            _together(dist, merge if dist.is_main else lambda: None)  # the shards stay until merged
+    except BaseException:
+        dist.stop(clean=False)  # nothing to do after _together, which leaves the group itself
+        raise
+    dist.stop()
+
+
+def _together(dist: Distributed, step: Callable[[], T]) -> T:
+    """Run `step` in every process; when it raised in any, raise in all (the
+    error itself where it happened, E601 elsewhere) after leaving the process
+    group together, so that no process waits for a peer that has given up."""
+    failure = None
+    try:
+        result = step()
+    except Exception as err:
+        failure = err
+    reasons = dist.gather(None if failure is None else f"{type(failure).__name__}: {failure}")
+    failed = [(rank, reason) for rank, reason in enumerate(reasons) if reason is not None]
+    if not failed:
+        return result
+    dist.stop()
+    if failure is not None:
+        raise failure
+    rank, reason = failed[0]
+    raise ElmoError("E601", Errors.E601.format(rank=rank, world_size=dist.world_size, reason=reason))
+
+
+def _output_file(path: PathLike, input_path: Path) -> Path:
+    """`path` as the file to create: a path that ends with "/" or names an
+    existing folder is refused (E515), since embed writes one file."""
+    text = os.fspath(path)
+    folder = Path(text)
+    if text.endswith(("/", os.sep)) or folder.is_dir():
+        why = "it ends with '/'" if text.endswith(("/", os.sep)) else "a folder of that name exists"
+        example = folder / f"{input_path.stem or 'embeddings'}.hdf5"
+        raise ElmoError("E515", Errors.E515.format(path=text, why=why, example=example))
+    return Path(text)
+
+
+class _WriteGuard:
+    """A binary file for h5py that keeps a failed write (a full disk, a file
+    size limit) from HDF5: HDF5 does not recover from one (h5py prints an
+    error for every object it then closes, and the interpreter can crash).
+    The first error is kept in `error`, and every later write is dropped: the
+    file is garbage from then on, and the caller discards it."""
+
+    def __init__(self, path: Path):
+        self._file = open(path, "w+b", buffering=0)
+        self.error: Optional[OSError] = None
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        if self.error is None:
+            try:
+                written = 0
+                while written < len(view):
+                    written += self._file.write(view[written:])
+            except OSError as err:
+                self.error = err
+        return len(view)
+
+    def truncate(self, size: Optional[int] = None) -> int:
+        if self.error is None:
+            try:
+                return self._file.truncate(size)
+            except OSError as err:
+                self.error = err
+        return self._file.tell() if size is None else size
+
+    def read(self, size: int = -1) -> bytes:
+        return self._file.read(size)
+
+    def readinto(self, buffer) -> int:
+        return self._file.readinto(buffer)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:
+        pass  # unbuffered
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@contextmanager
+def _hdf5_writer(path: Path, output_path: Path, check_stop: Callable[[], None]
+                 ) -> Iterator[Tuple[h5py.File, Callable[[], None]]]:
+    """An HDF5 file open for writing at `path`, and a check to call between
+    writes: it calls `check_stop`, and raises E513 (naming `output_path`) once
+    a write has failed. A failure while closing raises E513 too."""
+    guard = _WriteGuard(path)
+
+    def check() -> None:
+        check_stop()
+        if guard.error is not None:
+            raise _write_failed(output_path, guard.error)
+
+    try:
+        with h5py.File(guard, "w") as fout:
+            yield fout, check
+    except ElmoError:
+        raise
+    except (OSError, RuntimeError, ValueError) as err:  # what HDF5 makes of dropped writes, closing included
+        if guard.error is None:
+            raise
+        raise _write_failed(output_path, guard.error) from err
+    finally:
+        guard.close()
+    check()
+
+
+def _write_failed(output_path: Path, error: OSError) -> ElmoError:
+    return ElmoError("E513", Errors.E513.format(path=output_path, reason=error.strerror or error))
+
+
+def _refuse_existing(path: Path) -> None:
+    if path.exists():
+        raise ElmoError("E202", Errors.E202.format(path=path))
+
+
+def _read_lines(path: Path) -> List[str]:
+    """The file's lines, split as text files are (\\n, \\r\\n or \\r), without line
+    ends and without a byte-order mark."""
+    try:
+        with path.open(encoding="utf-8-sig") as fin:
+            return [line.rstrip("\n") for line in fin]
+    except (OSError, UnicodeDecodeError) as err:
+        raise ElmoError("E203", Errors.E203.format(path=path, reason=err)) from err

@@ -1,0 +1,105 @@
+"""The token cache serves a token's representation again only while the weights that computed it are the model's."""
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
+from spacy_elmo.bilm.weights import load_weights
+
+SMALL = dict(
+    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=1,
+)
+IDS = batch_to_ids([["a", "b", "c"], ["a", "d"]])  # four words and the two boundaries
+
+
+def small_bilm(seed: int = 0) -> BiLM:
+    torch.manual_seed(seed)
+    return BiLM(BiLMOptions(**SMALL)).eval()
+
+
+def count_encoded(model: BiLM) -> list:
+    """Records how many tokens each call of the token encoder encodes (a call
+    on a few rows pads them and calls the encoder again: counted once)."""
+    calls: list = []
+    depth = [0]
+
+    def before(module, inputs):
+        if depth[0] == 0:
+            calls.append(inputs[0].shape[0])
+        depth[0] += 1
+
+    def after(module, inputs, output):
+        depth[0] -= 1
+
+    model.token_encoder.register_forward_pre_hook(before)
+    model.token_encoder.register_forward_hook(after)
+    return calls
+
+
+def predict(model: BiLM, ids: torch.Tensor = IDS) -> torch.Tensor:
+    with torch.no_grad():
+        return model(ids).layers
+
+
+def assert_fresh(model: BiLM, stale: torch.Tensor, ids: torch.Tensor = IDS) -> None:
+    """`model` predicts what a copy of it with an empty cache predicts, and not `stale`."""
+    copy = BiLM(model.options).eval()
+    copy.load_state_dict(model.state_dict())
+    got, expected = predict(model, ids), predict(copy, ids)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    assert (got - stale).abs().max() > 1e-3  # the weights did change: stale vectors would show
+
+
+def test_tokens_seen_before_come_from_the_cache():
+    model = small_bilm()
+    calls = count_encoded(model)
+    first = predict(model)
+    assert calls == [6] and len(model.token_cache) == 6
+    again = predict(model)
+    assert calls == [6]  # nothing changed: nothing encoded again
+    assert torch.equal(first, again)
+    predict(model, batch_to_ids([["a", "e"]]))
+    assert calls == [6, 1]  # only the new word
+
+
+@pytest.mark.parametrize("how", ["load_weights", "load_state_dict", "load_state_dict of a parent module"])
+def test_loading_other_weights_empties_the_cache(fixture_paths, how):
+    source = BiLM.from_allennlp(*fixture_paths).eval()
+    model = BiLM(source.options).eval()
+    stale = predict(model)
+    calls = count_encoded(model)
+    if how == "load_weights":
+        load_weights(model, fixture_paths[1])
+    elif how == "load_state_dict":
+        model.load_state_dict(source.state_dict())
+    else:
+        torch.nn.ModuleDict({"bilm": model}).load_state_dict({f"bilm.{k}": v for k, v in source.state_dict().items()})
+    got = predict(model)
+    assert calls == [6]  # every token encoded again
+    assert torch.equal(got, predict(source))
+    assert (got - stale).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("zero_grad", ["set_to_none", "keep_zeros"])
+def test_a_torch_optimiser_step_is_never_served_stale(zero_grad):
+    model = small_bilm()
+    stale = predict(model)
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss = model(IDS).layers.pow(2).sum()
+    predict(model)  # inference between the forward pass and the backward pass...
+    loss.backward()
+    predict(model)  # ... and between the backward pass and the step
+    optimiser.step()
+    optimiser.zero_grad(set_to_none=zero_grad == "set_to_none")
+    assert_fresh(model, stale)
+
+
+def test_an_in_place_edit_by_hand_then_clear_token_cache():
+    model = small_bilm()
+    calls = count_encoded(model)
+    stale = predict(model)
+    with torch.no_grad():
+        model.token_encoder.projection.bias.data.add_(1.0)
+    model.clear_token_cache()  # the documented call after editing weights in place
+    assert_fresh(model, stale)
+    assert calls[:2] == [6, 6]
+
