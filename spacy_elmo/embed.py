@@ -19,7 +19,7 @@ from .bilm import BiLM, batch_to_ids, length_sorted_batches
 from .bilm.precision import precision as in_precision
 from .device import check_device
 from .errors import ElmoError, Errors
-from .training.distributed import Distributed
+from .training.run.distributed import Distributed
 from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path
 
 PathLike = Union[str, Path]
