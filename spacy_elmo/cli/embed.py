@@ -11,7 +11,7 @@ from wasabi import msg
 from .. import embed
 from .._deprecated import moved
 from ..errors import ElmoError
-from ..training.distributed import Distributed
+from ..training.run.distributed import Distributed
 from . import app
 
 
@@ -51,8 +51,4 @@ def embed_cli(
 
 
 # The library part moved to spacy_elmo.embed.
-__getattr__ = moved(__name__, "spacy_elmo.embed", (
-    "embed_file", "LAYER_CHOICES", "SENTENCE_TO_INDEX", "PathLike",
-    "_Embedder", "_WriteGuard", "_embed_in_processes", "_hdf5_writer", "_output_file", "_process_device",
-    "_read_lines", "_refuse_existing", "_together", "_write_failed", "_write_index",
-))
+__getattr__, _ = moved(__name__, "spacy_elmo.embed")
