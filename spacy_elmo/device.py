@@ -1,7 +1,7 @@
 """Checking a torch device name before anything is loaded onto it."""
 import torch
 
-from .errors import ElmoError, Errors
+from .errors import InputError
 
 
 def check_device(name: str) -> torch.device:
@@ -21,5 +21,5 @@ def check_device(name: str) -> torch.device:
     return device
 
 
-def _unusable(name: str, reason: str) -> ElmoError:
-    return ElmoError("E509", Errors.E509.format(found=name, reason=reason, n_gpus=torch.cuda.device_count()))
+def _unusable(name: str, reason: str) -> InputError:
+    return InputError("E509", found=name, reason=reason, n_gpus=torch.cuda.device_count())

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from .bilm import BiLM, batch_to_ids, length_sorted_batches
 from .bilm.precision import precision as in_precision
 from .device import check_device
-from .errors import ElmoError, Errors
+from .errors import ConfigError, ElmoError, InputError, OutputError
 from .training.run.distributed import Distributed
 from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path
 
@@ -82,7 +82,7 @@ def embed_file(
     no output.
     """
     if layers not in LAYER_CHOICES:
-        raise ElmoError("E201", Errors.E201.format(found=layers))
+        raise ConfigError("E201", found=layers)
     torch_device = check_device(str(device))
     dist = Distributed.from_env(str(device))
     if dist.enabled:
@@ -160,7 +160,7 @@ def _process_device(dist: Distributed, name: str, device: torch.device) -> torch
     """This process's device under torchrun: "cuda" means cuda:LOCAL_RANK; a
     numbered GPU would be shared by all processes (E602)."""
     if device.type == "cuda" and device.index is not None:
-        raise ElmoError("E602", Errors.E602.format(found=name, world_size=dist.world_size))
+        raise InputError("E602", found=name, world_size=dist.world_size)
     return check_device(str(dist.device))
 
 
@@ -215,7 +215,7 @@ def _together(dist: Distributed, step: Callable[[], T]) -> T:
     if failure is not None:
         raise failure
     rank, reason = failed[0]
-    raise ElmoError("E601", Errors.E601.format(rank=rank, world_size=dist.world_size, reason=reason))
+    raise ElmoError("E601", rank=rank, world_size=dist.world_size, reason=reason)
 
 
 def _output_file(path: PathLike, input_path: Path) -> Path:
@@ -226,7 +226,7 @@ def _output_file(path: PathLike, input_path: Path) -> Path:
     if text.endswith(("/", os.sep)) or folder.is_dir():
         why = "it ends with '/'" if text.endswith(("/", os.sep)) else "a folder of that name exists"
         example = folder / f"{input_path.stem or 'embeddings'}.hdf5"
-        raise ElmoError("E515", Errors.E515.format(path=text, why=why, example=example))
+        raise OutputError("E515", path=text, why=why, example=example)
     return Path(text)
 
 
@@ -306,13 +306,13 @@ def _hdf5_writer(path: Path, output_path: Path, check_stop: Callable[[], None]
     check()
 
 
-def _write_failed(output_path: Path, error: OSError) -> ElmoError:
-    return ElmoError("E513", Errors.E513.format(path=output_path, reason=error.strerror or error))
+def _write_failed(output_path: Path, error: OSError) -> OutputError:
+    return OutputError("E513", path=output_path, reason=error.strerror or error)
 
 
 def _refuse_existing(path: Path) -> None:
     if path.exists():
-        raise ElmoError("E202", Errors.E202.format(path=path))
+        raise OutputError("E202", path=path)
 
 
 def _read_lines(path: Path) -> List[str]:
@@ -322,4 +322,4 @@ def _read_lines(path: Path) -> List[str]:
         with path.open(encoding="utf-8-sig") as fin:
             return [line.rstrip("\n") for line in fin]
     except (OSError, UnicodeDecodeError) as err:
-        raise ElmoError("E203", Errors.E203.format(path=path, reason=err)) from err
+        raise InputError("E203", path=path, reason=err) from err

@@ -1,18 +1,116 @@
 """Coded errors: each says what was expected, what was found and how to fix it.
 
-Codes are stable once released; add new ones at the end of their block.
+Codes are stable once released; add new ones at the end of their block, and
+the code to the `codes` of the one class that raises it. Raise an error with
+its code once and the template's fields:
+
+    raise DamagedFileError("E317", what="checkpoint", path=path, reason=reason, fix=fix)
+
+`err.code` is the code; ``str(err)`` is the message, "[E317] The run's ...".
+Every class is an `ElmoError` (a `ValueError`), so ``except ElmoError``
+catches them all; ``except DamagedFileError`` catches one kind.
 """
+from typing import Any, ClassVar, FrozenSet
+
+
+class ErrorsWithCodes(type):
+    """Reading a message from a class of this type prefixes it with its code:
+    ``Errors.E301`` is "[E301] The text path ...". This is spaCy's
+    ``spacy.errors.ErrorsWithCodes``, written out here because importing
+    ``spacy.errors`` imports all of spaCy and Thinc, which the biLM, ``embed``
+    and ``pretrain`` must run without."""
+
+    def __getattribute__(self, code: str) -> Any:
+        message = super().__getattribute__(code)
+        if code.startswith("__"):  # Python's own attributes, __doc__ and the like
+            return message
+        return f"[{code}] {message}"
 
 
 class ElmoError(ValueError):
-    """An error raised by spacy-elmo, carrying a stable code (e.g. ``E003``)."""
+    """An error raised by spacy-elmo, carrying a stable code (e.g. ``E003``).
 
-    def __init__(self, code: str, message: str):
+    Raised as itself only for E601 (another process of a torchrun launch
+    failed: its own error, raised there, says what and of which class).
+    """
+
+    codes: ClassVar[FrozenSet[str]] = frozenset({"E601"})
+
+    def __init__(self, code: str, /, *, extra: str = "", **fields: Any) -> None:
+        """code: the key of the message in `Errors`, e.g. "E301".
+        fields: the values of the message's {placeholders}.
+        extra: text added after the message, for what one raise site alone says.
+        """
         self.code = code
-        super().__init__(f"[{code}] {message}")
+        super().__init__(getattr(Errors, code).format(**fields) + extra)
+
+    def __reduce__(self) -> Any:
+        # The default would call cls(message), which is not the signature; the
+        # message is kept as it was formatted (a field may not pickle).
+        return _restore, (type(self), self.code, str(self)), self.__dict__
 
 
-class Errors:
+def _restore(cls: type, code: str, message: str) -> ElmoError:
+    err = cls.__new__(cls)
+    ValueError.__init__(err, message)
+    err.code = code
+    return err
+
+
+class InputError(ElmoError):
+    """What was handed in to work on is not usable: text that is missing,
+    binary or empty, tokens, character ids or docs of the wrong form, a path
+    that names the wrong kind of thing, a device that cannot be used."""
+
+    codes = frozenset({
+        "E006", "E101", "E102", "E103", "E203", "E301", "E309", "E311", "E316", "E319", "E402", "E410",
+        "E504", "E505", "E509", "E511", "E602",
+    })
+
+
+class ConfigError(ElmoError):
+    """A setting, a command-line option or the pipeline's arrangement is
+    wrong: an unknown value, a value out of range, a setting that cannot
+    change on --resume, a listener without its elmo component. (A pretraining
+    config's settings are checked as a whole: E313 is the title of confection's
+    ConfigValidationError, which spaCy's show_validation_error prints.)"""
+
+    codes = frozenset({
+        "E104", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
+        "E409", "E411", "E508", "E526",
+    })
+
+
+class DamagedFileError(ElmoError):
+    """A file spacy-elmo reads back cannot be read, is damaged or does not
+    fit: ELMo options or weights, a vocabulary, a softmax, a checkpoint, a
+    run's records, a saved elmo component. The file is left as it is."""
+
+    codes = frozenset({
+        "E001", "E002", "E003", "E004", "E005", "E007", "E008", "E009", "E303", "E304", "E305", "E310",
+        "E314", "E317", "E501", "E502", "E507",
+    })
+
+
+class OutputError(ElmoError):
+    """An output cannot be written: it exists (and is not ours to replace),
+    it is a folder or under a file, it is in use by another run, or the disk
+    is full or read-only. What was there is as it was."""
+
+    codes = frozenset({
+        "E202", "E302", "E306", "E307", "E503", "E510", "E513", "E514", "E515", "E520", "E525",
+    })
+
+
+class DivergedRunError(ElmoError):
+    """A loss, a perplexity or the weights after an update are NaN or
+    infinite: the model has diverged. Nothing from it is reported or
+    exported; all processes of a pretraining run raise it at the same step."""
+
+    codes = frozenset({"E312", "E506", "E512"})
+
+
+class Errors(metaclass=ErrorsWithCodes):
     # Weight files (E0xx)
     E001 = (
         "Could not read the ELMo {kind} file '{path}': {reason}. Pass the path of "
@@ -224,6 +322,7 @@ class Errors:
         "training.grad_clip (e.g. 1.0) or more warm-up steps, then continue with "
         "--resume."
     )
+    # E313 is the title of confection's ConfigValidationError (see ConfigError).
     E313 = (
         "The pretraining config {where} has {n} wrong setting(s), listed below: "
         "each with where it is, what was expected and what was found. Fix them "

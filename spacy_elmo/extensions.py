@@ -29,7 +29,7 @@ from spacy.tokens import Doc, Span, Token
 from thinc.api import get_array_module
 
 from . import data_classes  # noqa: F401  (the msgpack encoders of doc._.elmo, for DocBin)
-from .errors import ElmoError, Errors
+from .errors import ConfigError, InputError
 
 MixSpec = Union[str, int, List[float]]
 
@@ -61,7 +61,7 @@ def fixed_mix_weights(spec: MixSpec, n_layers: int) -> numpy.ndarray:
     ):
         weights[:] = spec
     else:
-        raise ElmoError("E401", Errors.E401.format(found=spec, n_layers=n_layers))
+        raise ConfigError("E401", found=spec, n_layers=n_layers)
     return weights
 
 
@@ -76,9 +76,9 @@ def check_tokens(doc: Doc, data: Any, start: int = 0, end: Optional[int] = None)
     now: the same number of tokens, and tokens start..end (all by default) at
     the offsets and of the lengths recorded."""
     if len(doc) != data.n_tokens:
-        raise ElmoError("E410", Errors.E410.format(
-            text=doc.text[:40], difference=f"they are {data.n_tokens} rows, the doc has {len(doc)} tokens",
-        ))
+        raise InputError(
+            "E410", text=doc.text[:40], difference=f"they are {data.n_tokens} rows, the doc has {len(doc)} tokens",
+        )
     recorded = getattr(data, "token_offsets", None)
     if recorded is None:  # data from before offsets were recorded: the count is all there is
         return
@@ -92,10 +92,10 @@ def check_tokens(doc: Doc, data: Any, start: int = 0, end: Optional[int] = None)
         return
     i = start + int(numpy.flatnonzero((found != expected).any(axis=1))[0])
     (was_at, was_len), (now_at, now_len) = expected[i - start], found[i - start]
-    raise ElmoError("E410", Errors.E410.format(text=doc.text[:40], difference=(
+    raise InputError("E410", text=doc.text[:40], difference=(
         f"row {i} belongs to '{doc.text[was_at:was_at + was_len]}' (character {was_at}), but token {i} is "
         f"now '{doc.text[now_at:now_at + now_len]}' (character {now_at})"
-    )))
+    ))
 
 
 def _stored(doc: Doc) -> Optional[Any]:
@@ -192,7 +192,7 @@ def _required(obj: Union[Doc, Span, Token], value: Optional[Any]) -> Any:
         return value
     data = (obj if isinstance(obj, Doc) else obj.doc)._.elmo
     if data is None:
-        raise ElmoError("E402", Errors.E402.format(text=obj.text[:40]))
+        raise InputError("E402", text=obj.text[:40])
     return get_array_module(data.layers).zeros((data.width,), dtype="float32")
 
 

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 
 import numpy
 
-from .errors import ElmoError, Errors
+from .errors import ElmoError, InputError, OutputError
 from .util import atomic_path, make_parent_dir
 
 CHART_FORMATS = ("png", "svg", "pdf")
@@ -85,14 +85,14 @@ def load_pipeline(path: Path):
 
     path = Path(path)
     if not (path / "config.cfg").is_file():
-        raise ElmoError("E511", Errors.E511.format(path=path, reason="it has no config.cfg"))
+        raise InputError("E511", path=path, reason="it has no config.cfg")
     try:
         return spacy.load(path)
     except ElmoError:
         raise
     except (OSError, ValueError, KeyError, TypeError) as err:  # what spaCy raises for a damaged pipeline
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ElmoError("E511", Errors.E511.format(path=path, reason=reason)) from err
+        raise InputError("E511", path=path, reason=reason) from err
 
 
 def check_chart_path(output: Path) -> str:
@@ -101,17 +101,17 @@ def check_chart_path(output: Path) -> str:
     output = Path(output)
     fmt = output.suffix.lstrip(".").lower()
     if fmt not in CHART_FORMATS:
-        raise ElmoError("E520", Errors.E520.format(
-            path=output, reason=f"expected a file name ending in {', '.join('.' + f for f in CHART_FORMATS)}",
-        ))
+        raise OutputError(
+            "E520", path=output, reason=f"expected a file name ending in {', '.join('.' + f for f in CHART_FORMATS)}",
+        )
     if output.is_dir():
-        raise ElmoError("E520", Errors.E520.format(path=output, reason="it is a folder"))
+        raise OutputError("E520", path=output, reason="it is a folder")
     # The nearest folder that exists: the missing ones are made only when the chart is written.
     existing = next(p for p in (output.parent, *output.parent.parents) if p.exists())
     if not existing.is_dir():
-        raise ElmoError("E510", Errors.E510.format(path=output, reason=f"'{existing}' is a file, not a folder"))
+        raise OutputError("E510", path=output, reason=f"'{existing}' is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ElmoError("E520", Errors.E520.format(path=output, reason=f"the folder '{existing}' is read-only"))
+        raise OutputError("E520", path=output, reason=f"the folder '{existing}' is read-only")
     return fmt
 
 
@@ -141,7 +141,7 @@ def plot_mixes(mixes: Mixes, output: Path, title: str = "Learned ELMo layer weig
         with atomic_path(output) as tmp:
             fig.savefig(tmp, dpi=120, format=fmt)
     except OSError as err:
-        raise ElmoError("E520", Errors.E520.format(path=output, reason=err)) from err
+        raise OutputError("E520", path=output, reason=err) from err
 
 
 def n_layers_of(group: Mixes) -> int:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, List, Union
 
-from .errors import ElmoError, Errors
+from .errors import OutputError
 
 _HOST = re.sub(r"[^A-Za-z0-9-]", "_", socket.gethostname())[:40] or "host"
 
@@ -130,14 +130,14 @@ def make_parent_dir(path: Union[str, Path]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as err:
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), path.parent)
-        raise ElmoError("E510", Errors.E510.format(path=path, reason=f"'{blocker}' is a file, not a folder")) from err
+        raise OutputError("E510", path=path, reason=f"'{blocker}' is a file, not a folder") from err
     except OSError as err:
         if err.errno in _NOT_WRITABLE:
             folder = next((p for p in path.parents if p.is_dir()), path.parent)
-            raise ElmoError("E514", Errors.E514.format(path=path, reason=err.strerror, folder=folder)) from err
-        raise ElmoError("E510", Errors.E510.format(path=path, reason=err)) from err
+            raise OutputError("E514", path=path, reason=err.strerror, folder=folder) from err
+        raise OutputError("E510", path=path, reason=err) from err
     if not path.parent.is_dir():
-        raise ElmoError("E510", Errors.E510.format(path=path, reason=f"'{path.parent}' is not a folder"))
+        raise OutputError("E510", path=path, reason=f"'{path.parent}' is not a folder")
 
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
@@ -152,7 +152,7 @@ def check_writable(path: Union[str, Path]) -> None:
     try:
         _new_temporary(path).unlink()
     except OSError as err:
-        raise ElmoError("E514", Errors.E514.format(path=path, reason=err.strerror or err, folder=path.parent)) from err
+        raise OutputError("E514", path=path, reason=err.strerror or err, folder=path.parent) from err
 
 
 @contextmanager

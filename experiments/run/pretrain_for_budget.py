@@ -27,7 +27,7 @@ import typer
 from weasel.util import parse_config_overrides
 from wasabi import msg
 
-from spacy_elmo.errors import ElmoError, Errors
+from spacy_elmo.errors import ConfigError, ElmoError
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV, load_config
 from spacy_elmo.training.perplexity import perplexity
 from spacy_elmo.training.pretrain import pretrain
@@ -57,7 +57,7 @@ def main(
 def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: str, max_epochs: Optional[int],
                    score: List[Path], overrides: dict) -> dict:
     if not (math.isfinite(minutes) and minutes > 0):
-        raise ElmoError("E526", Errors.E526.format(found=minutes))
+        raise ConfigError("E526", found=minutes)
     prepared = output_dir.parent / f".{output_dir.name}.prepared"
     overrides["corpus.prepared_dir"] = str(prepared)
     probe_record = output_dir.parent / f".{output_dir.name}.probe.json"

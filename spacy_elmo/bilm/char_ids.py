@@ -16,7 +16,7 @@ from typing import Dict, List, Sequence
 import numpy
 import torch
 
-from ..errors import ElmoError, Errors
+from ..errors import InputError
 
 MAX_CHARS_PER_TOKEN = 50
 BOS_CHAR = 256  # begin of sentence
@@ -76,7 +76,7 @@ def batch_to_ids(
             found = type(sentence).__name__ if isinstance(sentence, str) else (
                 "a token of type " + next(type(t).__name__ for t in sentence if not isinstance(t, str))
             )
-            raise ElmoError("E103", Errors.E103.format(found=found, index=i))
+            raise InputError("E103", found=found, index=i)
         for token in sentence:
             vocab.setdefault(token, len(vocab))
     lengths = [len(s) for s in sentences]

@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple, Union
 import torch
 from torch import nn
 
-from ..errors import ElmoError, Errors
+from ..errors import InputError
 from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, words_to_ids
 from .lstm import BiLSTMStack, LayerState
 from .options import BiLMOptions
@@ -211,15 +211,15 @@ class BiLM(nn.Module):
         if char_ids.dim() != 3 or char_ids.shape[2] != max_chars or char_ids.dtype not in (
             torch.int64, torch.int32, torch.int16, torch.uint8
         ):
-            raise ElmoError("E101", Errors.E101.format(
-                n_chars=max_chars, shape=tuple(char_ids.shape), dtype=char_ids.dtype
-            ))
+            raise InputError(
+                "E101", n_chars=max_chars, shape=tuple(char_ids.shape), dtype=char_ids.dtype
+            )
         if char_ids.numel():
             low, high = int(char_ids.min()), int(char_ids.max())
             if low < 0 or high > PAD_CHAR + 1:
-                raise ElmoError("E102", Errors.E102.format(
-                    found=low if low < 0 else high, n_characters=PAD_CHAR + 2, max_id=PAD_CHAR + 1
-                ))
+                raise InputError(
+                    "E102", found=low if low < 0 else high, n_characters=PAD_CHAR + 2, max_id=PAD_CHAR + 1
+                )
 
     def _initial_state(self, order: torch.Tensor, batch: int) -> Optional[List[LayerState]]:
         if self._states is None:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
-from ..errors import ElmoError, Errors
+from ..errors import DamagedFileError
 
 # Bounds of the options. The largest published ELMo has 4096 LSTM cells, 2048
 # filters and 50 characters per token, 93.6 million parameters.
@@ -90,7 +90,7 @@ class BiLMOptions:
     def from_allennlp(cls, data: Dict[str, Any], path: Union[str, Path] = "<dict>") -> "BiLMOptions":
         """Read and validate the dict of an ``options.json``.
 
-        Raises ElmoError: E002 for a missing key, E003 for a wrong value (the
+        Raises DamagedFileError: E002 for a missing key, E003 for a wrong value (the
         first found, by its dotted key), E007 for a model too large to build.
         """
         try:
@@ -100,10 +100,10 @@ class BiLMOptions:
         cnn, lstm = checked.char_cnn, checked.lstm
         widest = max(width for width, _ in cnn.filters)
         if cnn.max_characters_per_token < widest:
-            raise ElmoError("E003", Errors.E003.format(
-                path=path, key="char_cnn.max_characters_per_token",
+            raise DamagedFileError(
+                "E003", path=path, key="char_cnn.max_characters_per_token",
                 expected=f"at least the widest filter ({widest})", found=cnn.max_characters_per_token,
-            ))
+            )
         options = cls(
             char_embedding_dim=cnn.embedding.dim,
             filters=[(width, n) for width, n in cnn.filters],
@@ -119,10 +119,10 @@ class BiLMOptions:
             use_skip_connections=lstm.use_skip_connections,
         )
         if options.n_parameters > MAX_PARAMETERS:
-            raise ElmoError("E007", Errors.E007.format(
-                path=path, n_parameters=options.n_parameters, gib=options.n_parameters * 4 / 2**30,
+            raise DamagedFileError(
+                "E007", path=path, n_parameters=options.n_parameters, gib=options.n_parameters * 4 / 2**30,
                 limit=MAX_PARAMETERS,
-            ))
+            )
         return options
 
     @classmethod
@@ -131,7 +131,7 @@ class BiLMOptions:
         try:
             data = json.loads(path.read_text(encoding="utf8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ElmoError("E001", Errors.E001.format(kind="options", path=path, reason=err)) from err
+            raise DamagedFileError("E001", kind="options", path=path, reason=err) from err
         return cls.from_allennlp(data, path)
 
 
@@ -179,12 +179,12 @@ class _OptionsFile(BaseModel):
     lstm: _LSTM
 
 
-def _coded(error: Dict[str, Any], path: Union[str, Path]) -> ElmoError:
+def _coded(error: Dict[str, Any], path: Union[str, Path]) -> DamagedFileError:
     """A pydantic error as E002 (missing key) or E003 (wrong value)."""
     names = [part for part in error["loc"] if isinstance(part, str)]
     key = ".".join(names) or "<root>"
     if error["type"] == "missing":
-        return ElmoError("E002", Errors.E002.format(path=path, key=key))
+        return DamagedFileError("E002", path=path, key=key)
     key += "".join(f"[{part}]" for part in error["loc"][len(names):])
     expected = None
     section: Any = _OptionsFile
@@ -196,4 +196,4 @@ def _coded(error: Dict[str, Any], path: Union[str, Path]) -> ElmoError:
         expected = "a JSON object"
     if expected is None:  # a constraint the schema does not describe
         expected = str(error["msg"]).replace("Input should be ", "", 1)
-    return ElmoError("E003", Errors.E003.format(path=path, key=key, expected=expected, found=error["input"]))
+    return DamagedFileError("E003", path=path, key=key, expected=expected, found=error["input"])

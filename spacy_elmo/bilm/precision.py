@@ -14,7 +14,7 @@ from typing import Iterator, Union
 
 import torch
 
-from ..errors import ElmoError, Errors
+from ..errors import ConfigError
 
 PRECISIONS = ("fp32", "tf32", "bf16")
 
@@ -22,7 +22,7 @@ PRECISIONS = ("fp32", "tf32", "bf16")
 def check_precision(name: str) -> str:
     """`name` if it is one of PRECISIONS, else a coded error (E104)."""
     if name not in PRECISIONS:
-        raise ElmoError("E104", Errors.E104.format(found=name, choices=", ".join(PRECISIONS)))
+        raise ConfigError("E104", found=name, choices=", ".join(PRECISIONS))
     return name
 
 

@@ -21,7 +21,7 @@ import h5py
 import numpy
 import torch
 
-from ..errors import ElmoError, Errors
+from ..errors import DamagedFileError, InputError
 from ..util import atomic_path
 from .options import BiLMOptions
 
@@ -41,9 +41,9 @@ def resolve_paths(options_path, weights_path=None) -> Tuple[Path, Path]:
     if weights_path is None or options_path.is_dir():
         directory = options_path
         if not directory.is_dir():
-            raise ElmoError("E001", Errors.E001.format(
-                kind="options", path=directory, reason="no such directory, and no weights file given"
-            ))
+            raise DamagedFileError(
+                "E001", kind="options", path=directory, reason="no such directory, and no weights file given"
+            )
         return _find_pair(directory)
     return options_path, Path(weights_path)
 
@@ -56,7 +56,7 @@ def _find_pair(directory: Path) -> Tuple[Path, Path]:
     if len(options) == 1 and len(weights) == 1:
         return options[0], weights[0]
     found = sorted(p.name for p in directory.iterdir()) or "an empty directory"
-    raise ElmoError("E006", Errors.E006.format(path=directory, found=found))
+    raise InputError("E006", path=directory, found=found)
 
 
 def _parameters(model) -> Iterator[Tuple[str, torch.Tensor, Tuple[int, ...], str]]:
@@ -125,9 +125,9 @@ def _check_all_used(names: List[str], used: set, path: str, options_path) -> Non
                 why = f"'{key}' describes fewer {kind} than the weights hold"
                 fix = f"set '{key}' to match the weights, or {fix}"
                 break
-        raise ElmoError("E501", Errors.E501.format(
-            path=path, dataset=name, options=options_path, why=why, fix=fix
-        ))
+        raise DamagedFileError(
+            "E501", path=path, dataset=name, options=options_path, why=why, fix=fix
+        )
 
 
 def _describe(weights_path) -> str:
@@ -148,7 +148,7 @@ def load_weights(model, weights_path, options_path: Optional[Path] = None) -> No
     try:
         fin = h5py.File(weights_path, "r")
     except (OSError, ValueError) as err:
-        raise ElmoError("E001", Errors.E001.format(kind="weights", path=path, reason=err)) from err
+        raise DamagedFileError("E001", kind="weights", path=path, reason=err) from err
     with fin:
         parameters = list(_parameters(model))
         values = [_read_dataset(fin, name, shape, path, options_path) for name, _, shape, _ in parameters]
@@ -195,7 +195,7 @@ def _check_links(fin: h5py.File, name: str, path: str) -> None:
                 target += f" in the file '{link.filename}'"
             if where != name:
                 target += f" (through the link '{where}')"
-            raise ElmoError("E008", Errors.E008.format(path=path, dataset=name, target=target))
+            raise DamagedFileError("E008", path=path, dataset=name, target=target)
 
 
 def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, options_path) -> numpy.ndarray:
@@ -212,35 +212,35 @@ def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, 
     if dataset is None:
         _check_links(fin, name, path)
     if not isinstance(dataset, h5py.Dataset):
-        raise ElmoError("E004", Errors.E004.format(path=path, dataset=name, options=options_path))
+        raise DamagedFileError("E004", path=path, dataset=name, options=options_path)
     found = None if dataset.shape is None else tuple(dataset.shape)  # None: an empty (null) dataset
     if found != shape:
-        raise ElmoError("E005", Errors.E005.format(
-            path=path, dataset=name, found=found, expected=shape, options=options_path,
-        ))
+        raise DamagedFileError(
+            "E005", path=path, dataset=name, found=found, expected=shape, options=options_path,
+        )
     kind = dataset.dtype.kind
     if kind not in "fiu":
         why = {"c": "complex numbers have no float32 value", "b": "booleans are not weights"}.get(
             kind, "it does not hold numbers")
         found = "strings" if h5py.check_string_dtype(dataset.dtype) else dataset.dtype
-        raise ElmoError("E009", Errors.E009.format(path=path, dataset=name, found=found, why=why))
+        raise DamagedFileError("E009", path=path, dataset=name, found=found, why=why)
     try:
         value = dataset[...]
     except (OSError, ValueError, TypeError) as err:  # a truncated file, a missing compression filter
-        raise ElmoError("E001", Errors.E001.format(
-            kind="weights", path=path, reason=f"dataset '{name}' cannot be read ({err})"
-        )) from err
+        raise DamagedFileError(
+            "E001", kind="weights", path=path, reason=f"dataset '{name}' cannot be read ({err})"
+        ) from err
     if kind == "f":  # (every integer is within the float32 range)
         finite = numpy.isfinite(value)
         if not finite.all():
-            raise ElmoError("E502", Errors.E502.format(
-                path=f"'{path}'", dataset=name, count=int(finite.size - finite.sum()), size=int(finite.size),
-            ))
+            raise DamagedFileError(
+                "E502", path=f"'{path}'", dataset=name, count=int(finite.size - finite.sum()), size=int(finite.size),
+            )
         if value.size and float(numpy.max(numpy.abs(value))) > _FLOAT32_MAX:
-            raise ElmoError("E009", Errors.E009.format(
-                path=path, dataset=name, found=dataset.dtype,
+            raise DamagedFileError(
+                "E009", path=path, dataset=name, found=dataset.dtype,
                 why=f"it holds values beyond the float32 range (+-{_FLOAT32_MAX:.3g})",
-            ))
+            )
     return numpy.asarray(value, dtype=numpy.float32)
 
 

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
-from ..errors import ElmoError, Errors
+from ..errors import ElmoError, OutputError
 from ..util import atomic_path, check_writable, exit_on_sigterm
 from ..training import perplexity
 from . import app
@@ -65,7 +65,7 @@ def _check_output(output: Path, overwrite: bool) -> None:
     """Refuse an existing --output (E202) unless --overwrite, and one that
     cannot be written (E510, E514): before the perplexity is computed."""
     if output.exists() and not (overwrite and output.is_file()):
-        raise ElmoError("E202", Errors.E202.format(path=output) + " To replace it, pass --overwrite.")
+        raise OutputError("E202", path=output, extra=" To replace it, pass --overwrite.")
     check_writable(output)
 
 
@@ -76,4 +76,4 @@ def _write_report(output: Path, report: dict) -> None:
         with exit_on_sigterm(), atomic_path(output) as tmp:
             tmp.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf8")
     except OSError as err:
-        raise ElmoError("E513", Errors.E513.format(path=output, reason=err.strerror or err)) from err
+        raise OutputError("E513", path=output, reason=err.strerror or err) from err

@@ -44,7 +44,7 @@ from ..bilm import BiLM, BiLMOptions, batch_to_ids
 from ..bilm.precision import check_precision
 from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
-from ..errors import ElmoError, Errors
+from ..errors import ConfigError
 from ..extensions import install_extensions
 from .segmenters import Segmenter, read_sentences
 from .settings import BiLMSettings, check_settings
@@ -106,7 +106,7 @@ class _Unset(torch.nn.Module):
     """Stands in for the biLM until weights are loaded."""
 
     def forward(self, *args, **kwargs):
-        raise ElmoError("E403", Errors.E403.format(name="elmo"))
+        raise ConfigError("E403", name="elmo")
 
 
 def get_bilm(model: Model) -> Optional[BiLM]:
@@ -149,7 +149,7 @@ def forward(
     wrapper = model.layers[0]
     bilm = get_bilm(model)
     if bilm is None:
-        raise ElmoError("E403", Errors.E403.format(name="elmo"))
+        raise ConfigError("E403", name="elmo")
     if model.has_dim("nO") is not True:  # restored from bytes: dims follow the biLM
         _set_dims(model, bilm)
     ops = model.ops

@@ -20,7 +20,7 @@ from spacy.util import registry
 from thinc.api import Dropout, Model, chain
 from thinc.types import Floats2d, Floats3d
 
-from ..errors import ElmoError, Errors
+from ..errors import ConfigError
 from ..extensions import install_extensions
 from .scalar_mix import ScalarMix
 from .settings import DropoutSettings, check_settings
@@ -163,7 +163,7 @@ def _listener_init(model: ElmoListenerModel, X: Optional[List[Doc]] = None, Y=No
     if model.upstream_model is not None and model.upstream_model.has_dim("nL") is True:
         model.link(model.upstream_model)
     if model.has_dim("nL") is not True:
-        raise ElmoError("E404", Errors.E404.format(component=model.component or "?", upstream=model.upstream_name))
+        raise ConfigError("E404", component=model.component or "?", upstream=model.upstream_name)
     # The mix learns its shapes from one token's worth of the biLM's layers, as Thinc layers do from data.
     model.layers[0].initialize(X=[model.ops.alloc3f(model.get_dim("nL"), 1, model.get_dim("nO"))])
     # The one place the listener runs the biLM itself: the sample docs of
@@ -176,7 +176,7 @@ def _listener_init(model: ElmoListenerModel, X: Optional[List[Doc]] = None, Y=No
 def _listener_forward(model: ElmoListenerModel, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
     if is_train and model._batch_id is not None:
         if model.get_batch_id(docs) != model._batch_id:
-            raise ElmoError("E405", Errors.E405.format(expected=len(model._outputs), found=len(docs)))
+            raise ConfigError("E405", expected=len(model._outputs), found=len(docs))
         Y, backprop_mix = model.layers[0](model._outputs, is_train)
         backprop_upstream = model._backprop
         model._batch_id = model._outputs = model._backprop = None
@@ -207,10 +207,10 @@ def _read_layers(model: ElmoListenerModel, docs: List[Doc]) -> List[Floats3d]:
             layers.append(data.layers)
     if missing:
         upstream = model.upstream_component or (model.upstream_name if model.upstream_name != "*" else "elmo")
-        raise ElmoError("E409", Errors.E409.format(
-            component=model.component or "?", upstream=upstream, n_missing=len(missing), n_docs=len(docs),
+        raise ConfigError(
+            "E409", component=model.component or "?", upstream=upstream, n_missing=len(missing), n_docs=len(docs),
             text=missing[0].text[:40],
-        ))
+        )
     return layers
 
 
@@ -237,7 +237,7 @@ def _find_listener_cfg(cfg: Dict[str, Any]) -> Dict[str, Any]:
     for value in cfg.values():
         if isinstance(value, dict) and value.get("@architectures") == LISTENER_ARCH:
             return value
-    raise ElmoError("E407", Errors.E407.format(found=cfg))
+    raise ConfigError("E407", found=cfg)
 
 
 def replace_listener(bilm_copy: Model, listener: ElmoListenerModel, component: Any) -> Model:

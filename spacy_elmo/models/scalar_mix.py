@@ -5,7 +5,7 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Floats3d
 
-from ..errors import ElmoError, Errors
+from ..errors import ConfigError
 from .settings import ScalarMixSettings, check_settings
 
 LAYER_NORM_EPS = 1e-12
@@ -70,7 +70,7 @@ def init(model: Model, X: Optional[Floats3d] = None, Y=None) -> None:
     n_layers = model.get_dim("nL")
     layer = model.attrs.get("layer")
     if layer is not None and not 0 <= layer < n_layers:
-        raise ElmoError("E408", Errors.E408.format(layer=layer, n_layers=n_layers))
+        raise ConfigError("E408", layer=layer, n_layers=n_layers)
     model.set_param("s", model.ops.alloc1f(n_layers))
     gamma = model.ops.alloc1f(1)
     gamma[0] = 1.0

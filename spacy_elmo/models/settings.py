@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import ElmoError, Errors
+from ..errors import ConfigError
 
 Number = Union[StrictInt, StrictFloat]
 
@@ -115,7 +115,7 @@ def check_component_settings(values: Dict[str, Any], name: str) -> None:
     that is out of range, of the wrong type or unknown."""
     where = f"the settings of the '{name}' component ([components.{name}] in the config, or the call)"
     if values.get("store_dtype") not in STORE_DTYPES:
-        raise ElmoError("E406", Errors.E406.format(found=values.get("store_dtype")) + f" Found in {where}.")
+        raise ConfigError("E406", found=values.get("store_dtype"), extra=f" Found in {where}.")
     try:
         ElmoSettings.model_validate(values)
     except ValidationError as err:
@@ -123,7 +123,7 @@ def check_component_settings(values: Dict[str, Any], name: str) -> None:
         key = str(error["loc"][0])
         field = ElmoSettings.model_fields.get(key)
         expected = field.description if field is not None else f"no such setting (the settings are {sorted(ElmoSettings.model_fields)})"
-        raise ElmoError("E508", Errors.E508.format(key=key, found=values.get(key), expected=expected, where=where)) from None
+        raise ConfigError("E508", key=key, found=values.get(key), expected=expected, where=where) from None
 
 
 def check_settings(schema: Type[_Settings], values: Dict[str, Any], name: str, section: str) -> None:
@@ -136,9 +136,9 @@ def check_settings(schema: Type[_Settings], values: Dict[str, Any], name: str, s
         schema.model_validate(values)
     except ValidationError as err:
         problems = [_explain(error) for error in err.errors()]
-        raise ElmoError("E411", Errors.E411.format(
-            where=f"'{name}'", n=len(problems), problems="; ".join(problems), section=section,
-        )) from None
+        raise ConfigError(
+            "E411", where=f"'{name}'", n=len(problems), problems="; ".join(problems), section=section,
+        ) from None
 
 
 def _explain(error: Dict[str, Any]) -> str:

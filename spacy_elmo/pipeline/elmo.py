@@ -17,7 +17,7 @@ from thinc.types import Floats3d
 
 from ..bilm import BiLM
 from ..data_classes import ElmoDocData
-from ..errors import ElmoError, Errors
+from ..errors import ConfigError, DamagedFileError, ElmoError
 from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
 from ..models.bilm import get_bilm, sentence_starts, set_bilm
 from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
@@ -280,7 +280,7 @@ class Elmo(TrainablePipe):
 
         def load_model(p: Path) -> None:
             if not p.is_file():
-                raise ElmoError("E507", Errors.E507.format(path=p, reason="the file is missing"))
+                raise DamagedFileError("E507", path=p, reason="the file is missing")
             with _naming(f"{p}"):
                 self.model.from_bytes(p.read_bytes())
 
@@ -298,9 +298,9 @@ class Elmo(TrainablePipe):
         with _naming(where):
             msg = srsly.msgpack_loads(bytes_data)
         if not isinstance(msg, dict):
-            raise ElmoError("E507", Errors.E507.format(path=where, reason="they hold no component"))
+            raise DamagedFileError("E507", path=where, reason="they hold no component")
         if "model" not in exclude and "model" not in msg:
-            raise ElmoError("E507", Errors.E507.format(path=where, reason="they have no 'model'"))
+            raise DamagedFileError("E507", path=where, reason="they have no 'model'")
 
         def load_model(data: bytes) -> None:
             with _naming(f"{where} ('model')"):
@@ -326,7 +326,7 @@ class Elmo(TrainablePipe):
     def _require_bilm(self) -> BiLM:
         bilm = get_bilm(self.model)
         if bilm is None:
-            raise ElmoError("E403", Errors.E403.format(name=self.name))
+            raise ConfigError("E403", name=self.name)
         return bilm
 
 
@@ -340,6 +340,6 @@ def _naming(where: str) -> Iterator[None]:
     try:
         yield
     except ElmoError as err:
-        raise ElmoError("E507", Errors.E507.format(path=where, reason=str(err))) from err
+        raise DamagedFileError("E507", path=where, reason=str(err)) from err
     except Exception as err:  # msgpack, HDF5, JSON, thinc: whatever a damaged file makes them raise
-        raise ElmoError("E507", Errors.E507.format(path=where, reason=f"{type(err).__name__}: {err}")) from err
+        raise DamagedFileError("E507", path=where, reason=f"{type(err).__name__}: {err}") from err

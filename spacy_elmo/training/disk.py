@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
-from ..errors import ElmoError, Errors
+from ..errors import ElmoError, OutputError
 
 NO_ROOM = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 _ERRNO_IN_MESSAGE = re.compile(r"errno = (\d+)")
@@ -39,7 +39,7 @@ def writing(path: Union[str, Path], any_failure: bool = False) -> Iterator[None]
             reason = f"the write failed ({str(err).strip()})"
         else:
             raise
-        raise ElmoError("E525", Errors.E525.format(path=path, reason=reason)) from err
+        raise OutputError("E525", path=path, reason=reason) from err
 
 
 def _errno(err: BaseException) -> Optional[int]:

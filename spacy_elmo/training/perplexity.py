@@ -20,7 +20,7 @@ import numpy
 import torch
 
 from ..device import check_device
-from ..errors import ElmoError, Errors
+from ..errors import InputError
 from .data.lm_batches import CorpusBatches
 from .data.prepared import PreparedCorpus
 from .data.reader import ReadStats, find_files, read_lines
@@ -72,12 +72,12 @@ def perplexity(
         oov += int(numpy.sum(~known[corpus.tokens]))
         sums += nll_sums(lm, (data.batch(b) for b in data.evaluation()), device)
     if int(sums[2]) == 0:
-        raise ElmoError("E504", Errors.E504.format(
-            what=f"the text {[str(p) for p in paths]}",
+        raise InputError(
+            "E504", what=f"the text {[str(p) for p in paths]}",
             detail=f"{stats.files} file(s), {stats.binary_files} of them binary and skipped: {stats.lines} "
                    f"line(s) with text, {stats.empty_lines} empty, {stats.skipped_lines} skipped as not UTF-8 "
                    f"text or binary",
-        ))
+        )
     ppl = Perplexity.from_sums(float(sums[0]), float(sums[1]), int(sums[2]), what="held-out")
     return PerplexityReport(ppl, oov, stats)
 

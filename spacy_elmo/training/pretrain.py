@@ -23,7 +23,7 @@ from wasabi import Printer
 from ..bilm import BiLM, BiLMOptions
 from ..bilm.weights import resolve_paths
 from ..device import check_device
-from ..errors import ElmoError, Errors
+from ..errors import DamagedFileError, DivergedRunError, InputError
 from ..util import atomic_path
 from .data.lm_batches import CorpusBatches
 from .data.prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
@@ -112,12 +112,12 @@ def _check_inputs(config: PretrainConfig) -> None:
     """The text and vocabulary files the run will read exist and are text
     (E301, E311, E319, E303/E304)."""
     if not find_files(config.train_paths):
-        raise ElmoError("E311", Errors.E311.format(paths=[str(p) for p in config.train_paths]))
+        raise InputError("E311", paths=[str(p) for p in config.train_paths])
     for key, which, paths in (("train", "training", config.train_paths), ("dev", "dev", config.dev_paths)):
         binary = [path for path in find_files(paths) if is_binary(path)]
         if binary:
             more = f" (and {len(binary) - 1} more file(s) like it)" if len(binary) > 1 else ""
-            raise ElmoError("E319", Errors.E319.format(which=which, path=binary[0], more=more, key=key))
+            raise InputError("E319", which=which, path=binary[0], more=more, key=key)
     if config.vocab.path:
         LMVocab.from_file(config.vocab.path)
 
@@ -142,9 +142,9 @@ def _run(
     train = _prepared(config.train_paths, *tokenizer, prepared / "train", dist, progress, printer)
     dev = _prepared(config.dev_paths, *tokenizer, prepared / "dev", dist, progress, printer) if config.dev_paths else None
     if train.n_tokens == 0:
-        raise ElmoError("E311", Errors.E311.format(paths=[str(p) for p in config.train_paths]))
+        raise InputError("E311", paths=[str(p) for p in config.train_paths])
     if dev is not None and dev.n_tokens == 0:
-        raise ElmoError("E505", Errors.E505.format(paths=[str(p) for p in config.dev_paths]))
+        raise InputError("E505", paths=[str(p) for p in config.dev_paths])
     dist.start()
     try:
         dist.barrier()  # process 0 has claimed the folder
@@ -167,19 +167,16 @@ def _run(
             trainer.log.truncate(0)  # the records of a run stopped before its first checkpoint
         _describe(trainer, printer)
         result = trainer.fit(progress=progress, on_step=on_step)
-    except ElmoError as err:
-        dist.stop(clean=err.code in _RAISED_TOGETHER)  # every process stops together on a bad loss
+    except DivergedRunError:
+        # Every process raises it at the same step (its figures are summed over
+        # all processes, or the weights are the same everywhere): they stop together.
+        dist.stop(clean=True)
         raise
     except BaseException:
         dist.stop(clean=False)
         raise
     dist.stop()
     return result
-
-
-# Errors that every process raises at the same step (their figures are summed
-# over all processes, or the weights are the same everywhere).
-_RAISED_TOGETHER = ("E312", "E506", "E512")
 
 
 def _prepared(
@@ -203,7 +200,7 @@ def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Dis
     if continuing and run.vocab.exists():
         try:
             return LMVocab.from_file(run.vocab)
-        except ElmoError as err:  # E303, E304: not a vocabulary
+        except DamagedFileError as err:  # not a vocabulary
             raise run.damaged_vocab(str(err)) from err
     if config.vocab.path:
         vocab = LMVocab.from_file(config.vocab.path)

@@ -21,7 +21,7 @@ from typing import Dict, Iterable, List, Optional, Union
 
 import numpy
 
-from ...errors import ElmoError, Errors
+from ...errors import OutputError
 from ...util import swap_directory
 from ..disk import writing
 from .reader import MAX_LINE_BYTES, ReadStats, find_files, read_lines
@@ -124,7 +124,7 @@ def prepare_corpus(
         log(f"Reusing the prepared corpus in {directory} ({corpus.n_tokens:,} tokens)")
         return corpus
     if directory.exists() and not (directory / "meta.json").exists():
-        raise ElmoError("E302", Errors.E302.format(path=directory))
+        raise OutputError("E302", path=directory)
     files = find_files(paths)
     tokenize = tokenize if tokenize is not None else make_tokenizer(tokenizer)
     # No room: E525, and the temporary folder goes.

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, List, Optional, Union
 
-from ...errors import ElmoError, Errors
+from ...errors import InputError
 
 MAX_LINE_BYTES = 100_000
 # A file is binary when more than this share of its first BINARY_SAMPLE bytes
@@ -58,7 +58,7 @@ def find_files(paths: Iterable[Union[str, Path]]) -> List[Path]:
                 if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
         else:
-            raise ElmoError("E301", Errors.E301.format(path=path))
+            raise InputError("E301", path=path)
     return found
 
 

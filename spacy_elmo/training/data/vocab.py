@@ -18,7 +18,7 @@ from typing import Dict, Iterable, List, Sequence, Union
 import numpy
 
 from ...bilm.char_ids import BOS_TOKEN, EOS_TOKEN
-from ...errors import ElmoError, Errors
+from ...errors import DamagedFileError
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
@@ -32,7 +32,7 @@ class LMVocab:
             self.index.setdefault(word, i)
         missing = [s for s in SPECIALS if s not in self.index]
         if missing:
-            raise ElmoError("E303", Errors.E303.format(missing=missing))
+            raise DamagedFileError("E303", missing=missing)
         self.bos_id = self.index[BOS_TOKEN]
         self.eos_id = self.index[EOS_TOKEN]
         self.unk_id = self.index[UNK_TOKEN]
@@ -73,7 +73,7 @@ class LMVocab:
             with open(path, encoding="utf8", newline="") as f:
                 text = f.read()
         except (OSError, UnicodeDecodeError) as err:
-            raise ElmoError("E304", Errors.E304.format(path=path, reason=err)) from err
+            raise DamagedFileError("E304", path=path, reason=err) from err
         words = text.split("\n")
         if words and words[-1] == "":
             words.pop()

@@ -15,7 +15,7 @@ from typing import Iterable
 
 import torch
 
-from ...errors import ElmoError, Errors
+from ...errors import DivergedRunError, InputError
 from ..data.lm_batches import Batch
 from .lm import PretrainingLM
 
@@ -34,7 +34,7 @@ class Perplexity:
         coded error (E504), and so is a perplexity that is not a finite number
         (E506, a diverged model); `what` names the figure in the message."""
         if tokens == 0:
-            raise ElmoError("E504", Errors.E504.format(what=f"the {what} text", detail="no predictions"))
+            raise InputError("E504", what=f"the {what} text", detail="no predictions")
         ppl = cls(
             forward=_exp(nll_forward / tokens),
             backward=_exp(nll_backward / tokens),
@@ -42,9 +42,9 @@ class Perplexity:
             tokens=int(tokens),
         )
         if not all(math.isfinite(v) for v in (ppl.forward, ppl.backward, ppl.mean)):
-            raise ElmoError("E506", Errors.E506.format(
-                what=what, forward=ppl.forward, backward=ppl.backward, tokens=f"{tokens:,}"
-            ))
+            raise DivergedRunError(
+                "E506", what=what, forward=ppl.forward, backward=ppl.backward, tokens=f"{tokens:,}"
+            )
         return ppl
 
     def to_dict(self) -> dict:

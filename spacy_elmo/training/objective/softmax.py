@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ...errors import ElmoError, Errors
+from ...errors import DamagedFileError
 from ...util import atomic_path
 from ..registry import registry
 
@@ -85,12 +85,12 @@ class SoftmaxHead(nn.Module):
                 for name, target in head.state_dict().items():
                     if name not in f or tuple(f[name].shape) != tuple(target.shape):
                         found = tuple(f[name].shape) if name in f else "nothing"
-                        raise ElmoError("E305", Errors.E305.format(
-                            path=path, name=name, expected=tuple(target.shape), found=found
-                        ))
+                        raise DamagedFileError(
+                            "E305", path=path, name=name, expected=tuple(target.shape), found=found
+                        )
                     state[name] = torch.from_numpy(numpy.asarray(f[name][...], dtype=numpy.float32))
         except (OSError, KeyError) as err:
-            raise ElmoError("E304", Errors.E304.format(path=path, reason=err)) from err
+            raise DamagedFileError("E304", path=path, reason=err) from err
         head.load_state_dict(state)
         return head
 

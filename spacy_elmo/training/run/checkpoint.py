@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Union
 import torch
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
-from ...errors import ElmoError, Errors
+from ...errors import DamagedFileError
 from ...util import atomic_path
 from ..disk import writing
 
@@ -104,7 +104,7 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     if not isinstance(payload, dict):
         raise damaged_checkpoint(path, f"it holds a {type(payload).__name__}, not a checkpoint")
     if payload.get("format") != FORMAT_VERSION:
-        raise ElmoError("E314", Errors.E314.format(path=path, found=payload.get("format"), expected=FORMAT_VERSION))
+        raise DamagedFileError("E314", path=path, found=payload.get("format"), expected=FORMAT_VERSION)
     try:
         checked = _Payload.model_validate(payload)
     except ValidationError as err:
@@ -113,11 +113,11 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     return {**payload, "state": checked.state}
 
 
-def damaged_checkpoint(path: Union[str, Path], reason: str) -> ElmoError:
-    return ElmoError("E317", Errors.E317.format(
-        what="checkpoint", path=path, reason=reason,
+def damaged_checkpoint(path: Union[str, Path], reason: str) -> DamagedFileError:
+    return DamagedFileError(
+        "E317", what="checkpoint", path=path, reason=reason,
         fix="It is the run's only checkpoint (written whole or not at all, so something outside the run "
             "changed it). Put back a copy of it if you have one; or remove it and run again with --resume "
             "to train this run from step 0 in the same folder; or start a new run in another folder "
             "(with --init-from OUTPUT_DIR/model if the run exported a model).",
-    ))
+    )

@@ -33,7 +33,7 @@ from pydantic import (
 
 from ...bilm import BiLMOptions
 from ...bilm.precision import PRECISIONS
-from ...errors import ElmoError, Errors
+from ...errors import ConfigError, ElmoError, Errors
 from ..registry import OPTIMIZERS, SCHEDULES, SOFTMAXES, build, is_registered, registered
 
 # The environment variable `spacy train` reads --section.key overrides from;
@@ -284,7 +284,7 @@ class PretrainConfig(BaseModel):
             config.validate(cls)
         except ConfigValidationError as err:
             errors = [_explain(e) for e in err.errors or []]
-            title = f"[E313] {Errors.E313.format(where=where, n=len(errors))}"
+            title = Errors.E313.format(where=where, n=len(errors))
             raise ConfigValidationError(config=config, errors=errors, title=title) from None
         return cls.model_validate(data)
 
@@ -326,7 +326,7 @@ def read_cfg(
         reason = str(err)
     if error is not None:
         raise error(reason)
-    raise ElmoError("E318", Errors.E318.format(path=path, reason=reason))
+    raise ConfigError("E318", path=path, reason=reason)
 
 
 def _as_paths(value: Union[str, List[str], None]) -> List[Path]:

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple, Union
 import torch
 
 from ...bilm import BiLM
-from ...errors import ElmoError, Errors
+from ...errors import DamagedFileError, InputError
 from ...util import swap_directory
 from ..objective.lm import PretrainingLM
 from ..objective.softmax import SoftmaxHead
@@ -41,15 +41,15 @@ def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "
     directory = Path(directory)
     for name in (VOCAB_NAME, SOFTMAX_NAME):
         if not (directory / name).exists():
-            raise ElmoError("E309", Errors.E309.format(path=directory, name=name))
+            raise InputError("E309", path=directory, name=name)
     bilm = BiLM.from_allennlp(directory)
     vocab = LMVocab.from_file(directory / VOCAB_NAME)
     softmax = SoftmaxHead.load(directory / SOFTMAX_NAME)
     if softmax.in_dim != bilm.options.projection_dim or softmax.n_classes != len(vocab):
-        raise ElmoError("E310", Errors.E310.format(
-            path=directory, in_dim=softmax.in_dim, n_classes=softmax.n_classes,
+        raise DamagedFileError(
+            "E310", path=directory, in_dim=softmax.in_dim, n_classes=softmax.n_classes,
             projection_dim=bilm.options.projection_dim, n_words=len(vocab),
-        ))
+        )
     info_path = directory / INFO_NAME
     info = json.loads(info_path.read_text(encoding="utf8")) if info_path.exists() else {}
     lm = PretrainingLM(bilm, softmax).to(device)

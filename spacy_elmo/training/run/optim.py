@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 import torch
 from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, LRScheduler, ReduceLROnPlateau, SequentialLR
 
-from ...errors import ElmoError, Errors
+from ...errors import ConfigError
 from ..registry import registry
 
 OptimizerFactory = Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer]
@@ -107,11 +107,11 @@ class Schedule:
         saved = state["built_for"]
         if saved != self.built_for:
             changed = sorted(k for k in set(saved) | set(self.built_for) if saved.get(k) != self.built_for.get(k))
-            raise ElmoError("E315", Errors.E315.format(
-                path=path,
+            raise ConfigError(
+                "E315", path=path,
                 saved=", ".join(f"{k} = {saved.get(k)!r}" for k in changed),
                 found=", ".join(f"{k} = {self.built_for.get(k)!r}" for k in changed),
-            ))
+            )
         if self.per_step is not None:
             self.per_step.load_state_dict(state["per_step"])
         if self.on_plateau is not None:

@@ -42,7 +42,7 @@ from typing import Any, Dict, Iterator, List, Tuple, Union
 from confection import ConfigValidationError
 from filelock import FileLock, Timeout
 
-from ...errors import ElmoError, Errors
+from ...errors import ConfigError, DamagedFileError, InputError, OutputError
 from ...util import atomic_path, make_parent_dir
 from .config import PretrainConfig, read_cfg
 from ..disk import writing
@@ -77,14 +77,14 @@ class RunDir:
 
     def _entries(self) -> List[str]:
         if self.path.exists() and not self.path.is_dir():
-            raise ElmoError("E306", Errors.E306.format(path=self.path, found="a file"))
+            raise OutputError("E306", path=self.path, found="a file")
         entries = sorted(p.name for p in self.path.iterdir()) if self.path.exists() else []
         return [name for name in entries if name not in (LOCK_NAME, HOLDER_NAME)]
 
     def _check_not_foreign(self) -> None:
         entries = self._entries()
         if entries and not self.config.exists():
-            raise ElmoError("E306", Errors.E306.format(path=self.path, found=", ".join(entries[:5])))
+            raise OutputError("E306", path=self.path, found=", ".join(entries[:5]))
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -99,7 +99,7 @@ class RunDir:
         try:
             lock.acquire(blocking=False)
         except Timeout as err:
-            raise ElmoError("E503", Errors.E503.format(path=self.path, holder=_holder(self.path / HOLDER_NAME))) from err
+            raise OutputError("E503", path=self.path, holder=_holder(self.path / HOLDER_NAME)) from err
         try:
             holder = {"pid": os.getpid(), "host": socket.gethostname(),
                       "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
@@ -122,14 +122,14 @@ class RunDir:
             self._write_inputs(input_files(config))
             return []
         if not self.config.exists():
-            raise ElmoError("E306", Errors.E306.format(path=self.path, found=", ".join(entries[:5])))
+            raise OutputError("E306", path=self.path, found=", ".join(entries[:5]))
         if not resume:
-            raise ElmoError("E307", Errors.E307.format(path=self.path))
+            raise OutputError("E307", path=self.path)
         differences = _differences(self._stored_config().to_dict(), config.to_dict())
         fixed = [d for section, key, d in differences if (section, key) not in _FREE_SETTINGS
                  and (section, None) not in _FREE_SETTINGS]
         if fixed:
-            raise ElmoError("E308", Errors.E308.format(path=self.path, differences="; ".join(fixed[:10])))
+            raise ConfigError("E308", path=self.path, differences="; ".join(fixed[:10]))
         files = input_files(config)
         if self.inputs.exists():
             self._check_inputs(files)
@@ -140,7 +140,7 @@ class RunDir:
 
     def _stored_config(self) -> PretrainConfig:
         """The config the run was started with; E317 if the file is damaged."""
-        def damaged(reason: str) -> ElmoError:
+        def damaged(reason: str) -> DamagedFileError:
             return self._damaged("config", self.config, reason, fix=(
                 "Put back a copy of it, or copy over it the .cfg file the run was started with (when it was "
                 "started without --section.key overrides), or start the run anew in another folder."
@@ -178,19 +178,19 @@ class RunDir:
             if gone:
                 raise self._changed(key, gone[0], "was removed", f"it had {before[gone[0]].get('size', 0):,} bytes")
 
-    def _changed(self, key: str, path: str, change: str, detail: str) -> ElmoError:
-        return ElmoError("E316", Errors.E316.format(which=f"paths.{key}", path=path, change=change,
-                                                    run=self.path, detail=detail, record=self.inputs))
+    def _changed(self, key: str, path: str, change: str, detail: str) -> InputError:
+        return InputError("E316", which=f"paths.{key}", path=path, change=change,
+                                                    run=self.path, detail=detail, record=self.inputs)
 
-    def damaged_vocab(self, reason: str) -> ElmoError:
+    def damaged_vocab(self, reason: str) -> DamagedFileError:
         return self._damaged("vocabulary", self.vocab, reason, fix=(
             "Remove it and run again with --resume: the run counts it again from the training text (or "
             "copies vocab.path), and the checkpoint checks that it is the same."
         ))
 
     @staticmethod
-    def _damaged(what: str, path: Path, reason: str, fix: str) -> ElmoError:
-        return ElmoError("E317", Errors.E317.format(what=what, path=path, reason=reason, fix=fix))
+    def _damaged(what: str, path: Path, reason: str, fix: str) -> DamagedFileError:
+        return DamagedFileError("E317", what=what, path=path, reason=reason, fix=fix)
 
     def _write_config(self, config: PretrainConfig) -> None:
         with writing(self.config), atomic_path(self.config) as tmp:

@@ -8,7 +8,7 @@ import torch
 from wasabi import Printer
 
 from ...bilm.precision import precision
-from ...errors import ElmoError, Errors
+from ...errors import DivergedRunError, ElmoError
 from ..data.lm_batches import CorpusBatches
 from .checkpoint import TrainState, damaged_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .config import TrainingSettings
@@ -294,7 +294,7 @@ class Trainer:
             saved = "No checkpoint had been written yet: start again"
         else:
             saved = f"The checkpoint of step {self.last_checkpoint:,} is kept: continue with --resume"
-        raise ElmoError("E512", Errors.E512.format(step=step, names=", ".join(bad[:3]), n_bad=len(bad), saved=saved))
+        raise DivergedRunError("E512", step=step, names=", ".join(bad[:3]), n_bad=len(bad), saved=saved)
 
     def _finished(self) -> bool:
         settings, state = self.settings, self.state
@@ -345,7 +345,7 @@ class Trainer:
             f"the last good checkpoint (step {self.last_checkpoint:,}) is kept in {self.run.checkpoint}"
             if self.last_checkpoint is not None else "no checkpoint had been written yet"
         )
-        raise ElmoError("E312", Errors.E312.format(step=step, what=what, value=value, kept=kept))
+        raise DivergedRunError("E312", step=step, what=what, value=value, kept=kept)
 
     def _export(self, train_ppl: Optional[float], dev: Optional[Perplexity]) -> None:
         state = self.state
