@@ -14,13 +14,21 @@ the others go on, and the jobs that need it are not started. After the deadline
 no job starts and the running ones finish. The summary names what ran, what was
 skipped, what failed and what was left; ``Summary.ok`` is False when a job failed.
 
+Each job runs in a process group of its own. When the runner is stopped (Ctrl-C,
+SIGTERM) it hands SIGINT to every running job's group, the processes a job
+started included, and kills what is still there after a grace period: no job
+keeps running behind a stopped runner.
+
     jobs = [Job("a", ("python", "-c", "..."), Path("logs/a.log")),
             Job("b", ("python", "-c", "..."), Path("logs/b.log"), done=b_is_done, needs=("a",))]
     summary = run_jobs(jobs, n_jobs=2, minutes=30)
 """
 import os
+import signal
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, IO, List, Mapping, Optional, Sequence, Tuple
@@ -28,6 +36,7 @@ from typing import Callable, Dict, IO, List, Mapping, Optional, Sequence, Tuple
 # One thread per job: the jobs run side by side, one per core.
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 LOG_TAIL_LINES = 8
+STOP_GRACE_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -113,68 +122,108 @@ def run_jobs(
     pending = list(jobs)
     running: Dict[str, Tuple[Job, subprocess.Popen, IO, float]] = {}
     try:
-        while pending or running:
-            for name, (job, process, log, started) in list(running.items()):
-                code = process.poll()
-                if code is None:
-                    continue
-                log.close()
-                del running[name]
-                took = (time.monotonic() - started) / 60
-                if code == 0:
-                    status[name] = "ok"
-                    summary.ran.append(name)
-                    echo(f"done    {name} in {took:.1f} min")
-                else:
-                    status[name] = "failed"
-                    summary.failed.append(name)
-                    echo(f"FAILED  {name} (exit status {code}) after {took:.1f} min; its log, {job.log}, ends:\n"
-                         + _tail(job.log))
-            for job in list(pending):
-                if any(status.get(need) == "failed" for need in job.needs):
-                    pending.remove(job)
-                    status[job.name] = "failed"  # what needs it cannot run either
-                    summary.blocked.append(job.name)
-            past_deadline = deadline is not None and time.monotonic() > deadline
-            while pending and len(running) < n_jobs and not past_deadline:
-                job = next((j for j in pending if all(status.get(n) == "ok" for n in j.needs)), None)
-                if job is None:
-                    break
-                pending.remove(job)
-                if is_done(job, echo):
-                    status[job.name] = "ok"
-                    summary.skipped.append(job.name)
-                    echo(f"skip    {job.name} (done)")
-                    continue
-                job.log.parent.mkdir(parents=True, exist_ok=True)
-                log = open(job.log, "wb")
-                try:
-                    process = subprocess.Popen(list(job.command), stdout=log, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL, cwd=cwd, env=job_env)
-                except OSError as err:
+        with _terminate_raises():
+            while pending or running:
+                for name, (job, process, log, started) in list(running.items()):
+                    code = process.poll()
+                    if code is None:
+                        continue
                     log.close()
-                    status[job.name] = "failed"
-                    summary.failed.append(job.name)
-                    echo(f"FAILED  {job.name}: could not start {job.command[0]!r} ({err})")
-                    continue
-                running[job.name] = (job, process, log, time.monotonic())
-                echo(f"start   {job.name}")
-            if past_deadline and not running:
-                summary.not_started += [job.name for job in pending]
-                pending.clear()
-            if running:
-                time.sleep(poll_seconds)
-    finally:  # Ctrl-C or an error here: no job is left running behind us
-        for job, process, log, _ in running.values():
-            process.terminate()
-        for job, process, log, _ in running.values():
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            log.close()
+                    del running[name]
+                    took = (time.monotonic() - started) / 60
+                    if code == 0:
+                        status[name] = "ok"
+                        summary.ran.append(name)
+                        echo(f"done    {name} in {took:.1f} min")
+                    else:
+                        status[name] = "failed"
+                        summary.failed.append(name)
+                        echo(f"FAILED  {name} (exit status {code}) after {took:.1f} min; its log, {job.log}, "
+                             f"ends:\n" + _tail(job.log))
+                for job in list(pending):
+                    if any(status.get(need) == "failed" for need in job.needs):
+                        pending.remove(job)
+                        status[job.name] = "failed"  # what needs it cannot run either
+                        summary.blocked.append(job.name)
+                past_deadline = deadline is not None and time.monotonic() > deadline
+                while pending and len(running) < n_jobs and not past_deadline:
+                    job = next((j for j in pending if all(status.get(n) == "ok" for n in j.needs)), None)
+                    if job is None:
+                        break
+                    pending.remove(job)
+                    if is_done(job, echo):
+                        status[job.name] = "ok"
+                        summary.skipped.append(job.name)
+                        echo(f"skip    {job.name} (done)")
+                        continue
+                    job.log.parent.mkdir(parents=True, exist_ok=True)
+                    log = open(job.log, "wb")
+                    try:
+                        process = subprocess.Popen(list(job.command), stdout=log, stderr=subprocess.STDOUT,
+                                                   stdin=subprocess.DEVNULL, cwd=cwd, env=job_env,
+                                                   start_new_session=True)
+                    except OSError as err:
+                        log.close()
+                        status[job.name] = "failed"
+                        summary.failed.append(job.name)
+                        echo(f"FAILED  {job.name}: could not start {job.command[0]!r} ({err})")
+                        continue
+                    running[job.name] = (job, process, log, time.monotonic())
+                    echo(f"start   {job.name}")
+                if past_deadline and not running:
+                    summary.not_started += [job.name for job in pending]
+                    pending.clear()
+                if running:
+                    time.sleep(poll_seconds)
+    finally:  # stopped, or an error here: no job is left running behind us
+        if running:
+            echo(f"stopping {', '.join(running)}")
+            _stop([process for _, process, _, _ in running.values()])
+            for _, _, log, _ in running.values():
+                log.close()
     return summary
+
+
+class Terminated(SystemExit):
+    """The runner got SIGTERM: it exits as a process killed by SIGTERM would (status 143), once its jobs are stopped."""
+
+
+@contextmanager
+def _terminate_raises():
+    """SIGTERM raises ``Terminated`` (so the running jobs are stopped) while the runner runs in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise Terminated(128 + signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(processes: Sequence[subprocess.Popen]) -> None:
+    """SIGINT to each job's process group, as Ctrl-C would; SIGKILL to what is left after the grace period."""
+    for process in processes:
+        _signal_group(process, signal.SIGINT)
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        _signal_group(process, signal.SIGKILL)  # the job's own children too, should any outlive it
+        process.wait()
+
+
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:

@@ -124,3 +124,42 @@ def test_job_lists_are_checked(tmp_path):
         check_jobs([py(tmp_path, "a", "pass", needs=("b",)), py(tmp_path, "b", "pass")])
     with pytest.raises(ValueError, match="n_jobs"):
         run_jobs([a], 0)
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_a_stopped_runner_stops_its_jobs_and_what_they_started(tmp_path, stop):
+    """SIGTERM to the runner, or Ctrl-C (SIGINT): the running job and the process it started both end."""
+    import os
+    import signal
+    import subprocess
+
+    pid_file = tmp_path / "grandchild.pid"
+    grandchild = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    job_code = f"import subprocess, sys; subprocess.call([sys.executable, '-c', {grandchild!r}])"
+    runner_code = (
+        "import sys; from pathlib import Path; from experiments.run.jobs import Job, run_jobs; "
+        f"run_jobs([Job('sleeper', (sys.executable, '-c', {job_code!r}), Path({str(tmp_path / 'sleeper.log')!r}))], 1)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    runner = subprocess.Popen([sys.executable, "-c", runner_code], env=env, cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert runner.poll() is None and time.monotonic() < deadline, runner.stdout.read() if runner.stdout else ""
+            time.sleep(0.05)
+        runner.send_signal(getattr(signal, stop))
+        output, _ = runner.communicate(timeout=40)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    pid = int(pid_file.read_text())
+    alive = Path(f"/proc/{pid}").exists() and "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    if alive:
+        os.kill(pid, signal.SIGKILL)  # the test failed: leave nothing behind
+    assert not alive
+    assert runner.returncode != 0
+    assert "stopping sleeper" in output
+    if stop == "SIGTERM":
+        assert runner.returncode == 143 and "Traceback" not in output
