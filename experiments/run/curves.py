@@ -3,9 +3,11 @@
 One run = one task, variant, share of the training split and seed. Each run
 trains with ``spacy train`` on a nested subset of the training split, scores
 its model-best on the test split, keeps the learned layer mix, and writes
-``METRICS/<task>/<variant>/f<share>_seed<seed>.json``; a run whose file exists
-is skipped, so a stopped experiment resumes run by run. Runs go side by side,
-``--jobs`` at a time, one CPU thread each.
+``METRICS/<task>/<variant>/f<share>_seed<seed>.json``; a run whose file holds
+the fingerprint of what it would be trained from now is skipped, so a stopped
+experiment resumes run by run. Runs go side by side, ``--jobs`` at a time, one
+CPU thread each (``experiments.run.jobs``, as the `full` experiment's jobs); a
+run's log is ``METRICS/logs/<task>/<variant>/f<share>_seed<seed>.log``.
 
     python -m experiments.run.curves plan                    # the runs, and which are done
     python -m experiments.run.curves run --jobs 2            # all runs not done yet
@@ -24,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -34,6 +35,7 @@ import typer
 
 from experiments.files import write_atomic
 from experiments.run.fingerprint import changed, file_digest, run_fingerprint
+from experiments.run.jobs import Job, run_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -194,7 +196,10 @@ def score_run(model_dir: Path, test_path: Path) -> Dict[str, object]:
 
 
 def do_run(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_frequency: int) -> Optional[float]:
-    """Train, score and clean up one run; returns its minutes (None when it was done already)."""
+    """Train, score and clean up one run; returns its minutes (None when it was done already).
+
+    ``spacy train`` writes to this process's output (the run's log, when the run is a job).
+    """
     result = metrics / f"{run.name}.json"
     fingerprint = current_fingerprint(run, corpus, steps, eval_frequency)
     if not changed(stored_fingerprint(result), fingerprint):
@@ -203,20 +208,15 @@ def do_run(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_f
     train_path = subset_path(corpus, run.task, run.share, run.seed)
     output = work / run.name
     shutil.rmtree(output, ignore_errors=True)
-    log = metrics / "logs" / f"{run.name}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    with open(log, "w") as handle:
-        code = subprocess.call(
-            train_command(run, corpus, output, steps, eval_frequency, train_path),
-            stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-        )
+    sys.stdout.flush()
+    code = subprocess.call(train_command(run, corpus, output, steps, eval_frequency, train_path),
+                           stderr=subprocess.STDOUT, cwd=ROOT)
     if code != 0:
-        raise RuntimeError(f"{run.name}: spacy train exited with {code}; see {log}")
+        raise RuntimeError(f"{run.name}: spacy train exited with {code}")
     train_minutes = (time.time() - started) / 60
     scored = subprocess.run(
         [sys.executable, "-m", "experiments.run.curves", "score", str(output / "model-best"), str(corpus / run.task / "test.spacy")],
-        capture_output=True, text=True, env=env, cwd=ROOT,
+        capture_output=True, text=True, cwd=ROOT,
     )
     if scored.returncode != 0:
         raise RuntimeError(f"{run.name}: scoring failed:\n{scored.stderr[-2000:]}")
@@ -277,39 +277,45 @@ def run_cli(
     """Train and score every run that is not done yet."""
     share_list = [float(s) for s in shares.split()]
     runs = [r for r in plan_runs(_seeds(curve_seeds), _seeds(full_seeds), share_list)
-            if (not only or any(r.name.startswith(o) for o in only))
-            and not is_done(r, corpus, metrics, steps, eval_frequency)]
-    deadline = time.time() + minutes * 60 if minutes else None
-    typer.echo(f"{len(runs)} runs to do, {jobs} at a time")
-    failed = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        pending = iter(runs)
-        futures = {}
-
-        def submit_next() -> None:
-            if deadline is not None and time.time() > deadline:
-                return
-            run = next(pending, None)
-            if run is not None:
-                futures[pool.submit(do_run, run, corpus, metrics, work, steps, eval_frequency)] = run
-
-        for _ in range(jobs):
-            submit_next()
-        while futures:
-            future = next(as_completed(futures))
-            run = futures.pop(future)
-            try:
-                took = future.result()
-                typer.echo(f"done {run.name} in {took:.1f} min" if took is not None else f"skip {run.name}")
-            except RuntimeError as err:
-                failed.append(run.name)
-                typer.echo(f"FAILED {err}", err=True)
-            submit_next()
+            if not only or any(r.name.startswith(o) for o in only)]
+    jobs_to_run = [run_job(r, corpus, metrics, work, steps, eval_frequency) for r in runs]
+    typer.echo(f"{len(runs)} runs, {jobs} at a time")
+    summary = run_jobs(jobs_to_run, jobs, minutes=minutes or None, env=_importable())
     left = [r for r in plan_runs(_seeds(curve_seeds), _seeds(full_seeds), share_list)
             if not is_done(r, corpus, metrics, steps, eval_frequency)]
-    typer.echo(f"{len(left)} runs left" + (f"; failed: {', '.join(failed)}" if failed else ""))
-    if failed:
+    typer.echo(f"{summary.describe()}; {len(left)} runs left")
+    if not summary.ok:
         raise typer.Exit(1)
+
+
+def run_job(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_frequency: int) -> Job:
+    """A run as a job: ``curves one`` in its own process, done when its result's fingerprint is current."""
+    command = (sys.executable, "-m", "experiments.run.curves", "one", run.task, run.variant, str(run.share),
+               str(run.seed), "--corpus", str(corpus), "--metrics", str(metrics), "--work", str(work),
+               "--steps", str(steps), "--eval-frequency", str(eval_frequency))
+    return Job(run.name, command, metrics / "logs" / f"{run.name}.log",
+               done=lambda: is_done(run, corpus, metrics, steps, eval_frequency))
+
+
+def _importable() -> Dict[str, str]:
+    """The environment under which a job in this folder imports this project's modules."""
+    path = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
+
+
+@app.command("one", hidden=True)
+def one_cli(
+    task: str, variant: str, share: float, seed: int,
+    corpus: Path = typer.Option(...), metrics: Path = typer.Option(...), work: Path = typer.Option(...),
+    steps: int = typer.Option(...), eval_frequency: int = typer.Option(...),
+) -> None:
+    """Train, score and record one run (a job of `run`)."""
+    try:
+        took = do_run(Run(task, variant, share, seed), corpus, metrics, work, steps, eval_frequency)
+    except RuntimeError as err:
+        typer.echo(str(err), err=True)
+        raise typer.Exit(1)
+    typer.echo(f"done in {took:.1f} min" if took is not None else "done already")
 
 
 @app.command("score", hidden=True)

@@ -5,7 +5,14 @@ Usage: python -m experiments.run.evaluate_seeds TEST.spacy METRICS_DIR RUN_DIR [
 Writes METRICS_DIR/<run name>/seed{N}.json for every RUN_DIR/seed{N}/model-best:
 spaCy's scores (``nlp.evaluate``) plus, for text classification,
 ``cats_accuracy`` (the share of docs whose top class is the gold class).
+
+Each file also records, under "evaluated", the digests of the model folder and
+of the test split it scored. A seed whose file records the model and test split
+as they are now is not scored again; one trained again since, or a test split
+converted again, is. (Scoring again every time would cost minutes per run of
+the workflow: every ELMo model runs its biLM over the whole test split.)
 """
+import json
 from pathlib import Path
 from typing import Dict, List
 
@@ -13,6 +20,32 @@ import spacy
 import srsly
 import typer
 from spacy.training import Corpus
+
+from experiments.files import write_atomic
+from experiments.run.fingerprint import file_digest
+
+EVALUATED = "evaluated"
+
+
+def evaluated_inputs(model_dir: Path, test_path: Path) -> Dict[str, str]:
+    """What a seed's scores were computed from: the digests of its model folder and the test split."""
+    return {"model": file_digest(model_dir), "test": file_digest(test_path)}
+
+
+def metrics_path(metrics_dir: Path, model_dir: Path) -> Path:
+    """METRICS_DIR/<run name>/seed{N}.json for RUN_DIR/seed{N}/model-best."""
+    return metrics_dir / model_dir.parent.parent.name / f"{model_dir.parent.name}.json"
+
+
+def is_evaluated(output: Path, model_dir: Path, test_path: Path) -> bool:
+    """True when ``output`` holds the scores of ``model_dir`` on ``test_path`` as both are now."""
+    if not model_dir.is_dir() or not test_path.exists():
+        return False
+    try:
+        record = json.loads(output.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get(EVALUATED) == evaluated_inputs(model_dir, test_path)
 
 
 def evaluate_model(model_dir: Path, test_path: Path) -> Dict[str, object]:
@@ -34,9 +67,13 @@ def evaluate_runs(test_path: Path, metrics_dir: Path, run_dirs: List[Path]) -> N
         if not models:
             raise SystemExit(f"No seed*/model-best in {run_dir}: train it first.")
         for model in models:
-            output = metrics_dir / run_dir.name / f"{model.parent.name}.json"
-            output.parent.mkdir(parents=True, exist_ok=True)
-            srsly.write_json(output, evaluate_model(model, test_path))
+            output = metrics_path(metrics_dir, model)
+            if is_evaluated(output, model, test_path):
+                print(f"{model}: {output} holds its scores on this test split, kept")
+                continue
+            inputs = evaluated_inputs(model, test_path)
+            scores = evaluate_model(model, test_path)
+            write_atomic(output, srsly.json_dumps({**scores, EVALUATED: inputs}, indent=2) + "\n")
             print(f"{model} -> {output}")
 
 

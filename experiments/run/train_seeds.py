@@ -24,11 +24,27 @@ from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 from experiments.run.fingerprint import changed, read_fingerprint, run_fingerprint, write_fingerprint
 
 
+def overrides_from_args(args: List[str]) -> dict:
+    """The ``--section.key value`` settings of a command line (and of $SPACY_CONFIG_OVERRIDES), as spaCy reads them."""
+    return parse_config_overrides(args, env_var=CONFIG_OVERRIDES_ENV)
+
+
+def seed_overrides(overrides: dict, seed: int) -> dict:
+    return {**overrides, "system.seed": seed}
+
+
+def is_trained(config: Path, output_dir: Path, seed: int, overrides: dict) -> bool:
+    """True when the seed's model-best exists and was trained from what would be trained now."""
+    final = output_dir / f"seed{seed}"
+    return (final / "model-best").exists() and not changed(
+        read_fingerprint(final), run_fingerprint(config, seed_overrides(overrides, seed))
+    )
+
+
 def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dict, gpu_id: int = -1) -> None:
     for seed in seeds:
         final = output_dir / f"seed{seed}"
-        seed_overrides = {**overrides, "system.seed": seed}
-        fingerprint = run_fingerprint(config, seed_overrides)
+        fingerprint = run_fingerprint(config, seed_overrides(overrides, seed))
         if (final / "model-best").exists():
             differs = changed(read_fingerprint(final), fingerprint)
             if not differs:
@@ -38,7 +54,7 @@ def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dic
         partial = output_dir / f".seed{seed}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        train(config, partial, use_gpu=gpu_id, overrides=seed_overrides)
+        train(config, partial, use_gpu=gpu_id, overrides=seed_overrides(overrides, seed))
         write_fingerprint(partial, fingerprint)
         stale = output_dir / f".seed{seed}.stale"
         shutil.rmtree(stale, ignore_errors=True)
@@ -55,7 +71,7 @@ def main(
     seeds: str = typer.Option("0", help="Space-separated seeds"),
     gpu_id: int = typer.Option(-1, help="GPU id, or -1 for the CPU"),
 ) -> None:
-    overrides = parse_config_overrides(ctx.args, env_var=CONFIG_OVERRIDES_ENV)
+    overrides = overrides_from_args(ctx.args)
     train_seeds(config, output_dir, [int(s) for s in seeds.split()], overrides, gpu_id)
 
 

@@ -222,3 +222,43 @@ def test_report_pairs_seeds_and_tables(tmp_path):
     report_curves.main(tmp_path, tmp_path / "report", cost=None, title="Where ELMo helps")
     assert (tmp_path / "report" / "layer_weights.png").stat().st_size > 1000  # drawn by spacy_elmo.inspect
     assert (tmp_path / "report" / "curves_ner.png").stat().st_size > 1000
+
+
+def test_each_run_is_a_job_of_the_shared_runner(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    run = run_curves.Run("sentiment5", "glove_elmo", 0.05, 2)
+    job = run_curves.run_job(run, tmp_path / "corpus", tmp_path / "metrics", tmp_path / "work", 30, 10)
+    assert job.name == run.name and job.log == tmp_path / "metrics" / "logs" / f"{run.name}.log"
+    assert job.command[1:4] == ("-m", "experiments.run.curves", "one")
+    done_checks = []
+    monkeypatch.setattr(run_curves, "is_done", lambda *args: done_checks.append(args) or True)
+    assert job.done() and done_checks == [(run, tmp_path / "corpus", tmp_path / "metrics", 30, 10)]
+
+    did = []
+    monkeypatch.setattr(run_curves, "do_run", lambda *args: did.append(args) or 1.0)
+    result = CliRunner().invoke(run_curves.app, list(job.command[3:]))  # the job's command, in this process
+    assert result.exit_code == 0, result.output
+    assert did == [(run, tmp_path / "corpus", tmp_path / "metrics", tmp_path / "work", 30, 10)]
+
+
+def test_curves_run_hands_its_runs_to_the_runner_and_fails_when_one_failed(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from experiments.run.jobs import Summary
+
+    handed = {}
+
+    def fake_run_jobs(jobs, n_jobs, minutes=None, env=None, **kwargs):
+        handed.update(jobs=jobs, n_jobs=n_jobs, minutes=minutes)
+        return Summary(ran=[jobs[0].name], failed=[jobs[1].name])
+
+    monkeypatch.setattr(run_curves, "run_jobs", fake_run_jobs)
+    monkeypatch.setattr(run_curves, "is_done", lambda *args: False)
+    result = CliRunner().invoke(run_curves.app, ["run", "--jobs", "3", "--minutes", "9", "--only", "pos/",
+                                                 "--curve-seeds", "0 1", "--full-seeds", "0"])
+    assert result.exit_code == 1
+    assert [job.name for job in handed["jobs"]] == [r.name for r in run_curves.plan_runs([0, 1], [0])
+                                                   if r.name.startswith("pos/")]
+    assert handed["n_jobs"] == 3 and handed["minutes"] == 9
+    assert "1 failed: pos/probe_mix/f1_seed0" in result.output

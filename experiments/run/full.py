@@ -1,0 +1,415 @@
+"""The `full` experiment: ELMo against the baseline on NER and 5-class sentiment, over seeds.
+
+    python -m experiments.run.full --jobs 2                 # the whole experiment, two jobs at a time
+    python -m experiments.run.full --gpu-id 0 --jobs 24     # one GPU, many cores
+    python -m experiments.run.full plan                     # the jobs, and which are done
+    python -m experiments.run.full --profile long --steps 3000 --eval-frequency 500 --seeds "0 1 2" \\
+        --variants baseline,elmo --reuse-tuned-from full    # longer training on full's corpora and biLMs
+
+The jobs, in order (``plan_jobs``):
+
+1. convert WNUT-16 NER and the 5-class Rotten Tomatoes sentiment task into
+   ``corpus/PROFILE/{ner,sentiment5}``, and each task's train and dev text into .txt;
+2. tune the biLM (``--bilm``) to each task's training text for ``--tune-steps``
+   steps of 2,000 tokens (``pretrain --resume``), its perplexity on the task's dev
+   text measured before and after (``metrics/PROFILE/bilm_TASK_{before,after}.json``);
+3. train each task and seed with each variant: ``baseline`` (no ELMo), ``elmo``
+   (the tuned biLM) and ``elmo_untuned`` (the biLM as given): ``training/PROFILE/TASK_VARIANT/seedN``;
+4. score every run on the test split (``metrics/PROFILE/TASK_VARIANT``);
+5. write the report (``reports/PROFILE``).
+
+``--reuse-tuned-from OTHER`` skips steps 1 and 2 and reads OTHER's corpora and tuned biLMs.
+Jobs run ``--jobs`` at a time, one thread each (``experiments.run.jobs``), a job
+as soon as what it needs is done; logs go to ``logs/PROFILE/JOB.log``. Paths are
+relative to the project folder, where every job runs.
+
+Resumable: a job whose result is current is skipped, so a stopped experiment
+continues where it was, and nothing made from other inputs is kept. A training
+run is current when its stored fingerprint matches (``train_seeds``: the
+config with its overrides, the data, the biLM, the versions); an evaluation when
+its metrics record the digests of the model and test split it scored
+(``evaluate_seeds``); a tuning when its record (``training/PROFILE/bilm_TASK.tuned.json``)
+holds the same commands and the digests of its inputs and outputs as they are now;
+otherwise the tuning runs again and ``pretrain --resume`` continues or checks the
+run. The conversions and the report are cheap and run every time; their outputs
+are deterministic, so the digests that the fingerprints compare do not move.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from experiments.files import write_atomic
+from experiments.run.jobs import Job, is_done, run_jobs
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+
+TASKS = ("ner", "sentiment5")
+VARIANTS = ("baseline", "elmo", "elmo_untuned")
+# task: (converter module, its input under the project folder, the stem of the task's configs)
+SOURCES = {
+    "ner": ("experiments.convert.ner", "assets/wnut16/ner.txt", "ner"),
+    "sentiment5": ("experiments.convert.sentiment5", "assets/rt_snippets/movieReviewSnippets_GroundTruth.txt",
+                   "textcat"),
+}
+TUNE_CONFIG = "configs/bilm_release.cfg"
+# The tuning's fixed settings: batches of 2,000 tokens, a low learning rate, a short warm-up.
+TUNE_SETTINGS = (
+    "--training.tokens_per_batch", "2000", "--training.eval_every", "50", "--training.checkpoint_every", "50",
+    "--training.optimizer.learn_rate", "0.0005", "--training.schedule.warmup_steps", "20",
+)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The settings of one profile of the experiment; every path is relative to the project folder."""
+    profile: str = "full"
+    seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)
+    steps: int = 1000
+    eval_frequency: int = 200
+    tune_steps: int = 200
+    bilm: str = "pretrained/elmo-en-small"
+    gpu_id: int = -1
+    variants: Tuple[str, ...] = VARIANTS
+    reuse_tuned_from: Optional[str] = None
+    title: Optional[str] = None
+
+    @property
+    def data_profile(self) -> str:
+        """The profile whose corpora and tuned biLMs the runs read."""
+        return self.reuse_tuned_from or self.profile
+
+    @property
+    def tunes(self) -> bool:
+        """Whether this profile converts the data and tunes the biLMs itself."""
+        return self.reuse_tuned_from is None
+
+    @property
+    def device(self) -> str:
+        return f"cuda:{self.gpu_id}" if self.gpu_id >= 0 else "cpu"
+
+    @property
+    def metrics(self) -> str:
+        return f"metrics/{self.profile}"
+
+    @property
+    def logs(self) -> str:
+        return f"logs/{self.profile}"
+
+    def corpus(self, task: str) -> str:
+        return f"corpus/{self.data_profile}/{task}"
+
+    def tuning_dir(self, task: str) -> str:
+        return f"training/{self.data_profile}/bilm_{task}"
+
+    def tuned_bilm(self, task: str) -> str:
+        return f"{self.tuning_dir(task)}/model"
+
+    def tuning_record(self, task: str) -> str:
+        return f"training/{self.profile}/bilm_{task}.tuned.json"
+
+    def perplexity_file(self, task: str, when: str) -> str:
+        return f"{self.metrics}/bilm_{task}_{when}.json"
+
+    def run_dir(self, task: str, variant: str) -> str:
+        return f"training/{self.profile}/{task}_{variant}"
+
+    def bilm_of(self, task: str, variant: str) -> Optional[str]:
+        """The biLM a variant's runs read (None: no ELMo)."""
+        return {"baseline": None, "elmo": self.tuned_bilm(task), "elmo_untuned": self.bilm}[variant]
+
+    def config(self, task: str, variant: str) -> str:
+        return f"configs/{SOURCES[task][2]}_{'baseline' if variant == 'baseline' else 'elmo'}.cfg"
+
+    @property
+    def report_title(self) -> str:
+        return self.title or f"Profile {self.profile}, seeds {' '.join(map(str, self.seeds))}"
+
+
+def convert_command(e: Experiment, task: str) -> List[str]:
+    module, source, _ = SOURCES[task]
+    return [PYTHON, "-m", module, source, e.corpus(task)]
+
+
+def text_command(e: Experiment, task: str, split: str) -> List[str]:
+    corpus = e.corpus(task)
+    return [PYTHON, "-m", "experiments.convert.task_text", f"{corpus}/{split}.spacy", f"{corpus}/{split}.txt"]
+
+
+def tuning_commands(e: Experiment, task: str) -> List[List[str]]:
+    """The biLM's perplexity on the task's dev text, its tuning to the task's training text, its perplexity again."""
+    dev = f"{e.corpus(task)}/dev.txt"
+    perplexity = [PYTHON, "-m", "spacy_elmo", "perplexity"]
+    return [
+        perplexity + [e.bilm, dev, "--device", e.device, "--overwrite", "--output", e.perplexity_file(task, "before")],
+        [PYTHON, "-m", "spacy_elmo", "pretrain", TUNE_CONFIG, e.tuning_dir(task), "--resume", "--no-progress",
+         "--init-from", e.bilm, "--device", e.device, "--paths.train", f"{e.corpus(task)}/train.txt",
+         "--paths.dev", dev, "--vocab.path", f"{e.bilm}/vocab.txt", "--training.max_steps", str(e.tune_steps),
+         *TUNE_SETTINGS],
+        perplexity + [e.tuned_bilm(task), dev, "--device", e.device, "--overwrite", "--output",
+                      e.perplexity_file(task, "after")],
+    ]
+
+
+def tune_command(e: Experiment, task: str) -> List[str]:
+    """One job for the three tuning commands (``tune``, below), which records them when they succeed."""
+    return [PYTHON, "-m", "experiments.run.full", "tune", task, "--profile", e.profile, "--bilm", e.bilm,
+            "--tune-steps", str(e.tune_steps), "--gpu-id", str(e.gpu_id)]
+
+
+def train_overrides(e: Experiment, task: str, variant: str) -> List[str]:
+    """The ``spacy train`` settings of a run, as command-line arguments."""
+    corpus = e.corpus(task)
+    args = ["--paths.train", f"{corpus}/train.spacy", "--paths.dev", f"{corpus}/dev.spacy",
+            "--training.max_steps", str(e.steps), "--training.eval_frequency", str(e.eval_frequency)]
+    bilm = e.bilm_of(task, variant)
+    return args + (["--paths.elmo", bilm] if bilm else [])
+
+
+def train_command(e: Experiment, task: str, variant: str, seed: int) -> List[str]:
+    return [PYTHON, "-m", "experiments.run.train_seeds", e.config(task, variant), e.run_dir(task, variant),
+            "--seeds", str(seed), "--gpu-id", str(e.gpu_id), *train_overrides(e, task, variant)]
+
+
+def evaluate_command(e: Experiment, task: str, variant: str) -> List[str]:
+    return [PYTHON, "-m", "experiments.run.evaluate_seeds", f"{e.corpus(task)}/test.spacy", e.metrics,
+            e.run_dir(task, variant)]
+
+
+def report_command(e: Experiment) -> List[str]:
+    return [PYTHON, "-m", "experiments.report.comparison", e.metrics, f"training/{e.profile}",
+            f"reports/{e.profile}", "--title", e.report_title]
+
+
+# What a job's result is current for (the done-checks; paths relative to the working folder).
+
+def tuning_inputs(e: Experiment, task: str) -> List[str]:
+    return [e.bilm, TUNE_CONFIG, f"{e.corpus(task)}/train.txt", f"{e.corpus(task)}/dev.txt"]
+
+
+def tuning_outputs(e: Experiment, task: str) -> List[str]:
+    return [e.tuned_bilm(task), e.perplexity_file(task, "before"), e.perplexity_file(task, "after")]
+
+
+def _digests(paths: Sequence[str]) -> Dict[str, Optional[str]]:
+    from experiments.run.fingerprint import file_digest
+
+    return {path: file_digest(Path(path)) if Path(path).exists() else None for path in paths}
+
+
+def tuning_record(e: Experiment, task: str) -> Dict[str, object]:
+    """The commands of a task's tuning with the digests of what they read and wrote (None: missing)."""
+    return {
+        "commands": [command[1:] for command in tuning_commands(e, task)],  # whichever Python runs them
+        "inputs": _digests(tuning_inputs(e, task)),
+        "outputs": _digests(tuning_outputs(e, task)),
+    }
+
+
+def is_tuned(e: Experiment, task: str) -> bool:
+    try:
+        stored = json.loads(Path(e.tuning_record(task)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return stored == tuning_record(e, task)
+
+
+def is_trained(e: Experiment, task: str, variant: str, seed: int) -> bool:
+    from experiments.run.train_seeds import is_trained as seed_is_trained, overrides_from_args
+
+    overrides = overrides_from_args(train_overrides(e, task, variant))
+    return seed_is_trained(Path(e.config(task, variant)), Path(e.run_dir(task, variant)), seed, overrides)
+
+
+def is_evaluated(e: Experiment, task: str, variant: str) -> bool:
+    from experiments.run.evaluate_seeds import is_evaluated as seed_is_evaluated, metrics_path
+
+    test = Path(f"{e.corpus(task)}/test.spacy")
+    models = [Path(e.run_dir(task, variant)) / f"seed{seed}" / "model-best" for seed in e.seeds]
+    return all(seed_is_evaluated(metrics_path(Path(e.metrics), model), model, test) for model in models)
+
+
+def plan_jobs(e: Experiment) -> List[Job]:
+    """Every job of the experiment, each after the jobs it needs."""
+    jobs: List[Job] = []
+
+    def add(name: str, command: List[str], done=None, needs: Sequence[str] = ()) -> str:
+        jobs.append(Job(name, tuple(command), Path(e.logs) / f"{name}.log", done=done, needs=tuple(needs)))
+        return name
+
+    corpus_ready: Dict[str, List[str]] = {task: [] for task in TASKS}
+    tuned: Dict[str, List[str]] = {task: [] for task in TASKS}
+    if e.tunes:
+        for task in TASKS:
+            corpus_ready[task] = [add(f"convert_{task}", convert_command(e, task))]
+        for task in TASKS:
+            texts = [add(f"text_{task}_{split}", text_command(e, task, split), needs=corpus_ready[task])
+                     for split in ("train", "dev")]
+            if "elmo" in e.variants:
+                tuned[task] = [add(f"tune_{task}", tune_command(e, task), done=lambda t=task: is_tuned(e, t),
+                                   needs=texts)]
+    trained: Dict[Tuple[str, str], List[str]] = {}
+    for variant in e.variants:
+        for task in TASKS:
+            needs = corpus_ready[task] + (tuned[task] if variant == "elmo" else [])
+            trained[task, variant] = [
+                add(f"{task}_{variant}_seed{seed}", train_command(e, task, variant, seed),
+                    done=lambda t=task, v=variant, s=seed: is_trained(e, t, v, s), needs=needs)
+                for seed in e.seeds
+            ]
+    evaluated = [
+        add(f"evaluate_{task}_{variant}", evaluate_command(e, task, variant),
+            done=lambda t=task, v=variant: is_evaluated(e, t, v), needs=trained[task, variant])
+        for task in TASKS for variant in e.variants
+    ]
+    add("report", report_command(e), needs=evaluated)
+    return jobs
+
+
+def missing_inputs(e: Experiment) -> List[str]:
+    """What a profile that reuses another's corpora and tuned biLMs lacks (nothing when it tunes its own)."""
+    if e.tunes:
+        return []
+    needed = [f"{e.corpus(task)}/{split}.spacy" for task in TASKS for split in ("train", "dev", "test")]
+    if "elmo" in e.variants:
+        needed += [f"{e.tuned_bilm(task)}/weights.hdf5" for task in TASKS]
+    return [path for path in needed if not Path(path).exists()]
+
+
+# The command line.
+
+class _RunByDefault(TyperGroup):
+    """``full [OPTIONS]`` means ``full run [OPTIONS]``."""
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h")):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(cls=_RunByDefault, add_completion=False, help=__doc__.split("\n\n")[0])
+
+
+def _numbers(text: str) -> Tuple[int, ...]:
+    try:
+        seeds = tuple(int(s) for s in text.replace(",", " ").split())
+    except ValueError:
+        raise typer.BadParameter(f"expected whole numbers such as \"0 1 2\", got {text!r}", param_hint="--seeds") from None
+    if not seeds:
+        raise typer.BadParameter("expected at least one seed, such as \"0 1 2\"", param_hint="--seeds")
+    return seeds
+
+
+def _variants(text: str) -> Tuple[str, ...]:
+    variants = tuple(v for v in text.replace(",", " ").split())
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise typer.BadParameter(f"expected some of {', '.join(VARIANTS)} (comma-separated), got {text!r}",
+                                 param_hint="--variants")
+    return tuple(v for v in VARIANTS if v in variants)  # the table's order
+
+
+def experiment(
+    profile: str, seeds: str, steps: int, eval_frequency: int, tune_steps: int, bilm: str, gpu_id: int,
+    variants: str, reuse_tuned_from: Optional[str], title: Optional[str],
+) -> Experiment:
+    return Experiment(profile=profile, seeds=_numbers(seeds), steps=steps, eval_frequency=eval_frequency,
+                      tune_steps=tune_steps, bilm=bilm, gpu_id=gpu_id, variants=_variants(variants),
+                      reuse_tuned_from=reuse_tuned_from, title=title)
+
+
+_DEFAULT = Experiment()
+PROFILE = typer.Option(_DEFAULT.profile, help="Name of the experiment: its corpus/, training/, metrics/, "
+                                               "reports/ and logs/ folders")
+SEEDS = typer.Option(" ".join(map(str, _DEFAULT.seeds)), help="Seeds of the runs")
+STEPS = typer.Option(_DEFAULT.steps, min=1, help="Training steps of each run")
+EVAL_FREQUENCY = typer.Option(_DEFAULT.eval_frequency, min=1, help="Steps between dev evaluations")
+TUNE_STEPS = typer.Option(_DEFAULT.tune_steps, min=1, help="Steps (2,000 tokens each) of the biLM's tuning")
+BILM = typer.Option(_DEFAULT.bilm, help="The biLM that is tuned, and that elmo_untuned reads")
+GPU_ID = typer.Option(_DEFAULT.gpu_id, help="GPU id, or -1 for the CPU")
+VARIANTS_OPTION = typer.Option(",".join(VARIANTS), "--variants", help="Which runs: baseline, elmo (the tuned "
+                                                                      "biLM), elmo_untuned")
+REUSE = typer.Option(None, help="Read this profile's corpora and tuned biLMs instead of converting and tuning")
+TITLE = typer.Option(None, help="Heading of the report (default: \"Profile PROFILE, seeds SEEDS\")")
+
+
+@app.command("run")
+def run_cli(
+    profile: str = PROFILE, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
+    tune_steps: int = TUNE_STEPS, bilm: str = BILM, gpu_id: int = GPU_ID, variants: str = VARIANTS_OPTION,
+    reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE,
+    jobs: int = typer.Option(2, min=1, help="Jobs side by side (one thread each)"),
+    minutes: float = typer.Option(0, min=0, help="Start no job after this many minutes (0 = no limit)"),
+) -> None:
+    """Run every job of the experiment that is not done yet (the default command)."""
+    os.chdir(ROOT)
+    e = experiment(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from, title)
+    missing = missing_inputs(e)
+    if missing:
+        typer.echo(f"--reuse-tuned-from {e.reuse_tuned_from}: {', '.join(missing)} not found. Run "
+                   f"`python -m experiments.run.full --profile {e.reuse_tuned_from}` first, or name a profile "
+                   f"that has been run.", err=True)
+        raise typer.Exit(2)
+    Path(e.metrics).mkdir(parents=True, exist_ok=True)
+    planned = plan_jobs(e)
+    typer.echo(f"{len(planned)} jobs, {jobs} at a time; logs in {e.logs}/")
+    summary = run_jobs(planned, jobs, minutes=minutes or None, cwd=ROOT)
+    typer.echo(summary.describe())
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+@app.command("plan")
+def plan_cli(
+    profile: str = PROFILE, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
+    tune_steps: int = TUNE_STEPS, bilm: str = BILM, gpu_id: int = GPU_ID, variants: str = VARIANTS_OPTION,
+    reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE,
+) -> None:
+    """List the jobs, what each needs and whether it is done ("always": it runs every time)."""
+    os.chdir(ROOT)
+    e = experiment(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from, title)
+    planned = plan_jobs(e)
+    n_done = 0
+    for job in planned:
+        done = is_done(job)
+        n_done += done
+        state = "always" if job.done is None else "done" if done else "todo"
+        needs = f"  (after {', '.join(job.needs)})" if job.needs else ""
+        typer.echo(f"{state:6}  {job.name}{needs}\n        {shlex.join(['python', *job.command[1:]])}")
+    for path in missing_inputs(e):
+        typer.echo(f"missing: {path}")
+    typer.echo(f"{n_done} of {len(planned)} jobs done")
+
+
+@app.command("tune", hidden=True)
+def tune_cli(
+    task: str = typer.Argument(..., help="ner or sentiment5"),
+    profile: str = PROFILE, bilm: str = BILM, tune_steps: int = TUNE_STEPS, gpu_id: int = GPU_ID,
+) -> None:
+    """Tune the biLM to one task (three commands, in the job's log) and record what it was tuned from."""
+    if task not in TASKS:
+        raise typer.BadParameter(f"expected one of {', '.join(TASKS)}, got {task!r}", param_hint="TASK")
+    os.chdir(ROOT)
+    e = Experiment(profile=profile, bilm=bilm, tune_steps=tune_steps, gpu_id=gpu_id)
+    Path(e.metrics).mkdir(parents=True, exist_ok=True)
+    for command in tuning_commands(e, task):
+        typer.echo(f"$ {shlex.join(['python', *command[1:]])}")
+        sys.stdout.flush()
+        code = subprocess.call(command)
+        if code != 0:
+            typer.echo(f"tuning the biLM to {task}: the command above exited with status {code}", err=True)
+            raise typer.Exit(code)
+    write_atomic(e.tuning_record(task), json.dumps(tuning_record(e, task), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    app()

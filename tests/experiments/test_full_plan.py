@@ -1,0 +1,304 @@
+"""The `full` experiment's plan (experiments/run/full.py): its jobs, their commands and order, and
+when each counts as done. Nothing is trained: training and scoring are replaced by fakes."""
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+import srsly
+from typer.testing import CliRunner
+
+from experiments.run import evaluate_seeds
+from experiments.run import full
+from experiments.run import train_seeds as train_seeds_module
+from experiments.run.jobs import check_jobs
+
+ROOT = Path(__file__).resolve().parents[2]
+LONG = full.Experiment(profile="long", steps=3000, eval_frequency=500, seeds=(0, 1, 2),
+                       variants=("baseline", "elmo"), reuse_tuned_from="full")
+
+
+def by_name(jobs):
+    return {job.name: job for job in jobs}
+
+
+def position(jobs, name):
+    return [job.name for job in jobs].index(name)
+
+
+def args_of(command, flag):
+    return command[command.index(flag) + 1]
+
+
+def test_the_full_plan_has_every_step_and_seed():
+    jobs = full.plan_jobs(full.Experiment())
+    check_jobs(jobs)  # unique names, each after what it needs
+    names = [job.name for job in jobs]
+    assert names[:2] == ["convert_ner", "convert_sentiment5"]
+    assert {"tune_ner", "tune_sentiment5"} < set(names)
+    trains = [n for n in names if "_seed" in n]
+    assert len(trains) == 2 * 3 * 5
+    assert names[-1] == "report"
+    assert len(names) == 2 + 4 + 2 + 30 + 6 + 1
+    assert all(job.log == Path("logs/full") / f"{job.name}.log" for job in jobs)
+
+
+def test_tuning_comes_before_the_elmo_runs_that_read_it_and_only_those():
+    jobs = full.plan_jobs(full.Experiment())
+    named = by_name(jobs)
+    for task in full.TASKS:
+        assert named[f"tune_{task}"].needs == (f"text_{task}_train", f"text_{task}_dev")
+        for seed in range(5):
+            elmo = named[f"{task}_elmo_seed{seed}"]
+            assert f"tune_{task}" in elmo.needs and position(jobs, f"tune_{task}") < position(jobs, elmo.name)
+            assert args_of(elmo.command, "--paths.elmo") == f"training/full/bilm_{task}/model"
+            untuned = named[f"{task}_elmo_untuned_seed{seed}"]
+            assert args_of(untuned.command, "--paths.elmo") == "pretrained/elmo-en-small"
+            baseline = named[f"{task}_baseline_seed{seed}"]
+            assert "--paths.elmo" not in baseline.command
+            for run in (baseline, untuned):  # they need the corpus only, so they can start during the tuning
+                assert run.needs == (f"convert_{task}",)
+
+
+def test_evaluation_comes_after_the_training_it_scores_and_the_report_last():
+    jobs = full.plan_jobs(full.Experiment(seeds=(0, 1)))
+    named = by_name(jobs)
+    for task in full.TASKS:
+        for variant in full.VARIANTS:
+            evaluate = named[f"evaluate_{task}_{variant}"]
+            trains = (f"{task}_{variant}_seed0", f"{task}_{variant}_seed1")
+            assert evaluate.needs == trains
+            assert all(position(jobs, t) < position(jobs, evaluate.name) for t in trains)
+            assert evaluate.command[-3:] == (f"corpus/full/{task}/test.spacy", "metrics/full",
+                                             f"training/full/{task}_{variant}")
+    report = named["report"]
+    assert set(report.needs) == {n for n in named if n.startswith("evaluate_")}
+    assert report.command[2:] == ("experiments.report.comparison", "metrics/full", "training/full", "reports/full",
+                                  "--title", "Profile full, seeds 0 1")
+
+
+def test_the_commands_are_those_of_the_experiment():
+    e = full.Experiment(gpu_id=0, tune_steps=150)
+    named = by_name(full.plan_jobs(e))
+    train = named["sentiment5_elmo_seed3"].command
+    assert train[1:] == (
+        "-m", "experiments.run.train_seeds", "configs/textcat_elmo.cfg", "training/full/sentiment5_elmo",
+        "--seeds", "3", "--gpu-id", "0", "--paths.train", "corpus/full/sentiment5/train.spacy",
+        "--paths.dev", "corpus/full/sentiment5/dev.spacy", "--training.max_steps", "1000",
+        "--training.eval_frequency", "200", "--paths.elmo", "training/full/bilm_sentiment5/model",
+    )
+    assert named["convert_ner"].command[1:] == ("-m", "experiments.convert.ner", "assets/wnut16/ner.txt",
+                                                "corpus/full/ner")
+    assert named["text_ner_dev"].command[2:] == ("experiments.convert.task_text", "corpus/full/ner/dev.spacy",
+                                                 "corpus/full/ner/dev.txt")
+    before, tune, after = (command[1:] for command in full.tuning_commands(e, "ner"))
+    assert before == ["-m", "spacy_elmo", "perplexity", "pretrained/elmo-en-small", "corpus/full/ner/dev.txt",
+                      "--device", "cuda:0", "--overwrite", "--output", "metrics/full/bilm_ner_before.json"]
+    assert tune[:7] == ["-m", "spacy_elmo", "pretrain", "configs/bilm_release.cfg", "training/full/bilm_ner",
+                        "--resume", "--no-progress"]
+    for flag, value in (("--init-from", "pretrained/elmo-en-small"), ("--training.max_steps", "150"),
+                        ("--paths.train", "corpus/full/ner/train.txt"), ("--paths.dev", "corpus/full/ner/dev.txt"),
+                        ("--vocab.path", "pretrained/elmo-en-small/vocab.txt"),
+                        ("--training.tokens_per_batch", "2000"), ("--training.optimizer.learn_rate", "0.0005")):
+        assert args_of(tune, flag) == value
+    assert after[3:5] == ["training/full/bilm_ner/model", "corpus/full/ner/dev.txt"]
+    assert args_of(after, "--output") == "metrics/full/bilm_ner_after.json"
+    tune_job = named["tune_ner"].command
+    assert tune_job[1:5] == ("-m", "experiments.run.full", "tune", "ner")
+    assert args_of(tune_job, "--tune-steps") == "150" and args_of(tune_job, "--gpu-id") == "0"
+
+
+def test_a_profile_reusing_another_s_corpora_and_tuned_biLMs():
+    jobs = full.plan_jobs(LONG)
+    named = by_name(jobs)
+    assert not [n for n in named if n.startswith(("convert_", "text_", "tune_"))]
+    assert len(named) == 2 * 2 * 3 + 4 + 1
+    elmo = named["ner_elmo_seed2"]
+    assert elmo.needs == ()
+    assert elmo.command[2:5] == ("experiments.run.train_seeds", "configs/ner_elmo.cfg", "training/long/ner_elmo")
+    assert args_of(elmo.command, "--paths.elmo") == "training/full/bilm_ner/model"
+    assert args_of(elmo.command, "--paths.train") == "corpus/full/ner/train.spacy"
+    assert args_of(elmo.command, "--training.max_steps") == "3000"
+    assert args_of(elmo.command, "--training.eval_frequency") == "500"
+    assert named["evaluate_sentiment5_elmo"].command[-3:] == ("corpus/full/sentiment5/test.spacy", "metrics/long",
+                                                              "training/long/sentiment5_elmo")
+    assert named["report"].command[3:6] == ("metrics/long", "training/long", "reports/long")
+    assert all(job.log.parent == Path("logs/long") for job in jobs)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project folder with the configs and a fake biLM; the working folder while the test runs."""
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    bilm = tmp_path / "pretrained" / "elmo-en-small"
+    bilm.mkdir(parents=True)
+    (bilm / "weights.hdf5").write_bytes(b"weights v1")
+    (bilm / "vocab.txt").write_text("<S>\n</S>\n<UNK>\n")
+    for task in full.TASKS:
+        corpus = tmp_path / "corpus" / "full" / task
+        corpus.mkdir(parents=True)
+        for split in ("train", "dev", "test"):
+            (corpus / f"{split}.spacy").write_bytes(f"{task} {split} v1".encode())
+            (corpus / f"{split}.txt").write_text(f"{task} {split} text\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def fake_train(monkeypatch):
+    calls = []
+
+    def train(config_path, output_path, use_gpu=-1, overrides=None):
+        calls.append(dict(overrides))
+        (output_path / "model-best").mkdir(parents=True)
+        (output_path / "model-best" / "meta.json").write_text(json.dumps({"seed": overrides["system.seed"]}))
+
+    monkeypatch.setattr(train_seeds_module, "train", train)
+    return calls
+
+
+def run_job_here(job):
+    """A train_seeds job's command, in this process (as its subprocess would run it)."""
+    app = train_seeds_module.typer.Typer(add_completion=False)
+    app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(train_seeds_module.main)
+    assert job.command[1:3] == ("-m", "experiments.run.train_seeds")
+    result = CliRunner().invoke(app, list(job.command[3:]))
+    assert result.exit_code == 0, result.output
+
+
+def test_a_training_job_is_done_exactly_when_train_seeds_would_skip_it(project, fake_train):
+    job = by_name(full.plan_jobs(full.Experiment(seeds=(4,))))["ner_elmo_untuned_seed4"]
+    assert not job.done()
+    run_job_here(job)
+    assert job.done() and len(fake_train) == 1
+    run_job_here(job)
+    assert len(fake_train) == 1  # train_seeds agrees: skipped
+    longer = by_name(full.plan_jobs(full.Experiment(seeds=(4,), steps=2000)))["ner_elmo_untuned_seed4"]
+    assert not longer.done()  # another number of steps
+    (project / "pretrained" / "elmo-en-small" / "weights.hdf5").write_bytes(b"weights v2")
+    assert not job.done()  # another biLM
+
+
+def test_a_tuning_job_is_done_while_its_record_matches_its_inputs_and_outputs(project):
+    e = full.Experiment()
+    job = by_name(full.plan_jobs(e))["tune_ner"]
+    assert not job.done()
+    model = project / "training" / "full" / "bilm_ner" / "model"
+    model.mkdir(parents=True)
+    (model / "weights.hdf5").write_bytes(b"tuned")
+    for when in ("before", "after"):
+        (project / "metrics" / "full").mkdir(parents=True, exist_ok=True)
+        (project / f"metrics/full/bilm_ner_{when}.json").write_text('{"mean": 100}')
+    Path(e.tuning_record("ner")).write_text(json.dumps(full.tuning_record(e, "ner")))  # as `full tune` leaves it
+    assert job.done()
+    assert not by_name(full.plan_jobs(full.Experiment(tune_steps=300)))["tune_ner"].done()  # other commands
+    (project / "corpus" / "full" / "ner" / "train.txt").write_text("converted again, other text\n")
+    assert not job.done()  # other training text
+    Path(e.tuning_record("ner")).write_text(json.dumps(full.tuning_record(e, "ner")))
+    (model / "weights.hdf5").write_bytes(b"changed by hand")
+    assert not job.done()  # the tuned biLM is not what the tuning left
+
+
+def test_the_tune_command_runs_the_three_commands_and_records_them(project, monkeypatch):
+    ran = []
+
+    def call(command):
+        ran.append(command[1:4])
+        if command[3] == "pretrain":
+            (project / "training" / "full" / "bilm_ner" / "model").mkdir(parents=True)
+        return 0
+
+    monkeypatch.setattr(full.subprocess, "call", call)
+    monkeypatch.setattr(full, "ROOT", project)
+    e = full.Experiment()
+    result = CliRunner().invoke(full.app, ["tune", "ner"])
+    assert result.exit_code == 0, result.output
+    assert ran == [["-m", "spacy_elmo", "perplexity"], ["-m", "spacy_elmo", "pretrain"],
+                   ["-m", "spacy_elmo", "perplexity"]]
+    assert full.is_tuned(e, "ner")
+    monkeypatch.setattr(full.subprocess, "call", lambda command: 5 if command[3] == "pretrain" else 0)
+    Path(e.tuning_record("ner")).unlink()
+    result = CliRunner().invoke(full.app, ["tune", "ner"])
+    assert result.exit_code == 5 and "exited with status 5" in result.output
+    assert not Path(e.tuning_record("ner")).exists()  # a failed tuning is not recorded
+
+
+def test_a_seed_is_scored_again_only_when_its_model_or_the_test_split_changed(project, monkeypatch):
+    scored = []
+    monkeypatch.setattr(evaluate_seeds, "evaluate_model", lambda model, test: scored.append(model) or {"ents_f": 0.5})
+    run_dir = project / "training" / "full" / "ner_baseline"
+    for seed in (0, 1):
+        (run_dir / f"seed{seed}" / "model-best").mkdir(parents=True)
+        (run_dir / f"seed{seed}" / "model-best" / "model").write_bytes(f"seed {seed}".encode())
+    test = Path("corpus/full/ner/test.spacy")
+    e = full.Experiment(seeds=(0, 1))
+    job = by_name(full.plan_jobs(e))["evaluate_ner_baseline"]
+    assert not job.done()
+    evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
+    assert len(scored) == 2 and job.done()
+    record = srsly.read_json("metrics/full/ner_baseline/seed1.json")
+    assert record["ents_f"] == 0.5 and set(record[evaluate_seeds.EVALUATED]) == {"model", "test"}
+    evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
+    assert len(scored) == 2  # both current: kept
+    (run_dir / "seed1" / "model-best" / "model").write_bytes(b"trained again")
+    assert not job.done()
+    evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
+    assert [m.parent.name for m in scored[2:]] == ["seed1"]
+    test.write_bytes(b"converted again")
+    assert not job.done()
+    evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
+    assert len(scored) == 5
+
+
+def test_the_command_line_runs_by_default_and_checks_what_a_reusing_profile_reads(tmp_path, monkeypatch):
+    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(full.app, ["--profile", "long", "--reuse-tuned-from", "full", "--seeds", "0"])
+    assert result.exit_code == 2
+    assert "corpus/full/ner/train.spacy" in result.output and "training/full/bilm_ner/model/weights.hdf5" in result.output
+    assert "python -m experiments.run.full --profile full" in result.output
+    for bad in (["--variants", "baseline,bert"], ["--seeds", "one"]):
+        result = CliRunner().invoke(full.app, bad)
+        assert result.exit_code == 2 and ("--variants" in result.output or "--seeds" in result.output)
+
+
+def test_the_run_hands_the_plan_to_the_runner_and_fails_when_a_job_failed(tmp_path, monkeypatch):
+    from experiments.run.jobs import Summary
+
+    handed = {}
+
+    def fake_run_jobs(jobs, n_jobs, minutes=None, cwd=None, **kwargs):
+        handed.update(names=[job.name for job in jobs], n_jobs=n_jobs, minutes=minutes, cwd=cwd)
+        return Summary(ran=["convert_ner"], failed=["tune_ner"], blocked=["ner_elmo_seed0"])
+
+    monkeypatch.setattr(full, "run_jobs", fake_run_jobs)
+    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(full.app, ["--jobs", "4", "--minutes", "30", "--seeds", "0"])
+    assert result.exit_code == 1
+    assert handed == {"names": [job.name for job in full.plan_jobs(full.Experiment(seeds=(0,)))], "n_jobs": 4,
+                      "minutes": 30, "cwd": tmp_path}
+    assert "1 failed: tune_ner" in result.output and "ner_elmo_seed0" in result.output
+
+
+def test_project_yml_runs_the_full_experiment_through_this_module(tmp_path, monkeypatch):
+    from experiments.run.jobs import Summary
+
+    project = srsly.read_yaml(ROOT / "project.yml")
+    (command,) = [c for c in project["commands"] if c["name"] == "run-full"]
+    (script,) = command["script"]
+    for key, value in project["vars"].items():
+        script = script.replace("${vars.%s}" % key, str(value))
+    args = shlex.split(script)
+    assert args[:3] == ["python", "-m", "experiments.run.full"]
+    planned = {}
+    monkeypatch.setattr(full, "plan_jobs", lambda e: planned.setdefault("experiment", e) and [])
+    monkeypatch.setattr(full, "run_jobs", lambda jobs, n_jobs, **kwargs: planned.setdefault("n_jobs", n_jobs) and Summary())
+    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(full.app, args[3:])
+    assert result.exit_code == 0, result.output
+    assert planned["experiment"] == full.Experiment(gpu_id=project["vars"]["gpu_id"], bilm=project["vars"]["bilm"])
+    assert planned["n_jobs"] == 2
+    assert not list((ROOT / "experiments" / "run").glob("*.sh"))
