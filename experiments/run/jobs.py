@@ -161,7 +161,7 @@ def run_jobs(
                     try:
                         process = subprocess.Popen(list(job.command), stdout=log, stderr=subprocess.STDOUT,
                                                    stdin=subprocess.DEVNULL, cwd=cwd, env=job_env,
-                                                   start_new_session=True)
+                                                   start_new_session=True, preexec_fn=_default_sigint)
                     except OSError as err:
                         log.close()
                         status[job.name] = "failed"
@@ -203,6 +203,13 @@ def _terminate_raises():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _default_sigint() -> None:
+    """In a job, before it starts: Ctrl-C's default action. A runner started in the background
+    by a shell inherits SIGINT ignored, and would hand that on, so the SIGINT of `_stop` would
+    not reach its jobs."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _stop(processes: Sequence[subprocess.Popen]) -> None:

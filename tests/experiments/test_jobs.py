@@ -136,8 +136,9 @@ def test_a_stopped_runner_stops_its_jobs_and_what_they_started(tmp_path, stop):
     pid_file = tmp_path / "grandchild.pid"
     grandchild = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     job_code = f"import subprocess, sys; subprocess.call([sys.executable, '-c', {grandchild!r}])"
-    runner_code = (
-        "import sys; from pathlib import Path; from experiments.run.jobs import Job, run_jobs; "
+    runner_code = (  # Ctrl-C's default handler, as in a terminal (a background shell starts Python with SIGINT ignored)
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from pathlib import Path; from experiments.run.jobs import Job, run_jobs; "
         f"run_jobs([Job('sleeper', (sys.executable, '-c', {job_code!r}), Path({str(tmp_path / 'sleeper.log')!r}))], 1)"
     )
     root = Path(__file__).resolve().parents[2]
