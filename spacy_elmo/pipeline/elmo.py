@@ -114,7 +114,9 @@ class Elmo(TrainablePipe):
 
     def remove_listener(self, listener: Model, component_name: str) -> bool:
         if component_name in self.listener_map and listener in self.listener_map[component_name]:
-            self.listener_map[component_name].remove(listener)
+            # A new list, not the old one changed: `nlp.replace_listeners` removes a
+            # component's listeners one by one while it walks the list it was given.
+            self.listener_map[component_name] = [m for m in self.listener_map[component_name] if m is not listener]
             if not self.listener_map[component_name]:
                 del self.listener_map[component_name]
             return True

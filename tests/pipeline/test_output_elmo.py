@@ -24,7 +24,7 @@ def ner_with_output_elmo():
     model = copy.deepcopy(NER_ELMO)
     model["tok2vec"]["@architectures"] = "spacy-elmo.ElmoTok2Vec.v2"
     model["tok2vec"]["elmo"] = dict(LISTENER)
-    model["tok2vec"]["output_elmo"] = {**LISTENER, "mix": {"@layers": "spacy-elmo.ScalarMix.v1", "l2_to_uniform": 0.0}}
+    model["tok2vec"]["output_elmo"] = {**LISTENER, "mix": {"@layers": "spacy-elmo.ScalarMix.v1", "l2_to_uniform": 0.01}}
     return model
 
 
@@ -151,3 +151,20 @@ def test_the_output_elmo_config_validates_as_spacy_debug_config_does(name, corpu
     tok2vec = elmo_tok2vec(nlp)
     assert len(nlp.get_pipe("elmo").listener_map["ner"]) == (2 if "output" in name else 1)
     assert tok2vec.get_dim("nO") == 96
+
+
+def test_replacing_both_listeners_of_a_component_keeps_its_predictions(bilm_dir, tmp_path):
+    nlp, examples, optimizer = output_elmo_pipeline(bilm_dir)
+    for _ in range(4):
+        nlp.update(examples, sgd=optimizer)
+    ents = [[(e.start, e.end, e.label_) for e in doc.ents] for doc in nlp.pipe(TEXTS)]
+    nlp.replace_listeners("elmo", "ner", ["model.tok2vec.elmo", "model.tok2vec.output_elmo"])
+    assert nlp.get_pipe("elmo").listeners == []
+    tok2vec = nlp.config["components"]["ner"]["model"]["tok2vec"]
+    assert tok2vec["elmo"]["@architectures"] == tok2vec["output_elmo"]["@architectures"] == "spacy-elmo.ElmoStandalone.v1"
+    assert tok2vec["output_elmo"]["mix"]["l2_to_uniform"] == 0.01  # each copy keeps its own mix's settings
+    assert (tok2vec["elmo"]["mix"] or {}).get("l2_to_uniform", 0.0) == 0.0
+    assert [[(e.start, e.end, e.label_) for e in doc.ents] for doc in nlp.pipe(TEXTS)] == ents
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert [[(e.start, e.end, e.label_) for e in doc.ents] for doc in loaded.pipe(TEXTS)] == ents
