@@ -25,7 +25,9 @@ def listener_mixes(nlp) -> Mixes:
     layer weights softmax(s), γ, and the biLM it mixes (whose L + 1 layers the
     weights are for).
 
-    RETURNS: {"component" or "component#k": {"weights": [...], "gamma": float,
+    RETURNS: {"component", or "component#elmo" and "component#output_elmo" (by
+        the model's names for its listeners; "component#k" for other ones) for
+        a component with several mixes: {"weights": [...], "gamma": float,
         "upstream": the `elmo` component listened to, or "own biLM" for a copy
         after `nlp.replace_listeners`, "layer": the mix's Thinc name}}. A mix
         without softmax layer weights (not a `spacy-elmo.ScalarMix.v1`, nor
@@ -44,6 +46,11 @@ def listener_mixes(nlp) -> Mixes:
             if isinstance(node, ElmoListenerModel):
                 upstream = node.upstream_component or node.upstream_name
                 upstreams[node.layers[0].id] = upstream if upstream != "*" else "elmo"
+        # A listener that its model names (ElmoTok2Vec's "elmo" and "output_elmo") goes by that name.
+        ref_names = {
+            node.get_ref(ref).layers[0].id: ref for node in model.walk() for ref in node.ref_names
+            if isinstance(node.get_ref(ref), ElmoListenerModel)
+        }
         found = [node for node in model.walk() if node.name == MIX_DOCS_NAME and node.has_ref(MIX_REF)]
         for k, mix_docs in enumerate(found):
             mix = mix_docs.get_ref(MIX_REF)
@@ -55,7 +62,7 @@ def listener_mixes(nlp) -> Mixes:
                     "gamma": float(scalar.ops.to_numpy(scalar.get_param("gamma"))[0]),
                 }
             entry.update(upstream=upstreams.get(mix_docs.id, OWN_BILM), layer=mix.name)
-            mixes[name if len(found) == 1 else f"{name}#{k}"] = entry
+            mixes[name if len(found) == 1 else f"{name}#{ref_names.get(mix_docs.id, k)}"] = entry
     return mixes
 
 

@@ -19,6 +19,9 @@ The jobs, in order (``plan_jobs``):
 5. write the report (``reports/PROFILE``).
 
 ``--reuse-tuned-from OTHER`` skips steps 1 and 2 and reads OTHER's corpora and tuned biLMs.
+``--published NAME`` uses one of the published AllenNLP models (``assets/published/NAME``,
+``spacy project assets --extra``) instead of ``--bilm``, as it is: no tuning (step 2), and
+the ``elmo`` runs read it directly (``elmo_untuned`` would be the same runs, so it is left out).
 Jobs run ``--jobs`` at a time, one thread each (``experiments.run.jobs``), a job
 as soon as what it needs is done; logs go to ``logs/PROFILE/JOB.log``. Paths are
 relative to the project folder, where every job runs.
@@ -37,6 +40,7 @@ are deterministic, so the digests that the fingerprints compare do not move.
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -49,6 +53,7 @@ from typer.core import TyperGroup
 
 from experiments.files import write_atomic
 from experiments.run.jobs import Job, is_done, run_jobs
+from spacy_elmo.errors import ConfigError, ElmoError, InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -62,6 +67,11 @@ SOURCES = {
                    "textcat"),
 }
 TUNE_CONFIG = "configs/bilm_release.cfg"
+# The published AllenNLP models (project.yml's assets, downloaded by `spacy project assets --extra`):
+# assets/published/NAME/options.json and weights.hdf5. The original, the medium and the small model.
+PUBLISHED_DIR = "assets/published"
+PUBLISHED = ("2x4096_512_2048cnn_2xhighway", "2x2048_256_2048cnn_1xhighway", "2x1024_128_2048cnn_1xhighway")
+PUBLISHED_FILES = ("options.json", "weights.hdf5")
 # The tuning's fixed settings: batches of 2,000 tokens, a low learning rate, a short warm-up.
 TUNE_SETTINGS = (
     "--training.tokens_per_batch", "2000", "--training.eval_every", "50", "--training.checkpoint_every", "50",
@@ -82,6 +92,8 @@ class Experiment:
     variants: Tuple[str, ...] = VARIANTS
     reuse_tuned_from: Optional[str] = None
     title: Optional[str] = None
+    published: str = ""  # a published model's name (PUBLISHED): read as it is, instead of bilm, never tuned
+    threads: int = 0  # torch threads of the tuning (0: the tuning config's)
 
     @property
     def data_profile(self) -> str:
@@ -92,6 +104,17 @@ class Experiment:
     def tunes(self) -> bool:
         """Whether this profile converts the data and tunes the biLMs itself."""
         return self.reuse_tuned_from is None
+
+    @property
+    def source_bilm(self) -> str:
+        """The biLM the ELMo runs start from: a published model's folder, or ``bilm``."""
+        return f"{PUBLISHED_DIR}/{self.published}" if self.published else self.bilm
+
+    @property
+    def run_variants(self) -> Tuple[str, ...]:
+        """The variants that are run: with a published biLM, which is never tuned, ``elmo``
+        and ``elmo_untuned`` would be the same runs, so the latter is left out."""
+        return tuple(v for v in self.variants if not (self.published and v == "elmo_untuned"))
 
     @property
     def device(self) -> str:
@@ -125,7 +148,8 @@ class Experiment:
 
     def bilm_of(self, task: str, variant: str) -> Optional[str]:
         """The biLM a variant's runs read (None: no ELMo)."""
-        return {"baseline": None, "elmo": self.tuned_bilm(task), "elmo_untuned": self.bilm}[variant]
+        tuned = self.source_bilm if self.published else self.tuned_bilm(task)
+        return {"baseline": None, "elmo": tuned, "elmo_untuned": self.source_bilm}[variant]
 
     def config(self, task: str, variant: str) -> str:
         return f"configs/{SOURCES[task][2]}_{'baseline' if variant == 'baseline' else 'elmo'}.cfg"
@@ -154,10 +178,39 @@ def tuning_commands(e: Experiment, task: str) -> List[List[str]]:
         [PYTHON, "-m", "spacy_elmo", "pretrain", TUNE_CONFIG, e.tuning_dir(task), "--resume", "--no-progress",
          "--init-from", e.bilm, "--device", e.device, "--paths.train", f"{e.corpus(task)}/train.txt",
          "--paths.dev", dev, "--vocab.path", f"{e.bilm}/vocab.txt", "--training.max_steps", str(e.tune_steps),
-         *TUNE_SETTINGS],
+         *TUNE_SETTINGS, *(["--system.threads", str(e.threads)] if e.threads else [])],
         perplexity + [e.tuned_bilm(task), dev, "--device", e.device, "--overwrite", "--output",
                       e.perplexity_file(task, "after")],
     ]
+
+
+def published_bilm(name: str) -> Path:
+    """The folder of a published model, checked: E531 for a name that is not one of
+    PUBLISHED, E530 (what to do, in one line) where its files have not been downloaded."""
+    if name not in PUBLISHED:
+        raise ConfigError("E531", found=name, expected=", ".join(PUBLISHED))
+    folder = Path(PUBLISHED_DIR) / name
+    missing = [str(folder / file) for file in PUBLISHED_FILES if not (folder / file).is_file()]
+    if missing:
+        raise InputError("E530", missing=" and ".join(missing), verb="are" if len(missing) > 1 else "is", name=name)
+    return folder
+
+
+def use_published(e: Experiment, task: str) -> None:
+    """Instead of a tuning: the task's biLM folder (what ``elmo`` runs read) holds the
+    published model as it is, linked (copied where links cannot be made). A tuning run of
+    another biLM there is removed, with its perplexities, so that nothing mixes the two."""
+    source = published_bilm(e.published)
+    shutil.rmtree(e.tuning_dir(task), ignore_errors=True)
+    model = Path(e.tuned_bilm(task))
+    model.mkdir(parents=True)
+    for file in PUBLISHED_FILES:
+        try:
+            os.symlink(os.path.relpath(source / file, model), model / file)
+        except OSError:  # no symlinks here (Windows without the privilege)
+            shutil.copy2(source / file, model / file)
+    for path in (e.perplexity_file(task, "before"), e.perplexity_file(task, "after"), e.tuning_record(task)):
+        Path(path).unlink(missing_ok=True)
 
 
 def tune_command(e: Experiment, task: str) -> List[str]:
@@ -254,11 +307,11 @@ def plan_jobs(e: Experiment) -> List[Job]:
         for task in TASKS:
             texts = [add(f"text_{task}_{split}", text_command(e, task, split), needs=corpus_ready[task])
                      for split in ("train", "dev")]
-            if "elmo" in e.variants:
+            if "elmo" in e.variants and not e.published:
                 tuned[task] = [add(f"tune_{task}", tune_command(e, task), done=lambda t=task: is_tuned(e, t),
                                    needs=texts)]
     trained: Dict[Tuple[str, str], List[str]] = {}
-    for variant in e.variants:
+    for variant in e.run_variants:
         for task in TASKS:
             needs = corpus_ready[task] + (tuned[task] if variant == "elmo" else [])
             trained[task, variant] = [
@@ -269,7 +322,7 @@ def plan_jobs(e: Experiment) -> List[Job]:
     evaluated = [
         add(f"evaluate_{task}_{variant}", evaluate_command(e, task, variant),
             done=lambda t=task, v=variant: is_evaluated(e, t, v), needs=trained[task, variant])
-        for task in TASKS for variant in e.variants
+        for task in TASKS for variant in e.run_variants
     ]
     add("report", report_command(e), needs=evaluated)
     return jobs
@@ -280,7 +333,7 @@ def missing_inputs(e: Experiment) -> List[str]:
     if e.tunes:
         return []
     needed = [f"{e.corpus(task)}/{split}.spacy" for task in TASKS for split in ("train", "dev", "test")]
-    if "elmo" in e.variants:
+    if "elmo" in e.variants and not e.published:
         needed += [f"{e.tuned_bilm(task)}/weights.hdf5" for task in TASKS]
     return [path for path in needed if not Path(path).exists()]
 
@@ -320,11 +373,21 @@ def _variants(text: str) -> Tuple[str, ...]:
 
 def experiment(
     profile: str, seeds: str, steps: int, eval_frequency: int, tune_steps: int, bilm: str, gpu_id: int,
-    variants: str, reuse_tuned_from: Optional[str], title: Optional[str],
+    variants: str, reuse_tuned_from: Optional[str], title: Optional[str], published: str = "",
 ) -> Experiment:
     return Experiment(profile=profile, seeds=_numbers(seeds), steps=steps, eval_frequency=eval_frequency,
                       tune_steps=tune_steps, bilm=bilm, gpu_id=gpu_id, variants=_variants(variants),
-                      reuse_tuned_from=reuse_tuned_from, title=title)
+                      reuse_tuned_from=reuse_tuned_from, title=title, published=published)
+
+
+def check_published(e: Experiment) -> None:
+    """A published biLM's files are there, or one line saying what to do (exit 1)."""
+    if e.published:
+        try:
+            published_bilm(e.published)
+        except ElmoError as err:
+            typer.echo(str(err), err=True)
+            raise typer.Exit(1)
 
 
 _DEFAULT = Experiment()
@@ -340,19 +403,24 @@ VARIANTS_OPTION = typer.Option(",".join(VARIANTS), "--variants", help="Which run
                                                                       "biLM), elmo_untuned")
 REUSE = typer.Option(None, help="Read this profile's corpora and tuned biLMs instead of converting and tuning")
 TITLE = typer.Option(None, help="Heading of the report (default: \"Profile PROFILE, seeds SEEDS\")")
+PUBLISHED_OPTION = typer.Option("", "--published", help=f"A published AllenNLP model ({', '.join(PUBLISHED)}; "
+                                                        f"in {PUBLISHED_DIR}/NAME) to read as it is instead of "
+                                                        f"--bilm, with no tuning; \"\": --bilm, tuned")
 
 
 @app.command("run")
 def run_cli(
     profile: str = PROFILE, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
     tune_steps: int = TUNE_STEPS, bilm: str = BILM, gpu_id: int = GPU_ID, variants: str = VARIANTS_OPTION,
-    reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE,
+    reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE, published: str = PUBLISHED_OPTION,
     jobs: int = typer.Option(2, min=1, help="Jobs side by side (one thread each)"),
     minutes: float = typer.Option(0, min=0, help="Start no job after this many minutes (0 = no limit)"),
 ) -> None:
     """Run every job of the experiment that is not done yet (the default command)."""
     os.chdir(ROOT)
-    e = experiment(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from, title)
+    e = experiment(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from, title,
+                   published)
+    check_published(e)
     missing = missing_inputs(e)
     if missing:
         typer.echo(f"--reuse-tuned-from {e.reuse_tuned_from}: {', '.join(missing)} not found. Run "
@@ -372,11 +440,12 @@ def run_cli(
 def plan_cli(
     profile: str = PROFILE, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
     tune_steps: int = TUNE_STEPS, bilm: str = BILM, gpu_id: int = GPU_ID, variants: str = VARIANTS_OPTION,
-    reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE,
+    reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE, published: str = PUBLISHED_OPTION,
 ) -> None:
     """List the jobs, what each needs and whether it is done ("always": it runs every time)."""
     os.chdir(ROOT)
-    e = experiment(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from, title)
+    e = experiment(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from, title,
+                   published)
     planned = plan_jobs(e)
     n_done = 0
     for job in planned:
@@ -394,12 +463,21 @@ def plan_cli(
 def tune_cli(
     task: str = typer.Argument(..., help="ner or sentiment5"),
     profile: str = PROFILE, bilm: str = BILM, tune_steps: int = TUNE_STEPS, gpu_id: int = GPU_ID,
+    published: str = PUBLISHED_OPTION,
+    threads: int = typer.Option(0, min=0, help="Torch threads of the tuning (0: the tuning config's)"),
 ) -> None:
-    """Tune the biLM to one task (three commands, in the job's log) and record what it was tuned from."""
+    """Tune the biLM to one task (three commands, in the job's log) and record what it was tuned from.
+    With --published: no tuning; the task's biLM folder holds the published model as it is."""
     if task not in TASKS:
         raise typer.BadParameter(f"expected one of {', '.join(TASKS)}, got {task!r}", param_hint="TASK")
     os.chdir(ROOT)
-    e = Experiment(profile=profile, bilm=bilm, tune_steps=tune_steps, gpu_id=gpu_id)
+    e = Experiment(profile=profile, bilm=bilm, tune_steps=tune_steps, gpu_id=gpu_id, published=published,
+                   threads=threads)
+    check_published(e)
+    if e.published:
+        use_published(e, task)
+        typer.echo(f"{e.tuned_bilm(task)}: {e.source_bilm} as it is (a published model is not tuned)")
+        return
     Path(e.metrics).mkdir(parents=True, exist_ok=True)
     for command in tuning_commands(e, task):
         typer.echo(f"$ {shlex.join(['python', *command[1:]])}")

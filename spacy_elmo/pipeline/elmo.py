@@ -114,7 +114,9 @@ class Elmo(TrainablePipe):
 
     def remove_listener(self, listener: Model, component_name: str) -> bool:
         if component_name in self.listener_map and listener in self.listener_map[component_name]:
-            self.listener_map[component_name].remove(listener)
+            # A new list, not the old one changed: `nlp.replace_listeners` removes a
+            # component's listeners one by one while it walks the list it was given.
+            self.listener_map[component_name] = [m for m in self.listener_map[component_name] if m is not listener]
             if not self.listener_map[component_name]:
                 del self.listener_map[component_name]
             return True
@@ -163,9 +165,12 @@ class Elmo(TrainablePipe):
     ) -> Dict[str, float]:
         """Run the biLM on the batch and hand its layers to every listener.
 
-        All listeners but the last get a callback that accumulates their
-        gradient; the last one's callback also runs the biLM's backward pass
-        (when not frozen) and the optimiser step.
+        Every listener's callback accumulates its gradient. The listeners of
+        the last listening component, updated last, share one more duty: the
+        callback that completes their set runs the biLM's backward pass (when
+        not frozen) and the optimiser step. A component may hold several
+        listeners (`ElmoTok2Vec.v2`'s `output_elmo`), whose gradients arrive
+        in whatever order its model backpropagates.
         """
         if losses is None:
             losses = {}
@@ -184,20 +189,29 @@ class Elmo(TrainablePipe):
             for d_total, d_one in zip(d_outputs, one_d_outputs):
                 d_total += d_one
 
-        def backprop(one_d_outputs: List[Floats3d]) -> List[Doc]:
-            if bp_outputs is None:
+        last = self.listener_map[self.listening_components[-1]] if self.listener_map else []
+        waiting = {id(listener) for listener in last}
+
+        def backprop_when_complete(listener: Model) -> Callable[[List[Floats3d]], List[Doc]]:
+            def backprop(one_d_outputs: List[Floats3d]) -> List[Doc]:
+                if bp_outputs is None:
+                    return []
+                accumulate_gradient(one_d_outputs)
+                waiting.discard(id(listener))
+                if not waiting:
+                    bp_outputs(d_outputs)
+                    if sgd is not None:
+                        self.finish_update(sgd)
                 return []
-            accumulate_gradient(one_d_outputs)
-            bp_outputs(d_outputs)
-            if sgd is not None:
-                self.finish_update(sgd)
-            return []
+
+            return backprop
 
         batch_id = ElmoListenerModel.get_batch_id(docs)
-        for listener in self.listeners[:-1]:
-            listener.receive(batch_id, outputs, accumulate_gradient if bp_outputs else _no_backprop)
-        if self.listeners:
-            self.listeners[-1].receive(batch_id, outputs, backprop)
+        for listener in self.listeners:
+            if any(listener is other for other in last):
+                listener.receive(batch_id, outputs, backprop_when_complete(listener))
+            else:
+                listener.receive(batch_id, outputs, accumulate_gradient if bp_outputs else _no_backprop)
         return losses
 
     def _frozen_outputs(self, docs: List[Doc]) -> List[Floats3d]:

@@ -302,3 +302,88 @@ def test_project_yml_runs_the_full_experiment_through_this_module(tmp_path, monk
     assert planned["experiment"] == full.Experiment(gpu_id=project["vars"]["gpu_id"], bilm=project["vars"]["bilm"])
     assert planned["n_jobs"] == 2
     assert not list((ROOT / "experiments" / "run").glob("*.sh"))
+
+
+# A published AllenNLP model instead of the project's biLM (vars.published, --published).
+
+PUBLISHED = "2x1024_128_2048cnn_1xhighway"
+FIXTURE = ROOT / "tests" / "fixtures" / "allennlp_elmo"
+
+
+def lay_out_published(project, name=PUBLISHED):
+    """The fixture biLM (AllenNLP's format) under the asset's dest names, as if downloaded."""
+    folder = project / full.PUBLISHED_DIR / name
+    folder.mkdir(parents=True)
+    shutil.copy(FIXTURE / "options.json", folder / "options.json")
+    shutil.copy(FIXTURE / "lm_weights.hdf5", folder / "weights.hdf5")
+    return folder
+
+
+def test_with_a_published_model_nothing_is_tuned_and_the_elmo_runs_read_it():
+    jobs = full.plan_jobs(full.Experiment(published=PUBLISHED, seeds=(0, 1)))
+    check_jobs(jobs)
+    named = by_name(jobs)
+    assert not [n for n in named if n.startswith("tune_")]
+    assert not [n for n in named if "elmo_untuned" in n]  # the same runs as `elmo` now
+    for task in full.TASKS:
+        for seed in (0, 1):
+            elmo = named[f"{task}_elmo_seed{seed}"]
+            assert args_of(elmo.command, "--paths.elmo") == f"assets/published/{PUBLISHED}"
+            assert elmo.needs == (f"convert_{task}",)
+    assert len(named) == 2 + 4 + 2 * 2 * 2 + 2 * 2 + 1
+
+
+def test_the_tune_step_with_a_published_model_links_it_and_tunes_nothing(project, monkeypatch):
+    from spacy_elmo.bilm import BiLM
+
+    monkeypatch.setattr(full, "ROOT", project)
+    monkeypatch.setattr(full.subprocess, "call", lambda command: pytest.fail(f"ran {command}"))
+    source = lay_out_published(project)
+    e = full.Experiment(published=PUBLISHED)
+    stale = project / "training" / "full" / "bilm_ner"  # a tuning of the project's biLM, from before
+    (stale / "model").mkdir(parents=True)
+    (stale / "model" / "weights.hdf5").write_bytes(b"tuned from the project's biLM")
+    (stale / "checkpoint.pt").write_bytes(b"step 100")
+    (project / "metrics" / "full").mkdir(parents=True)
+    for when in ("before", "after"):
+        Path(e.perplexity_file("ner", when)).write_text('{"mean": 100}')
+    result = CliRunner().invoke(full.app, ["tune", "ner", "--published", PUBLISHED])
+    assert result.exit_code == 0, result.output
+    model = project / e.tuned_bilm("ner")
+    assert sorted(p.name for p in stale.iterdir()) == ["model"]
+    for file in ("options.json", "weights.hdf5"):
+        assert (model / file).read_bytes() == (source / file).read_bytes()
+    assert not [when for when in ("before", "after") if Path(e.perplexity_file("ner", when)).exists()]
+    reference = BiLM.from_allennlp(FIXTURE / "options.json", FIXTURE / "lm_weights.hdf5")
+    linked = BiLM.from_allennlp(model)  # what `--paths.elmo training/full/bilm_ner/model` reads
+    assert linked.n_layers == reference.n_layers and linked.output_dim == reference.output_dim
+
+
+@pytest.mark.parametrize("command", [["tune", "ner"], ["--seeds", "0"], ["plan"]])
+def test_a_published_model_not_downloaded_fails_in_one_line_saying_what_to_do(tmp_path, monkeypatch, command):
+    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.setattr(full, "run_jobs", lambda *args, **kwargs: pytest.fail("ran the jobs"))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(full.app, [*command, "--published", PUBLISHED])
+    if command == ["plan"]:  # the plan only lists the jobs
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"[E530] assets/published/{PUBLISHED}/options.json and "
+                           f"assets/published/{PUBLISHED}/weights.hdf5 are missing: run "
+                           "`python -m spacy project assets --extra` on a machine with internet access")
+    assert "allennlp.s3.amazonaws.com" in line and "copy the two files there" in line
+    (tmp_path / full.PUBLISHED_DIR / PUBLISHED).mkdir(parents=True)
+    shutil.copy(FIXTURE / "options.json", tmp_path / full.PUBLISHED_DIR / PUBLISHED / "options.json")
+    result = CliRunner().invoke(full.app, [*command, "--published", PUBLISHED])
+    assert result.exit_code == 1 and f"[E530] assets/published/{PUBLISHED}/weights.hdf5 is missing" in result.output
+
+
+def test_an_unknown_published_model_is_named_with_the_known_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(full.app, ["tune", "ner", "--published", "elmo_large"])
+    assert result.exit_code == 1
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("[E531]") and all(name in line for name in full.PUBLISHED)

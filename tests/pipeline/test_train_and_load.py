@@ -36,16 +36,18 @@ def uniform_distance(mix):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config,scores", [
-    ("ner_elmo.cfg", ["ents_f"]), ("textcat_elmo.cfg", ["cats_score"]), ("joint_elmo.cfg", ["ents_f", "cats_score"]),
+@pytest.mark.parametrize("config,scores,mix_names", [
+    ("ner_elmo.cfg", ["ents_f"], {"ner"}), ("textcat_elmo.cfg", ["cats_score"], {"textcat"}),
+    ("joint_elmo.cfg", ["ents_f", "cats_score"], {"ner", "textcat"}),
+    ("ner_elmo_output.cfg", ["ents_f"], {"ner#elmo", "ner#output_elmo"}),  # ELMo at the encoder's output too
 ])
-def test_spacy_train_cli(tmp_path, corpus_dir, bilm_dir, config, scores):
+def test_spacy_train_cli(tmp_path, corpus_dir, bilm_dir, config, scores, mix_names):
     meta = spacy_train(config, tmp_path / "out", corpus_dir, bilm_dir)
     for score in scores:
         assert meta["performance"][score] is not None
     nlp = spacy.load(tmp_path / "out" / "model-last")
     mixes = listener_mixes(nlp)
-    assert set(mixes) == set(nlp.pipe_names) - {"elmo"}
+    assert set(mixes) == mix_names
     for mix in mixes.values():
         assert uniform_distance(mix) > 1e-3  # each mix moved away from the uniform start
     if config == "joint_elmo.cfg":

@@ -2,6 +2,7 @@
 import csv
 import json
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -111,3 +112,78 @@ def test_all_workflow_end_to_end(tmp_path):
         assert tuning["after"] < tuning["before"]  # the biLM learned the task's text
     table = (project / "reports" / "demo" / "results.md").read_text()
     assert "NER F1" in table and "5-class sentiment" in table and "—" not in table
+
+
+PUBLISHED = "2x1024_128_2048cnn_1xhighway"
+FIXTURE = ROOT / "tests" / "fixtures" / "allennlp_elmo"
+
+
+def test_each_published_model_is_an_optional_asset_without_a_checksum():
+    from experiments.run import full
+
+    assets = [a for a in load_project_config(ROOT)["assets"] if a["dest"].startswith(full.PUBLISHED_DIR + "/")]
+    assert len(assets) == 2 * len(full.PUBLISHED)
+    for name in full.PUBLISHED:
+        for file, remote in (("options.json", "options.json"), ("weights.hdf5", "weights.hdf5")):
+            (asset,) = [a for a in assets if a["dest"] == f"{full.PUBLISHED_DIR}/{name}/{file}"]
+            assert asset["url"] == f"https://allennlp.s3.amazonaws.com/elmo/{name}/elmo_{name}_{remote}"
+            assert asset["extra"] is True and not asset.get("checksum") and asset["description"]
+
+
+def test_vars_published_makes_the_elmo_runs_read_the_published_model_untuned():
+    config = load_project_config(ROOT, overrides={"vars.published": PUBLISHED})
+    commands = {c["name"]: c for c in config["commands"]}
+    for task in ("ner", "sentiment5"):
+        (tune,) = [line for line in commands[f"tune-bilm-{task}"]["script"] if "experiments.run.full tune" in line]
+        args = shlex.split(tune)
+        assert args[args.index("--published") + 1] == PUBLISHED and args[args.index("--profile") + 1] == "demo"
+        # the folder the tune step fills (with links to the published files) is what the ELMo runs read
+        assert f"training/demo/bilm_{task}/model/weights.hdf5" in commands[f"tune-bilm-{task}"]["outputs"]
+        train = shlex.split(commands[f"train-{task}-elmo"]["script"][0])
+        assert train[train.index("--paths.elmo") + 1] == f"training/demo/bilm_{task}/model"
+    (run_full,) = commands["run-full"]["script"]
+    args = shlex.split(run_full)
+    assert args[args.index("--published") + 1] == PUBLISHED
+    unset = load_project_config(ROOT)
+    (run_full,) = [c for c in unset["commands"] if c["name"] == "run-full"][0]["script"]
+    args = shlex.split(run_full)
+    assert args[args.index("--published") + 1] == ""  # the project's own biLM, tuned
+
+
+def tiny_tune_project(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "project.yml", project)
+    for folder in ("configs", "experiments", "pretrained"):
+        shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    corpus = project / "corpus" / "demo" / "ner"
+    corpus.mkdir(parents=True)
+    for split in ("train", "dev"):
+        DocBin(docs=[nlp(f"Bob went to Paris on day {i} .") for i in range(5)]).to_disk(corpus / f"{split}.spacy")
+    return project
+
+
+@pytest.mark.slow
+def test_the_tune_step_with_vars_published_links_the_model_or_says_what_to_download(tmp_path):
+    project = tiny_tune_project(tmp_path)
+    command = [sys.executable, "-m", "spacy", "project", "run", "tune-bilm-ner", str(project),
+               "--vars.published", PUBLISHED]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "[E530]" in line]
+    assert f"assets/published/{PUBLISHED}/options.json and" in line and "spacy project assets --extra" in line
+    folder = project / "assets" / "published" / PUBLISHED
+    folder.mkdir(parents=True)
+    shutil.copy(FIXTURE / "options.json", folder / "options.json")
+    shutil.copy(FIXTURE / "lm_weights.hdf5", folder / "weights.hdf5")
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    model = project / "training" / "demo" / "bilm_ner" / "model"
+    assert (model / "weights.hdf5").read_bytes() == (folder / "weights.hdf5").read_bytes()
+    assert sorted(p.name for p in model.parent.iterdir()) == ["model"]  # no tuning run
+    assert not (project / "metrics" / "demo" / "bilm_ner_after.json").exists()
