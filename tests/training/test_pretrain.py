@@ -94,6 +94,18 @@ def test_resume_continues_exactly(tmp_path, tiny_config, schedule):
         assert [lr for kind, _, lr in logged(tmp_path / "whole") if kind == "train"][-1] == pytest.approx(0.01 / 4)
 
 
+def test_resuming_a_finished_run_exports_the_same_model_card(tmp_path, tiny_config):
+    """Nothing left to train: the export keeps the last training perplexity, so the model
+    folder (and every fingerprint of it) stays as it was."""
+    config = tiny_config(training={"max_steps": 8, "checkpoint_every": 4, "log_every": 2})
+    pretrain(config, tmp_path / "run", progress=False)
+    first = json.loads((tmp_path / "run" / "model" / "pretrain.json").read_text())
+    pretrain(config, tmp_path / "run", resume=True, progress=False)
+    again = json.loads((tmp_path / "run" / "model" / "pretrain.json").read_text())
+    assert first["train_perplexity"] is not None
+    assert again == first
+
+
 def test_a_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, tiny_config):
     def poison(state, lm):
         if state.step == 6:

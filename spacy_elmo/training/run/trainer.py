@@ -185,7 +185,8 @@ class Trainer:
         )
         window = _Window()
         train_seconds, train_tokens = 0.0, 0
-        last_train_ppl: Optional[float] = None
+        # A resumed run that has no step left to train exports what its log last measured.
+        last_train_ppl: Optional[float] = self._logged_train_perplexity()
         last_dev: Optional[Perplexity] = None
         lr = self.schedule.lr
         self.model.train()
@@ -302,6 +303,13 @@ class Trainer:
             (settings.max_steps and state.step >= settings.max_steps)
             or (settings.max_epochs and state.epoch >= settings.max_epochs)
         )
+
+    def _logged_train_perplexity(self) -> Optional[float]:
+        """The training perplexity the run's log last recorded (None for a new run)."""
+        if not self.dist.is_main or self.state.step == 0:
+            return None
+        train = [r for r in self.log.records() if r.get("kind") == "train" and r.get("step", 0) <= self.state.step]
+        return float(train[-1]["ppl"]) if train else None
 
     def _log_train(self, window: _Window, lr: float, bar) -> float:
         nll_f, nll_b, n = (float(v) for v in window.nll)
