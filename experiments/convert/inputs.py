@@ -4,8 +4,11 @@ A converter's command prints a ``FormatError`` as ``error: PATH:LINE: ...`` and
 exits with 1, so a wrong file ends in one line saying what was expected and what
 was found, never in a traceback or in empty splits reported as written.
 """
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sized, Union
+from typing import Iterator, Sized, Union
+
+import typer
 
 
 class FormatError(ValueError):
@@ -30,3 +33,13 @@ def require_items(items: Sized, path: Union[str, Path], what: str) -> None:
     """A ``FormatError`` when the input held nothing to convert (an empty or wrong file)."""
     if len(items) == 0:
         raise FormatError(f"{path}: found no {what}: the file is empty or not in the expected format.")
+
+
+@contextmanager
+def exit_on_bad_input() -> Iterator[None]:
+    """A converter command's body: a ``FormatError`` or an unreadable file ends it in one line, exit 1."""
+    try:
+        yield
+    except (FormatError, OSError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(code=1)

@@ -24,7 +24,7 @@ from spacy.tokens import Doc
 from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.vocab import Vocab
 
-from experiments.convert.inputs import FormatError, read_text, require_items
+from experiments.convert.inputs import FormatError, exit_on_bad_input, read_text, require_items
 from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
@@ -108,11 +108,8 @@ def main(
 ) -> None:
     """Convert WNUT-16 IOB2 NER data into a seeded 80/10/10 split of spaCy DocBins."""
     max_docs = max_docs or None  # 0 keeps everything
-    try:
+    with exit_on_bad_input():
         splits = convert_ner(input_path, output_dir, seed, max_docs, lang)
-    except (FormatError, OSError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     label_counts = {
         name: Counter(ent.label_ for doc in docs for ent in doc.ents)
         for name, docs in splits.items()

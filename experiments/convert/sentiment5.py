@@ -42,7 +42,7 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
-from experiments.convert.inputs import FormatError, read_text, require_items
+from experiments.convert.inputs import FormatError, exit_on_bad_input, read_text, require_items
 from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 CATEGORIES = ("VERY_NEGATIVE", "NEGATIVE", "NEUTRAL", "POSITIVE", "VERY_POSITIVE")
@@ -143,11 +143,8 @@ def main(
 ) -> None:
     """Bin rated movie-review snippets into 5 classes; write a stratified 80/10/10 split."""
     max_docs = max_docs or None  # 0 keeps everything
-    try:
+    with exit_on_bad_input():
         splits = convert_sentiment5(input_path, output_dir, seed, max_docs, lang)
-    except (FormatError, OSError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     cuts = ", ".join(f"{cut:g}" for cut in CUT_POINTS)
     typer.echo(f"Cut points {cuts} (a rating on a cut goes to the more extreme class)")
     typer.echo(f"{'split':<6} {'docs':>6} " + " ".join(f"{c:>13}" for c in CATEGORIES))

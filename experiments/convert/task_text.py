@@ -11,7 +11,7 @@ import spacy
 import typer
 from spacy.tokens import DocBin
 
-from experiments.convert.inputs import FormatError, require_items
+from experiments.convert.inputs import FormatError, exit_on_bad_input, require_items
 from experiments.files import write_atomic
 
 
@@ -33,11 +33,8 @@ def main(
     docbin_path: Path = typer.Argument(..., exists=True, dir_okay=False),
     output_path: Path = typer.Argument(...),
 ) -> None:
-    try:
+    with exit_on_bad_input():
         text = task_text(docbin_path)
-    except FormatError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     write_atomic(output_path, text)
     print(f"{docbin_path} -> {output_path}: {text.count(chr(10)):,} lines, {len(text.split()):,} tokens")
 

@@ -21,7 +21,7 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
-from experiments.convert.inputs import FormatError, read_text, require_items
+from experiments.convert.inputs import FormatError, exit_on_bad_input, read_text, require_items
 from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 
 LABELS = {"1": "POSITIVE", "-1": "NEGATIVE"}
@@ -85,11 +85,8 @@ def main(
 ) -> None:
     """Convert sentence-polarity CSV rows into a seeded 80/10/10 split of spaCy DocBins."""
     max_docs = max_docs or None  # 0 keeps everything
-    try:
+    with exit_on_bad_input():
         splits = convert_textcat(input_path, output_dir, seed, max_docs, lang)
-    except (FormatError, OSError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     typer.echo(f"{'split':<6} {'docs':>6} {'POSITIVE':>9} {'NEGATIVE':>9} {'% pos':>6}")
     for name in SPLIT_NAMES:
         docs = splits[name]
