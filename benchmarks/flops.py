@@ -52,14 +52,16 @@ def encoder_flops(o: BiLMOptions, n_tokens: int, longest: int) -> float:
     return max(n_tokens, MIN_ROWS) * per_token
 
 
-def lstm_flops(o: BiLMOptions, lengths: Iterable[int]) -> float:
+def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = MIN_ROWS) -> float:
     """Both directions of every layer over sequences of `lengths` steps each (boundaries
-    included), packed time-major as BiLSTMStack runs them."""
+    included), packed time-major as BiLSTMStack runs them: at inference, steps of fewer than
+    MIN_ROWS rows computed as MIN_ROWS (row_padding.py); in training (the hand-written backward
+    pass, lstm_backward.py) as they are (`min_rows` 1)."""
     lengths = sorted(lengths, reverse=True)
     if not lengths:
         return 0.0
     p, c = o.projection_dim, o.lstm_dim
-    step_rows = [max(sum(1 for n in lengths if n > t), MIN_ROWS) for t in range(lengths[0])]
+    step_rows = [max(sum(1 for n in lengths if n > t), min_rows) for t in range(lengths[0])]
     # per layer and direction: the input product over all packed rows, then per step the
     # recurrent and projection products over the running rows
     return 2 * o.n_layers * (sum(lengths) * 2 * p * 4 * c + sum(step_rows) * (2 * p * 4 * c + 2 * c * p))
@@ -130,7 +132,7 @@ def training_step_flops(o: BiLMOptions, n_words: int, longest: int, batch_sizes:
     each step) and the softmax over both directions' `targets`; the backward pass counted as
     twice the forward (the gradients of each product's input and of its weights)."""
     lengths = [sum(1 for n in batch_sizes if n > row) for row in range(batch_sizes[0])] if batch_sizes else []
-    forward = (encoder_flops(o, n_words, longest) + lstm_flops(o, lengths)
+    forward = (encoder_flops(o, n_words, longest) + lstm_flops(o, lengths, min_rows=1)
                + softmax_flops(o.projection_dim, targets=targets, **softmax))
     return 3 * forward
 

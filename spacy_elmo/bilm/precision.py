@@ -1,15 +1,18 @@
-"""The arithmetic the biLM runs in on a GPU: "fp32", "tf32" or "bf16".
+"""The arithmetic the biLM runs in: "fp32", "tf32" or "bf16".
 
 - "fp32": float32 throughout (TF32 tensor cores off for the matrix products).
-- "tf32": float32 tensors, matrix products on TF32 tensor cores (10-bit mantissa inputs,
-  float32 accumulation).
-- "bf16": autocast: matrix products and convolutions in bfloat16; the LSTM cell state, the
-  outputs the biLM returns and the weights stay float32.
+- "tf32": on a GPU, float32 tensors with the matrix products on TF32 tensor cores (10-bit
+  mantissa inputs, float32 accumulation); on a CPU the same as "fp32".
+- "bf16": autocast: matrix products and convolutions in bfloat16 (float32 accumulation); the
+  LSTM cell state, the gates' nonlinearities, the outputs the biLM returns and the weights stay
+  float32. On a CPU only where it has bfloat16 instructions (AMX or AVX-512 BF16, see
+  `cpu_has_bf16`); on one without them, float32, with a warning that says so.
 
-On the CPU every setting computes in float32. The setting holds inside the ``with`` block
-only: the process-wide TF32 switches are restored when it ends.
+The setting holds inside the ``with`` block only: the process-wide TF32 switches are
+restored when it ends.
 """
 import contextlib
+import warnings
 from typing import Iterator, Union
 
 import torch
@@ -31,6 +34,10 @@ def precision(device: Union[str, torch.device], name: str = "fp32") -> Iterator[
     """Run the block in `name`'s arithmetic on `device` (see the module docstring)."""
     check_precision(name)
     device_type = torch.device(device).type
+    if device_type == "cpu":
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "bf16" and _bf16_on_cpu()):
+            yield
+        return
     if device_type != "cuda":
         yield
         return
@@ -42,3 +49,20 @@ def precision(device: Union[str, torch.device], name: str = "fp32") -> Iterator[
             yield
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices in hardware: AMX tiles or
+    the AVX-512 BF16 instructions (PyTorch's own detection)."""
+    return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+
+
+def _bf16_on_cpu() -> bool:
+    if cpu_has_bf16():
+        return True
+    warnings.warn(
+        'precision "bf16" asked for, but this CPU has no bfloat16 instructions (AMX or AVX-512 BF16): '
+        'computing in float32, as with "fp32". Emulated bfloat16 would be slower, not faster.',
+        stacklevel=4,
+    )
+    return False

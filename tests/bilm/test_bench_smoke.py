@@ -43,6 +43,8 @@ class CountedProducts(TorchDispatchMode):
         op = func._overloadpacket
         if op in flop_registry:  # mm, addmm, bmm, baddbmm, convolution
             self.flops += flop_registry[op](*args, **kwargs, out_val=out)
+        elif op is torch.ops.aten.baddbmm_:  # in place, in the hand-written LSTM layer
+            self.flops += flop_registry[torch.ops.aten.baddbmm](*args, **kwargs, out_val=out)
         elif str(op) == "aten.linear":  # not decomposed on the CPU, and not in the registry
             self.flops += 2 * out.numel() * args[1].shape[1]
         elif str(op) == "aten.conv1d":

@@ -48,10 +48,29 @@ class SoftmaxHead(nn.Module):
             self.linear = nn.Linear(in_dim, n_classes)
 
     def target_log_prob(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """hidden: (n, in_dim); targets: (n,) -> (n,) log p(target | hidden)."""
-        if self.kind == "adaptive":
-            return self.adaptive(hidden, targets).output
-        return -F.cross_entropy(self.linear(hidden), targets, reduction="none")
+        """hidden: (n, in_dim); targets: (n,) -> (n,) log p(target | hidden), float32
+        (float64 for a float64 head).
+
+        The same as ``nn.AdaptiveLogSoftmaxWithLoss(hidden, targets).output``
+        (and the same parameters), computed with `target_log_softmax`, which
+        neither writes every word's log-probability nor needs zeros to scatter
+        the targets' gradients into; it also runs under autocast, the products
+        in bfloat16 and the softmax in float32.
+        """
+        if self.kind == "full":
+            return target_log_softmax(self.linear(hidden), targets)
+        adaptive = self.adaptive
+        shortlist = adaptive.shortlist_size
+        # A target in a tail cluster is reached through the cluster's entry in the head.
+        cluster = torch.bucketize(targets, targets.new_tensor(adaptive.cutoffs), right=True)  # 0: the head
+        head_targets = torch.where(cluster == 0, targets, shortlist + cluster - 1)
+        log_probs = target_log_softmax(adaptive.head(hidden), head_targets)
+        for i, tail in enumerate(adaptive.tail):
+            rows = (cluster == i + 1).nonzero().squeeze(1)
+            if len(rows):
+                within = target_log_softmax(tail(hidden[rows]), targets[rows] - adaptive.cutoffs[i])
+                log_probs = log_probs.index_add(0, rows, within)
+        return log_probs
 
     def log_prob(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden: (n, in_dim) -> (n, n_classes), the log-probabilities of every word."""
@@ -98,6 +117,35 @@ class SoftmaxHead(nn.Module):
         return (self.kind, self.in_dim, self.n_classes, self.cutoffs, self.div_value) == (
             other.kind, other.in_dim, other.n_classes, other.cutoffs, other.div_value
         )
+
+
+def target_log_softmax(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log_softmax(logits)[row, targets[row]] for each row: (n, k), (n,) -> (n,), in
+    float32 (float64 for float64 logits).
+
+    ``-F.cross_entropy(logits, targets, reduction="none")``, in fewer passes
+    over the (n, k) logits: the forward pass keeps only their log-sum-exp, and
+    the backward pass turns the logits, in place, into their gradient
+    (``softmax(logits)`` times minus the incoming gradient, plus it at each
+    target), so a second backward pass through it is refused.
+    """
+    return _TargetLogSoftmax.apply(logits if logits.dtype == torch.float64 else logits.float(), targets)
+
+
+class _TargetLogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, targets):
+        log_norm = torch.logsumexp(logits, dim=1)
+        ctx.save_for_backward(logits, targets, log_norm)
+        return logits.gather(1, targets.unsqueeze(1)).squeeze(1) - log_norm
+
+    @staticmethod
+    def backward(ctx, grad):
+        logits, targets, log_norm = ctx.saved_tensors
+        # d(logits[t] - logsumexp(logits)) / d logits = onehot(t) - softmax(logits)
+        d_logits = logits.sub_(log_norm.unsqueeze(1)).exp_().mul_(-grad.unsqueeze(1))
+        d_logits[torch.arange(len(targets), device=targets.device), targets] += grad
+        return d_logits, None
 
 
 SoftmaxFactory = Callable[[int, int], SoftmaxHead]
