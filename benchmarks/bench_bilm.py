@@ -264,9 +264,10 @@ def activation_stats(model: BiLM, sentences: List[List[str]]) -> Dict[str, float
 # ---------------------------------------------------------------------------
 
 
-def matmul_ceiling(repeats: int = 10) -> float:
-    """GFLOP/s of the best of `repeats` 2048 x 2048 fp32 products (at torch's thread count)."""
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+def matmul_ceiling(repeats: int = 10, dtype: torch.dtype = torch.float32) -> float:
+    """GFLOP/s of the best of `repeats` 2048 x 2048 products in `dtype` (fp32 unless told; at
+    torch's thread count)."""
+    a, b = torch.randn(2048, 2048).to(dtype), torch.randn(2048, 2048).to(dtype)
     a @ b
     best = math.inf
     for _ in range(repeats):

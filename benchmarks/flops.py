@@ -126,13 +126,15 @@ def softmax_flops(in_dim: int, n_classes: int, kind: str, cutoffs: Sequence[int]
 
 
 def training_step_flops(o: BiLMOptions, n_words: int, longest: int, batch_sizes: List[int],
-                        softmax: Dict, targets: Sequence[int]) -> float:
+                        softmax: Dict, targets: Sequence[int], lstm_min_rows: int = 1) -> float:
     """One pretraining step: the forward products of the encoder over the batch's distinct words
     (`n_words`, boundaries included), the LSTMs over the packed rows (`batch_sizes` running at
-    each step) and the softmax over both directions' `targets`; the backward pass counted as
-    twice the forward (the gradients of each product's input and of its weights)."""
+    each step; steps of fewer than `lstm_min_rows` rows computed as that many: MIN_ROWS in
+    code before the hand-written backward pass) and the softmax over both directions'
+    `targets`; the backward pass counted as twice the forward (the gradients of each product's
+    input and of its weights)."""
     lengths = [sum(1 for n in batch_sizes if n > row) for row in range(batch_sizes[0])] if batch_sizes else []
-    forward = (encoder_flops(o, n_words, longest) + lstm_flops(o, lengths, min_rows=1)
+    forward = (encoder_flops(o, n_words, longest) + lstm_flops(o, lengths, min_rows=lstm_min_rows)
                + softmax_flops(o.projection_dim, targets=targets, **softmax))
     return 3 * forward
 

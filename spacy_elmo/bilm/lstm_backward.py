@@ -108,8 +108,11 @@ class _ProjectedLSTM(torch.autograd.Function):
             Wi, Wh, Wp = _inside(W_input).to(low), _inside(W_hidden).to(low), W_proj.to(low)
             # Every row's input-to-gate products at once; each step then adds its
             # recurrent share and activates its gates in place.
-            gates = _product(x, Wi, work)  # (2, n_packed, 4c)
-            gates += (bias + forget_bias)[:, INSIDE_ORDER].reshape(2, 1, 4 * c_dim).to(work)
+            b = (bias + forget_bias)[:, INSIDE_ORDER].reshape(2, 1, 4 * c_dim).to(work)
+            if low == work:
+                gates = torch.baddbmm(b, x, Wi)  # (2, n_packed, 4c)
+            else:
+                gates = _product(x, Wi, work).add_(b)
             cells = gates.new_empty(2, n_packed, c_dim)  # the cell before its clip
             tanh_cells = gates.new_empty(2, n_packed, c_dim)  # tanh of the clipped cell
             projected = gates.new_empty(2, n_packed, p)  # the projection before its clip
@@ -185,7 +188,7 @@ class _ProjectedLSTM(torch.autograd.Function):
                 )
                 grad_c = dc * f
                 tanh_c.mul_(o)  # now the projection's input, for W_proj's gradient
-                g.copy_(d_gates)
+                g.copy_(d_gates)  # the gates are not needed any more: their gradients take their place
                 grad_h = _product(d_gates, Wh_t, work)
             d_gates, proj_inputs, d_projected = gates, tanh_cells, projected
             low = Wi.dtype

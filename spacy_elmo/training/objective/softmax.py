@@ -124,10 +124,10 @@ def target_log_softmax(logits: torch.Tensor, targets: torch.Tensor) -> torch.Ten
     float32 (float64 for float64 logits).
 
     ``-F.cross_entropy(logits, targets, reduction="none")``, in fewer passes
-    over the (n, k) logits: the forward pass keeps only their log-sum-exp, and
-    the backward pass turns the logits, in place, into their gradient
-    (``softmax(logits)`` times minus the incoming gradient, plus it at each
-    target), so a second backward pass through it is refused.
+    over the (n, k) logits and with no (n, k) buffer of zeros: the backward
+    pass turns the log-softmax the forward pass kept, in place, into the
+    gradient (``softmax(logits)`` times minus the incoming gradient, plus it at
+    each target), so a second backward pass through it is refused.
     """
     return _TargetLogSoftmax.apply(logits if logits.dtype == torch.float64 else logits.float(), targets)
 
@@ -135,15 +135,15 @@ def target_log_softmax(logits: torch.Tensor, targets: torch.Tensor) -> torch.Ten
 class _TargetLogSoftmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, targets):
-        log_norm = torch.logsumexp(logits, dim=1)
-        ctx.save_for_backward(logits, targets, log_norm)
-        return logits.gather(1, targets.unsqueeze(1)).squeeze(1) - log_norm
+        log_probs = torch.log_softmax(logits, dim=1)
+        ctx.save_for_backward(log_probs, targets)
+        return log_probs.gather(1, targets.unsqueeze(1)).squeeze(1)
 
     @staticmethod
     def backward(ctx, grad):
-        logits, targets, log_norm = ctx.saved_tensors
-        # d(logits[t] - logsumexp(logits)) / d logits = onehot(t) - softmax(logits)
-        d_logits = logits.sub_(log_norm.unsqueeze(1)).exp_().mul_(-grad.unsqueeze(1))
+        log_probs, targets = ctx.saved_tensors
+        # d log_softmax(logits)[t] / d logits = onehot(t) - softmax(logits)
+        d_logits = log_probs.exp_().mul_(-grad.unsqueeze(1))
         d_logits[torch.arange(len(targets), device=targets.device), targets] += grad
         return d_logits, None
 
