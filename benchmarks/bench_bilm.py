@@ -50,6 +50,7 @@ import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids, length_sorted_batches
 from spacy_elmo.bilm.reference import reference_layers
+from spacy_elmo.bilm.precision import cpu_has_bf16, precision
 
 sys.path.insert(0, str(Path(__file__).parent))
 from flops import inference_flops, straightforward_flops, textbook_flops_per_token  # noqa: E402
@@ -336,6 +337,8 @@ def run_worker(args: argparse.Namespace) -> None:
             "performed_flops": performed,
         }
     result["peak_rss_mb"] = peak_rss_mb()
+    if args.bf16:
+        result["bf16"] = measure_bf16(model, sentences, batchings, args, result["rows"])
 
     # The straightforward computation on exactly the same batches.
     for batch_size, batches in batchings.items():
@@ -375,6 +378,45 @@ def run_worker(args: argparse.Namespace) -> None:
     Path(args.worker_output).write_text(json.dumps(result))
 
 
+def measure_bf16(model: BiLM, sentences, batchings, args: argparse.Namespace, fp32_rows: Dict) -> Dict:
+    """`precision = "bf16"` (autocast: the products and the CNN in bfloat16, the cell state and
+    the outputs float32) beside fp32: tokens/s on the same batches, timed passes of both
+    alternated, and the largest error against float64 on the longest sentences."""
+    if not cpu_has_bf16():
+        return {"supported": False}
+    rows = {}
+    for batch_size, batches in batchings.items():
+        def bf16_pass():
+            model.token_cache.clear()
+            with torch.inference_mode(), precision("cpu", "bf16"):
+                for batch in batches:
+                    model(batch_to_ids(batch))
+
+        def fp32_pass():
+            model.token_cache.clear()
+            with torch.inference_mode():
+                for batch in batches:
+                    model(batch_to_ids(batch))
+
+        bf16_s, fp32_s = math.inf, math.inf
+        for _ in range(args.repeats):  # alternated, so that both see the same load
+            bf16_s, fp32_s = min(bf16_s, time_passes(bf16_pass, 1)), min(fp32_s, time_passes(fp32_pass, 1))
+        tokens = n_tokens(batches)
+        rows[str(batch_size)] = {"tokens_per_s": tokens / bf16_s, "fp32_tokens_per_s": tokens / fp32_s,
+                                 "vs_fp32": fp32_s / bf16_s}
+    longest = sorted(sentences, key=len, reverse=True)[: args.float64_sentences]
+    ids = batch_to_ids(longest)
+    model.token_cache.clear()
+    with torch.inference_mode():
+        exact = reference_layers(copy.deepcopy(model).double(), ids)
+        with precision("cpu", "bf16"):
+            low = model(ids).layers.double()
+    model.token_cache.clear()
+    error = float((low - exact).abs().max())
+    return {"supported": True, "rows": rows, "max_abs_error": error,
+            "max_relative_error": error / float(exact.abs().max())}
+
+
 # ---------------------------------------------------------------------------
 # The driver
 # ---------------------------------------------------------------------------
@@ -399,7 +441,7 @@ def measure_model(name: str, sentences: List[List[str]], args: argparse.Namespac
         "--corpus-file", str(workdir / "sentences.json"), "--threads", str(args.threads),
         "--repeats", str(args.repeats), "--reference-repeats", str(args.reference_repeats),
         "--check-sentences", str(args.check_sentences), "--float64-sentences", str(args.float64_sentences),
-        "--batch-sizes", *map(str, args.batch_sizes),
+        "--batch-sizes", *map(str, args.batch_sizes), *(["--bf16"] if args.bf16 else []),
     ]
     subprocess.run(command, check=True)
     return json.loads(output.read_text())
@@ -508,6 +550,15 @@ def print_report(report: Dict) -> None:
         print(f"  against float64 on the {f64['sentences']} longest sentences ({f64['tokens']} tokens): "
               f"max error ours {f64['ours_max_abs_error']:.2e}, "
               f"straightforward float32 {f64['straightforward_max_abs_error']:.2e}")
+        low = r.get("bf16")
+        if low and not low["supported"]:
+            print("  bf16: this CPU has no bfloat16 instructions (AMX or AVX-512 BF16): not measured")
+        elif low:
+            for batch_size, row in low["rows"].items():
+                print(f"  bf16, batch {batch_size}: {row['tokens_per_s']:.1f} tokens/s against fp32 "
+                      f"{row['fp32_tokens_per_s']:.1f} in alternated passes: {row['vs_fp32']:.2f}x")
+            print(f"  bf16 against float64 on the same longest sentences: max error {low['max_abs_error']:.2e}, "
+                  f"{low['max_relative_error']:.1e} of the largest value")
     header = ["model", "batch", "tokens/s", "performed MFLOP/token", "performed GFLOP/s", "performed of ceiling",
               "textbook of ceiling", "straightforward tokens/s", "vs straightforward", "peak RSS", "max abs diff"]
     rows = []
@@ -586,6 +637,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "computation runs on")
     parser.add_argument("--float64-sentences", type=int, default=8,
                         help="how many of the longest sentences the float64 yardstick runs on")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also time precision bf16 beside fp32 and give its error against float64 "
+                             "(CPUs with AMX or AVX-512 BF16)")
     parser.add_argument("--output", default=str(RESULTS))
     parser.add_argument("--flops-only", action="store_true",
                         help="print the FLOP counts per token of the corpus (flops.py), without timing anything")
