@@ -50,7 +50,6 @@ import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids, length_sorted_batches
 from spacy_elmo.bilm.reference import reference_layers
-from spacy_elmo.bilm.precision import cpu_has_bf16, precision
 
 sys.path.insert(0, str(Path(__file__).parent))
 from flops import inference_flops, straightforward_flops, textbook_flops_per_token  # noqa: E402
@@ -382,6 +381,9 @@ def measure_bf16(model: BiLM, sentences, batchings, args: argparse.Namespace, fp
     """`precision = "bf16"` (autocast: the products and the CNN in bfloat16, the cell state and
     the outputs float32) beside fp32: tokens/s on the same batches, timed passes of both
     alternated, and the largest error against float64 on the longest sentences."""
+    # Imported here: bench_pretrain.py imports this module under an older revision of the package too.
+    from spacy_elmo.bilm.precision import cpu_has_bf16, precision
+
     if not cpu_has_bf16():
         return {"supported": False}
     rows = {}

@@ -23,7 +23,7 @@
    ``dev_<source>.txt`` holds each source's (v1's four files are byte-identical
    to v1's).
 
-Output, in the format of corpus v1: ``train.txt``, ``dev.txt``,
+Output, in the format of corpus v1: ``train.txt``, ``dev.txt``, ``train_<source>.txt``,
 ``dev_<source>.txt``, ``stats.json`` (documents, lines, whitespace tokens per
 split and source), ``leakage.json``.
 
@@ -151,12 +151,15 @@ def prepare_corpus_v2(
     seed: int = 0,
     sources: tuple[Source, ...] = SOURCES,
 ) -> CorpusReport:
-    """Write train.txt, dev.txt, dev_<source>.txt, stats.json and leakage.json."""
+    """Write train.txt, dev.txt, train_<source>.txt and dev_<source>.txt (each source's share:
+    unlabelled in-domain text for tuning a biLM, and its held-out part), stats.json and
+    leakage.json."""
     train, dev, report = corpus_v2_split(assets_dir, packages_dir, dev_fraction, seed, sources)
     output_dir = Path(output_dir)
     write_atomic(output_dir / "train.txt", to_text(train))
     write_atomic(output_dir / "dev.txt", to_text(dev))
     for source in report.sources:
+        write_atomic(output_dir / f"train_{source}.txt", to_text(item for item in train if item[0] == source))
         write_atomic(output_dir / f"dev_{source}.txt", to_text(item for item in dev if item[0] == source))
     stats = report.stats_json()
     stats["duplicate_lines_removed"] = report.duplicate_lines
@@ -185,6 +188,7 @@ def main(
     lines = ", ".join(f"{name} {n:,}" for name, n in report.duplicate_lines.items())
     typer.echo(f"Repeated lines of >= {MIN_DEDUP_WORDS} words removed from the new sources: {lines}")
     echo_report(report, output_dir)
+    typer.echo(f"and each source's training text: {', '.join(f'train_{s}.txt' for s in report.sources)}")
 
 
 if __name__ == "__main__":

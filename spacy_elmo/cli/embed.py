@@ -25,7 +25,7 @@ def embed_cli(
     layers: str = typer.Option("all", "--layers", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per batch"),
     device: str = typer.Option("cpu", "--device", help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)"),
-    precision: str = typer.Option("fp32", "--precision", help="On a GPU: fp32, tf32 or bf16"),
+    precision: str = typer.Option("fp32", "--precision", help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16)"),
     # fmt: on
 ):
     """ELMo vectors of every line of INPUT, written to a new HDF5 file OUTPUT.

@@ -8,6 +8,7 @@ import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.bilm.lstm import BiLSTMStack
+from spacy_elmo.bilm.precision import cpu_has_bf16
 from spacy_elmo.training import PretrainingLM, SoftmaxHead
 from spacy_elmo.training.data.lm_batches import collate
 
@@ -111,3 +112,23 @@ def test_pretraining_steps_give_the_same_weights():
     torch.manual_seed(0)
     initial = BiLM(BiLMOptions(**OPTIONS)).lstm.W_hidden[0]
     assert (slow["bilm.lstm.W_hidden.0"] - initial).abs().max() > 1e-3
+
+
+@pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bfloat16 instructions (AMX or AVX-512 BF16)")
+def test_bf16_products_stay_close_to_float32():
+    """Under bf16 autocast the layer's products take bfloat16 inputs (8 bits of mantissa); the
+    cell and the outputs stay float32 and within a few hundredths of the float32 values."""
+    torch.manual_seed(0)
+    stack = BiLSTMStack(BiLMOptions(**OPTIONS, cell_clip=3.0, proj_clip=3.0))
+    batch_sizes = [6, 6, 5, 5, 3, 1, 1]
+    x = torch.randn(2, sum(batch_sizes), OPTIONS["projection_dim"])
+    weights = [torch.randn(2, sum(batch_sizes), OPTIONS["projection_dim"]) for _ in range(2)]
+    exact = values_and_gradients(stack, x, batch_sizes, weights)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = values_and_gradients(stack, x, batch_sizes, weights)
+    assert all(out.dtype == torch.float32 for out in low[0])
+    for got, expected in zip(low[0], exact[0]):
+        assert_close_to_scale(got, expected, rtol=3e-2, what="layer output")
+    for name in exact[2]:
+        assert_close_to_scale(low[2][name], exact[2][name], rtol=5e-2, what=name)
+    assert any((a - b).abs().max() > 0 for a, b in zip(low[0], exact[0]))  # it did run in bfloat16

@@ -200,6 +200,10 @@ def test_corpus_v2_keeps_v1_split_and_adds_each_source(tmp_path):
         assert total > 0, source.name
         dev_text = (v2 / f"dev_{source.name}.txt").read_text()
         assert stats["dev"][source.name]["tokens"] == len(dev_text.split())
+        # Each source's training share on its own (in-domain text for tuning), all of it in train.txt.
+        own_train = (v2 / f"train_{source.name}.txt").read_text()
+        assert stats["train"][source.name]["tokens"] == len(own_train.split())
+        assert set(own_train.splitlines()) <= set(v2_train)
     assert stats["dev"]["tweets"]["docs"] == 1  # round(5 * 0.1) = 0 -> at least one
     # A WikiText paragraph equal to a v1 Wikipedia paragraph (punctuation and case aside) is dropped.
     assert stats["duplicate_lines_removed"]["wikitext"] == 1

@@ -171,8 +171,9 @@ class TrainingSettings(BaseModel):
     eval_every: StrictInt = Field(500, ge=0)  # steps between dev evaluations; 0: only at the end
     checkpoint_every: StrictInt = Field(500, ge=1)
     log_every: StrictInt = Field(50, ge=1)
-    # On a GPU: "fp32", "tf32" or "bf16" (see spacy_elmo/bilm/precision.py);
-    # the CPU computes in float32 whatever this says.
+    # "fp32", "tf32" (a GPU's TF32 products; float32 on a CPU) or "bf16" (autocast: the products
+    # in bfloat16, master weights float32; on a CPU only with AMX or AVX-512 BF16, else float32
+    # with a warning). See spacy_elmo/bilm/precision.py.
     precision: Literal[PRECISIONS] = "fp32"
     optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)

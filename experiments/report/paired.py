@@ -1,0 +1,51 @@
+"""Mean ± std of one score over seeds for several runs, and each run against the first, paired by seed.
+
+    python -m experiments.report.paired ents_f metrics/v2eval/ner_baseline metrics/v2eval/ner_elmo_v2 ...
+
+Each folder holds one ``seedN.json`` per seed (``experiments.run.evaluate_seeds``). Scores are
+printed in percent; each later folder gets its gain over the first, the relative error
+reduction, a bootstrap 95% interval of the paired mean difference and the exact sign-flip p
+(``comparison.gains``).
+"""
+import json
+from pathlib import Path
+from typing import Dict, List
+
+import typer
+
+from experiments.report.comparison import gains, mean_std
+
+
+def scores(folder: Path, key: str) -> Dict[str, float]:
+    """{seed name: 100 × the score} of a folder's seedN.json files; exits with a message if there are none."""
+    files = sorted(folder.glob("seed*.json"))
+    if not files:
+        raise typer.BadParameter(f"{folder} holds no seedN.json: score the runs with experiments.run.evaluate_seeds")
+    found = {}
+    for path in files:
+        metrics = json.loads(path.read_text(encoding="utf8"))
+        if key not in metrics:
+            raise typer.BadParameter(f"{path} has no score '{key}' (it has: {', '.join(sorted(metrics)[:12])})")
+        found[path.stem] = 100.0 * float(metrics[key])
+    return found
+
+
+def main(
+    key: str = typer.Argument(..., help="The score, e.g. ents_f, cats_macro_f, cats_score"),
+    folders: List[Path] = typer.Argument(..., exists=True, file_okay=False, help="The first is the reference"),
+) -> None:
+    rows = {str(folder): {**mean_std(list(s.values())), "by_seed": s} for folder in folders
+            for s in [scores(folder, key)]}
+    first = str(folders[0])
+    for name, row in rows.items():
+        line = f"{name}: {row['mean']:.2f} ± {row['std']:.2f} ({row['n']} seeds)"
+        gain = gains(rows, name, first) if name != first else None
+        if gain and "sign_flip_p" in gain:
+            line += (f"; against {first}: {gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}], "
+                     f"relative error reduction {gain['relative_error_reduction']:+.1f}%, sign-flip p "
+                     f"{gain['sign_flip_p']:.3f} ({gain['pairs']} pairs)")
+        typer.echo(line)
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,33 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+import typer
+
+from experiments.report import paired
+
+
+def write(folder, values, key="ents_f"):
+    folder.mkdir()
+    for seed, value in enumerate(values):
+        (folder / f"seed{seed}.json").write_text(json.dumps({key: value}))
+
+
+def test_each_run_against_the_first_paired_by_seed(tmp_path):
+    write(tmp_path / "base", [0.40, 0.50, 0.45, 0.42])
+    write(tmp_path / "elmo", [0.44, 0.53, 0.50, 0.43])
+    app = typer.Typer()
+    app.command()(paired.main)
+    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "elmo")])
+    assert result.exit_code == 0, result.output
+    base_line, elmo_line = result.output.strip().splitlines()
+    assert "44.25 ± 4.35 (4 seeds)" in base_line
+    assert "47.50" in elmo_line and "+3.25" in elmo_line
+    # every difference positive: of the 16 sign patterns only all-plus and all-minus are as extreme
+    assert "sign-flip p 0.125 (4 pairs)" in elmo_line
+
+
+def test_a_missing_score_says_which_scores_there_are(tmp_path):
+    write(tmp_path / "base", [0.4, 0.5], key="cats_macro_f")
+    with pytest.raises(typer.BadParameter, match="has no score 'ents_f'.*cats_macro_f"):
+        paired.scores(tmp_path / "base", "ents_f")
