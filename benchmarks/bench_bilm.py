@@ -496,7 +496,7 @@ def main(args: argparse.Namespace) -> Dict:
     report = {
         "date": started,
         "command": " ".join(["python", "benchmarks/bench_bilm.py", *sys.argv[1:]]),
-        "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "threads": args.threads,
+        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "threads": args.threads,
                     "python": platform.python_version(), "torch": torch.__version__,
                     "load_average_before": load_before, "load_average_after": load_average()},
         "corpus": {"source": source, "seed": SEED, "sentences": len(sentences), "tokens": n_words,
@@ -609,7 +609,7 @@ def print_flop_counts(args: argparse.Namespace) -> None:
                   f"straightforward {straightforward_flops(options, batches) / tokens / 1e6:.1f}")
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Dict
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_bilm import load_average, matmul_ceiling, peak_rss_mb, proc_status_mb  # noqa: E402
+from bench_bilm import cpu_name, load_average, matmul_ceiling, peak_rss_mb, proc_status_mb  # noqa: E402
 from flops import training_step_flops  # noqa: E402
 
 REPOSITORY = Path(__file__).parent.parent
@@ -141,16 +141,6 @@ def extract_reference(revision: str, folder: Path) -> Path:
     return folder
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
 def describe(row: Dict) -> str:
     gpu = f", peak GPU {row['peak_gpu_mb']:,.0f} MiB" if row["peak_gpu_mb"] is not None else ""
     utilisation = (f", {row['performed_fraction_of_ceiling']:.1%} of the {row['ceiling_precision']} GEMM ceiling "
@@ -186,7 +176,7 @@ def main(argv=None) -> None:
         return worker(args)
     command = " ".join(["python", "benchmarks/bench_pretrain.py", *(sys.argv[1:] if argv is None else argv)])
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {command}")
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical cores")
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} logical cores")
     load_before = load_average()
     print(f"load average (1, 5, 15 min) before: {load_before}", flush=True)
     rows = []
@@ -229,7 +219,7 @@ def main(argv=None) -> None:
     print(f"load average (1, 5, 15 min) after: {load_after}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"command": command, "text": args.text, "max_lines": args.max_lines,
-                                       "cpu": cpu_model(), "reference": args.reference,
+                                       "cpu": cpu_name(), "reference": args.reference,
                                        "load_average_before": load_before, "load_average_after": load_after,
                                        "rows": rows}, indent=2))
     print(f"written to {args.output}")
