@@ -153,3 +153,36 @@ def test_the_flop_counter_imports_no_benchmark_and_its_counts_print_from_bench_b
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "small batch 8: textbook" in result.stdout and "MFLOP/token, performed" in result.stdout
+
+
+PRETRAIN_BENCHMARK = BENCHMARKS / "bench_pretrain.py"
+
+
+@pytest.mark.slow
+def test_pretraining_benchmark_runs_and_reports_each_setting(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(f"The cat number {i} sat on the mat , and the dog ran {i} times ." for i in range(60)))
+    output = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(PRETRAIN_BENCHMARK), "--text", str(text), "--configs", "bilm_demo", "--steps", "3",
+         "--warmup", "1", "--threads", "1", "--precisions", "fp32", "--reference", "none", "--output", str(output)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(output.read_text())
+    (row,) = report["rows"]
+    assert row["code_name"] == "current" and row["precision"] == "fp32" and row["steps_timed"] == 2
+    assert row["tokens_per_s"] > 0 and 0 < row["performed_fraction_of_ceiling"] < 1.5
+    assert "tokens/s" in result.stdout and report["cpu"]
+
+
+def test_the_reference_revision_is_extracted_or_refused_with_a_message(tmp_path):
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_pretrain
+
+    if subprocess.run(["git", "-C", str(BENCHMARKS), "rev-parse", "HEAD"], capture_output=True).returncode:
+        pytest.skip("not a git clone")
+    folder = bench_pretrain.extract_reference("HEAD", tmp_path / "reference")
+    assert (folder / "spacy_elmo" / "bilm" / "lstm.py").exists()
+    with pytest.raises(SystemExit, match="Could not extract the reference revision 'no-such-revision'"):
+        bench_pretrain.extract_reference("no-such-revision", tmp_path / "other")
