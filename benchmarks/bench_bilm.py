@@ -429,14 +429,16 @@ def load_average() -> str:
 
 
 def measure_model(name: str, sentences: List[List[str]], args: argparse.Namespace, workdir: Path) -> Dict:
-    options = MODELS[name]
-    model_dir = workdir / name
-    torch.manual_seed(SEED)
-    model = BiLM(options).eval()
-    words = sorted({w for s in sentences for w in s})
-    set_realistic_weights(model, words)
-    model.save_allennlp(model_dir)
-    del model
+    if args.weights:  # a trained biLM as it is
+        model_dir = Path(args.weights)
+    else:
+        model_dir = workdir / name
+        torch.manual_seed(SEED)
+        model = BiLM(MODELS[name]).eval()
+        words = sorted({w for s in sentences for w in s})
+        set_realistic_weights(model, words)
+        model.save_allennlp(model_dir)
+        del model
     output = workdir / f"{name}.json"
     command = [
         sys.executable, __file__, "--worker", "--model-dir", str(model_dir), "--worker-output", str(output),
@@ -475,12 +477,13 @@ def main(args: argparse.Namespace) -> Dict:
     models: Dict[str, Dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench_bilm.") as tmp:
         (Path(tmp) / "sentences.json").write_text(json.dumps(sentences), encoding="utf8")
-        for name in args.models:
+        for name in ([Path(args.weights).name] if args.weights else args.models):
             models[name] = measure_model(name, sentences, args, Path(tmp))
     ceiling_after = matmul_ceiling()
     best_ceiling = max(ceiling, ceiling_after)
     for name, result in models.items():
-        textbook = textbook_flops_per_token(MODELS[name])
+        options = BiLMOptions.from_file(Path(args.weights) / "options.json") if args.weights else MODELS[name]
+        textbook = textbook_flops_per_token(options)
         result["textbook_mflop_per_token"] = {k: v / 1e6 for k, v in textbook.items()}
         for row in result["rows"].values():
             seconds, tokens, ref = row["seconds"], row["tokens"], row["straightforward"]
@@ -639,6 +642,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "computation runs on")
     parser.add_argument("--float64-sentences", type=int, default=8,
                         help="how many of the longest sentences the float64 yardstick runs on")
+    parser.add_argument("--weights", help="a trained biLM's folder (options.json + weights.hdf5) to measure "
+                        "instead of the random-weight --models")
     parser.add_argument("--bf16", action="store_true",
                         help="also time precision bf16 beside fp32 and give its error against float64 "
                              "(CPUs with AMX or AVX-512 BF16)")

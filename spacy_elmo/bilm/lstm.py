@@ -10,6 +10,8 @@ from .row_padding import MIN_ROWS, pad_rows
 
 # Per layer: h (2, batch, projection_dim) and c (2, batch, lstm_dim); axis 0 is the direction.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
+# A layer's W_input, W_hidden and W_proj, as the products take them (see `layer_weights`).
+LayerWeights = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 N_GATES = 4  # input, new input, forget, output: bilm-tf's order
 FORGET_GATE = 2
@@ -131,12 +133,13 @@ class BiLSTMStack(nn.Module):
                 h, c = initial_state[layer]
             out = x.new_empty(x.shape)
             final_h, final_c = (h.clone(), c.clone()) if return_final_state else (h, c)
+            weights = self.layer_weights(layer, product_dtype)
             for first, end in blocks:
                 block_start = offsets[first]
-                gates_x = self.input_gates(layer, x[:, block_start : offsets[end]], scratch)
+                gates_x = self.input_gates(layer, x[:, block_start : offsets[end]], scratch, weights)
                 for t in range(first, end):
                     n, start = batch_sizes[t], offsets[t] - block_start
-                    h, c = self._step(layer, gates_x[:, :, start : start + n], h[:, :n], c[:, :n])
+                    h, c = self._step(layer, gates_x[:, :, start : start + n], h[:, :n], c[:, :n], weights)
                     out[:, offsets[t] : offsets[t + 1]] = h
                     ending = batch_sizes[t + 1] if t + 1 < len(batch_sizes) else 0
                     if return_final_state and ending < n:
@@ -149,16 +152,34 @@ class BiLSTMStack(nn.Module):
             x = nn.functional.dropout(out, dropout) if dropout and layer + 1 < self.n_layers else out
         return outputs, (final_states if return_final_state else None)
 
-    def input_gates(self, layer: int, x: torch.Tensor, scratch: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def layer_weights(self, layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:
+        """W_input, W_hidden and W_proj of `layer`, cast to `dtype` when given.
+
+        Under autocast each product would cast its weights anew, at every time
+        step: for the original model 67 MB of W_hidden a step, more than the
+        bfloat16 product itself costs. Cast once per call instead, autocast
+        leaves them as they are (a differentiable cast: gradients still reach
+        the float32 weights).
+        """
+        weights = self.W_input[layer], self.W_hidden[layer], self.W_proj[layer]
+        if dtype is None:
+            return weights
+        return tuple(w.to(dtype) for w in weights)  # type: ignore[return-value]
+
+    def input_gates(
+        self, layer: int, x: torch.Tensor, scratch: Optional[torch.Tensor] = None,
+        weights: Optional[LayerWeights] = None,
+    ) -> torch.Tensor:
         """The input-to-gate products and biases of many rows in one GEMM.
 
         x: (2, rows, p) -> (2, 4, rows, c), written into `scratch` (a flat
-        buffer of at least that size) when given.
+        buffer of at least that size) when given. weights: the layer's, from
+        `layer_weights` (its own parameters when None).
         """
         _, rows, p = x.shape
         if rows < MIN_ROWS:  # see row_padding
-            return self.input_gates(layer, pad_rows(x, 1), scratch)[:, :, :rows]
-        W_input = self.W_input[layer]
+            return self.input_gates(layer, pad_rows(x, 1), scratch, weights)[:, :, :rows]
+        W_input = (weights or self.layer_weights(layer))[0]
         c = W_input.shape[3]
         bias = (self.bias[layer] + self.forget_bias).view(2 * N_GATES, 1, c)
         per_gate_x = x.unsqueeze(1).expand(2, N_GATES, rows, p).reshape(2 * N_GATES, rows, p)
@@ -170,37 +191,44 @@ class BiLSTMStack(nn.Module):
             torch.baddbmm(bias, per_gate_x, W, out=gates)
         return gates.view(2, N_GATES, rows, c)
 
-    def _step(self, layer: int, gates_x: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> LayerState:
+    def _step(
+        self, layer: int, gates_x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, weights: LayerWeights
+    ) -> LayerState:
         """One time step for the n running rows of both directions.
 
         gates_x: (2, 4, n, c); h: (2, n, p); c: (2, n, c) -> new (h, c).
         """
         n = gates_x.shape[2]
         if n < MIN_ROWS:  # see row_padding
-            h, c = self._step(layer, pad_rows(gates_x, 2), pad_rows(h, 1), pad_rows(c, 1))
+            h, c = self._step(layer, pad_rows(gates_x, 2), pad_rows(h, 1), pad_rows(c, 1), weights)
             return h[:, :n], c[:, :n]
-        return self.cell(layer, self.gates(layer, gates_x, h), c)
+        return self.cell(layer, self.gates(layer, gates_x, h, weights), c, weights)
 
-    def gates(self, layer: int, gates_x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    def gates(
+        self, layer: int, gates_x: torch.Tensor, h: torch.Tensor, weights: Optional[LayerWeights] = None
+    ) -> torch.Tensor:
         """Every gate's pre-activation: the input's share with the biases
         (gates_x (2, 4, n, c), from `input_gates`) plus the recurrent share
         h (2, n, p) @ W_hidden -> (2, 4, n, c), gates in bilm-tf's order."""
         _, _, n, c_dim = gates_x.shape
         p = h.shape[2]
+        W_hidden = (weights or self.layer_weights(layer))[1]
         per_gate_h = h.unsqueeze(1).expand(2, N_GATES, n, p).reshape(2 * N_GATES, n, p)
         gates = torch.baddbmm(
-            gates_x.reshape(2 * N_GATES, n, c_dim), per_gate_h, self.W_hidden[layer].view(2 * N_GATES, p, c_dim)
+            gates_x.reshape(2 * N_GATES, n, c_dim), per_gate_h, W_hidden.view(2 * N_GATES, p, c_dim)
         )
         return gates.view(2, N_GATES, n, c_dim)
 
-    def cell(self, layer: int, gates: torch.Tensor, c: torch.Tensor) -> LayerState:
+    def cell(
+        self, layer: int, gates: torch.Tensor, c: torch.Tensor, weights: Optional[LayerWeights] = None
+    ) -> LayerState:
         """The cell update from the gates' pre-activations (2, 4, n, c) and the
         cell c (2, n, c): the new (h (2, n, p), c), each clipped."""
         i, j, f, o = gates.unbind(1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
         if self.cell_clip:
             c = c.clamp(-self.cell_clip, self.cell_clip)
-        h = torch.bmm(torch.sigmoid(o) * torch.tanh(c), self.W_proj[layer])
+        h = torch.bmm(torch.sigmoid(o) * torch.tanh(c), (weights or self.layer_weights(layer))[2])
         if self.proj_clip:
             h = h.clamp(-self.proj_clip, self.proj_clip)
         return h, c
