@@ -186,3 +186,18 @@ def test_the_reference_revision_is_extracted_or_refused_with_a_message(tmp_path)
     assert (folder / "spacy_elmo" / "bilm" / "lstm.py").exists()
     with pytest.raises(SystemExit, match="Could not extract the reference revision 'no-such-revision'"):
         bench_pretrain.extract_reference("no-such-revision", tmp_path / "other")
+
+
+@pytest.mark.slow
+def test_the_step_profile_reports_every_part_and_the_memory_kept(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(f"The cat number {i} sat on the mat , and the dog ran {i} times ." for i in range(60)))
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "profile_pretrain.py"), "--text", str(text), "--config", "bilm_demo",
+         "--steps", "3"],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    for part in ("encoder", "lstm", "softmax"):
+        assert f"{part} forward" in result.stdout and f"{part} backward" in result.stdout
+    assert "kept for the backward pass" in result.stdout and "lstm_backward.py" in result.stdout
