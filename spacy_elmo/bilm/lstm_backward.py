@@ -58,8 +58,9 @@ def lstm_layer(
     (2, 4, p, c); bias (2, 4, c); forget_bias (4, c), not trained; W_proj
     (2, c, p); clips of 0 or None mean none. product_dtype: the matrix
     products' inputs in this type (torch.bfloat16 under autocast), their
-    results and everything else in float32 (the gates, the cell, the state).
-    RETURNS: (2, n_packed, p), float32.
+    results and everything else in float32 (the gates, the cell, the state;
+    float64 throughout for float64 inputs, as the tests use).
+    RETURNS: (2, n_packed, p), float32 (float64 for float64 inputs).
     """
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     return _ProjectedLSTM.apply(
