@@ -9,6 +9,10 @@ overrides, the data and biLM it names, the versions); otherwise it is trained
 again. So an interrupted run resumes where it stopped, and a changed setting,
 data split or biLM never leaves a stale run in place. Each run trains in a
 temporary folder beside its final place and is swapped into place when it ends.
+
+Each run also keeps its dev curve, OUTPUT_DIR/seed{N}/train_log.jsonl (one line per
+evaluation: step, losses, dev scores), written by spaCy's console logger; the
+logger is not part of the fingerprint, since it does not change what is trained.
 """
 import shutil
 import sys
@@ -17,6 +21,7 @@ from typing import List
 
 import typer
 from spacy.cli.train import train
+from spacy.util import load_config
 from weasel.util import parse_config_overrides
 
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
@@ -31,6 +36,25 @@ def overrides_from_args(args: List[str]) -> dict:
 
 def seed_overrides(overrides: dict, seed: int) -> dict:
     return {**overrides, "system.seed": seed}
+
+
+TRAIN_LOG = "train_log.jsonl"
+CONSOLE_LOGGERS = ("spacy.ConsoleLogger.v1", "spacy.ConsoleLogger.v2", "spacy.ConsoleLogger.v3")
+
+
+def dev_log_overrides(config: Path, overrides: dict, run_dir: Path) -> dict:
+    """Overrides that make spaCy's console logger also write the dev curve to `run_dir`.
+
+    A config whose logger is not spaCy's console logger keeps its own logger.
+    """
+    logger = load_config(config, overrides=overrides, interpolate=False)["training"]["logger"]
+    if logger.get("@loggers") not in CONSOLE_LOGGERS:
+        return {}
+    return {
+        "training.logger.@loggers": "spacy.ConsoleLogger.v3",
+        "training.logger.progress_bar": None,
+        "training.logger.output_file": str(run_dir / TRAIN_LOG),
+    }
 
 
 def is_trained(config: Path, output_dir: Path, seed: int, overrides: dict) -> bool:
@@ -54,7 +78,8 @@ def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dic
         partial = output_dir / f".seed{seed}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        train(config, partial, use_gpu=gpu_id, overrides=seed_overrides(overrides, seed))
+        settings = seed_overrides(overrides, seed)
+        train(config, partial, use_gpu=gpu_id, overrides={**settings, **dev_log_overrides(config, settings, partial)})
         write_fingerprint(partial, fingerprint)
         stale = output_dir / f".seed{seed}.stale"
         shutil.rmtree(stale, ignore_errors=True)

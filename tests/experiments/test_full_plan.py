@@ -180,6 +180,24 @@ def test_a_training_job_is_done_exactly_when_train_seeds_would_skip_it(project, 
     assert not job.done()  # another biLM
 
 
+def test_each_run_keeps_its_dev_curve_and_the_logger_is_not_in_the_fingerprint(project, fake_train):
+    job = by_name(full.plan_jobs(full.Experiment(seeds=(4,))))["ner_elmo_untuned_seed4"]
+    run_job_here(job)
+    (settings,) = fake_train
+    assert settings["training.logger.@loggers"] == "spacy.ConsoleLogger.v3"
+    log = Path(settings["training.logger.output_file"])
+    assert log.name == train_seeds_module.TRAIN_LOG and log.parent.name == ".seed4.partial"  # moved with the run
+    assert job.done()  # the fingerprint is of the user's settings alone, so the run is not stale
+
+
+def test_a_config_with_its_own_logger_keeps_it(tmp_path):
+    config = tmp_path / "other_logger.cfg"
+    text = (ROOT / "configs" / "ner_baseline.cfg").read_text()
+    config.write_text(text.replace('@loggers = "spacy.ConsoleLogger.v1"', '@loggers = "spacy.LookupLogger.v1"'))
+    assert train_seeds_module.dev_log_overrides(config, {}, tmp_path) == {}
+    assert train_seeds_module.dev_log_overrides(ROOT / "configs" / "ner_baseline.cfg", {}, tmp_path)
+
+
 def test_a_tuning_job_is_done_while_its_record_matches_its_inputs_and_outputs(project):
     e = full.Experiment()
     job = by_name(full.plan_jobs(e))["tune_ner"]

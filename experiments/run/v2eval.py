@@ -1,0 +1,136 @@
+"""The downstream evaluation of biLM v2: converged comparisons and the paper's ablations.
+
+    python -m experiments.run.v2eval --jobs 2 [--groups converged,ablations] [--tasks ner,sentiment5] [--seeds "0 1 ..."]
+
+Every run reads the corpora that ``experiments.convert`` wrote to corpus/v2eval/{ner,sentiment5}
+and the shipped biLM v2 (a copy of ``pretrained/elmo-en-small``'s two weight files in
+training/v2eval/bilm_v2), frozen and not tuned to the task. The groups:
+
+converged   baseline and ELMo on both tasks, trained for ``--steps`` (3,000) with dev scores every
+            250 steps, so that the dev curves show where the baselines stop improving;
+ablations   NER at 1,000 steps, each against the untuned ELMo run of ``training/v2eval/ner_elmo_v2``
+            (the same settings but one): the top layer alone instead of the learned mix, the mix
+            held near the average (λ = 1 instead of 0.001, the paper's Table 2), ELMo dropout 0.5
+            instead of 0.1, and ELMo at the encoder's output too (``configs/ner_elmo_output.cfg``).
+
+Runs are listed seed by seed, baseline next to ELMo, so that a stopped evaluation leaves paired
+seeds; each seed is a job of its own (``experiments.run.jobs``), skipped when its fingerprint
+says it was trained from what would be trained now. Each group ends with the test scores of its
+runs in metrics/v2eval (``experiments.run.evaluate_seeds``). Then::
+
+    python -m experiments.report.paired ents_f metrics/v2eval/ner_baseline_converged metrics/v2eval/ner_elmo_v2_converged
+    python -m experiments.report.dev_curves docs/results/v2eval/dev_curves_ner.png ents_f \\
+        training/v2eval/ner_baseline_converged training/v2eval/ner_elmo_v2_converged
+"""
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import typer
+
+from experiments.run.jobs import Job, run_jobs
+
+PYTHON = sys.executable
+BILM = "training/v2eval/bilm_v2"
+GROUPS = ("converged", "ablations")
+CORPUS = {"ner": "corpus/v2eval/ner", "sentiment5": "corpus/v2eval/sentiment5"}
+CONFIG = {("ner", False): "configs/ner_baseline.cfg", ("ner", True): "configs/ner_elmo.cfg",
+          ("sentiment5", False): "configs/textcat_baseline.cfg", ("sentiment5", True): "configs/textcat_elmo.cfg"}
+NER_MIX = "--components.ner.model.tok2vec.elmo.mix"
+NER_ELMO = "--components.ner.model.tok2vec.elmo"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One configuration trained once per seed into training/v2eval/<name>."""
+    name: str
+    task: str
+    config: str
+    settings: Tuple[str, ...]
+
+    @property
+    def run_dir(self) -> str:
+        return f"training/v2eval/{self.name}"
+
+    def train_command(self, seed: int) -> Tuple[str, ...]:
+        data = ("--paths.train", f"{CORPUS[self.task]}/train.spacy", "--paths.dev", f"{CORPUS[self.task]}/dev.spacy")
+        return (PYTHON, "-m", "experiments.run.train_seeds", self.config, self.run_dir, "--seeds", str(seed),
+                *data, *self.settings)
+
+    def is_trained(self, seed: int) -> bool:
+        from experiments.run.train_seeds import is_trained, overrides_from_args
+
+        overrides = overrides_from_args(list(self.train_command(seed)[7:]))
+        return is_trained(Path(self.config), Path(self.run_dir), seed, overrides)
+
+
+def converged_runs(steps: int) -> List[Run]:
+    runs = []
+    for task in CORPUS:
+        for elmo in (False, True):
+            settings = ("--training.max_steps", str(steps), "--training.eval_frequency", "250")
+            if elmo:
+                settings += ("--paths.elmo", BILM)
+            runs.append(Run(f"{task}_{'elmo_v2' if elmo else 'baseline'}_converged", task, CONFIG[task, elmo], settings))
+    return runs
+
+
+def ablation_runs() -> List[Run]:
+    """NER at 1,000 steps, each one setting away from training/v2eval/ner_elmo_v2."""
+    common = ("--training.max_steps", "1000", "--paths.elmo", BILM)
+    return [
+        Run("ner_elmo_v2_top_layer", "ner", CONFIG["ner", True], common + (f"{NER_MIX}.layer", "2")),
+        Run("ner_elmo_v2_lambda1", "ner", CONFIG["ner", True], common + (f"{NER_MIX}.l2_to_uniform", "1.0")),
+        Run("ner_elmo_v2_dropout05", "ner", CONFIG["ner", True], common + (f"{NER_ELMO}.dropout", "0.5")),
+        Run("ner_elmo_v2_output", "ner", "configs/ner_elmo_output.cfg", common),
+    ]
+
+
+def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Sequence[str] = tuple(CORPUS)) -> List[Job]:
+    """Each group's runs of `tasks` seed by seed (paired runs side by side), then their test scores."""
+    planned: Dict[str, List[Run]] = {
+        group: [run for run in runs if run.task in tasks]
+        for group, runs in (("converged", converged_runs(steps)), ("ablations", ablation_runs()))
+    }
+    jobs: List[Job] = []
+    for group in groups:
+        trained: Dict[str, List[str]] = {}
+        for seed in seeds:
+            for run in planned[group]:
+                name = f"{run.name}_seed{seed}"
+                jobs.append(Job(name, run.train_command(seed), Path("logs/v2eval") / f"{name}.log",
+                                done=lambda r=run, s=seed: r.is_trained(s)))
+                trained.setdefault(run.task, []).append(name)
+        for task, names in trained.items():
+            runs = [run.run_dir for run in planned[group] if run.task == task]
+            jobs.append(Job(f"evaluate_{group}_{task}", (PYTHON, "-m", "experiments.run.evaluate_seeds",
+                                                         f"{CORPUS[task]}/test.spacy", "metrics/v2eval", *runs),
+                            Path("logs/v2eval") / f"evaluate_{group}_{task}.log", needs=tuple(names)))
+    return jobs
+
+
+def main(
+    jobs: int = typer.Option(2, help="Runs side by side, one CPU thread each"),
+    groups: str = typer.Option(",".join(GROUPS), help="Comma-separated: converged, ablations"),
+    seeds: str = typer.Option("0 1 2 3 4 5 6 7 8 9", help="Space-separated seeds"),
+    steps: int = typer.Option(3000, help="Training steps of the converged runs"),
+    tasks: str = typer.Option(",".join(CORPUS), help="Comma-separated: ner, sentiment5"),
+    minutes: float = typer.Option(0, help="Start no run after this many minutes (0: no deadline)"),
+) -> None:
+    chosen = [g.strip() for g in groups.split(",") if g.strip()]
+    unknown = [g for g in chosen if g not in GROUPS]
+    if unknown or not chosen:
+        raise typer.BadParameter(f"expected groups among {', '.join(GROUPS)}, got {groups!r}", param_hint="--groups")
+    chosen_tasks = [t.strip() for t in tasks.split(",") if t.strip()]
+    if not chosen_tasks or any(t not in CORPUS for t in chosen_tasks):
+        raise typer.BadParameter(f"expected tasks among {', '.join(CORPUS)}, got {tasks!r}", param_hint="--tasks")
+    if not Path(BILM, "weights.hdf5").exists():
+        raise typer.BadParameter(f"{BILM} holds no weights.hdf5: copy pretrained/elmo-en-small/options.json and "
+                                 f"weights.hdf5 there first", param_hint="BILM")
+    summary = run_jobs(plan_jobs(chosen, [int(s) for s in seeds.split()], steps, chosen_tasks), n_jobs=jobs, minutes=minutes)
+    raise typer.Exit(0 if summary.ok else 1)
+
+
+if __name__ == "__main__":
+    typer.run(main)
