@@ -160,6 +160,13 @@ def tuning_lines(tuning: Dict[str, Dict[str, float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def save_figure(figure, output: Path) -> None:
+    """Lay a matplotlib figure out and write it to `output`, its folder made if needed."""
+    figure.tight_layout()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(output, dpi=120)
+
+
 def plot_scores(scores, output: Path) -> None:
     from matplotlib.figure import Figure  # no pyplot: matplotlib's backend is left alone
 
@@ -176,8 +183,7 @@ def plot_scores(scores, output: Path) -> None:
         ax.set_ylim(max(0.0, low - 10.0), min(100.0, max(means) + max(stds) + 5.0))
         ax.set_title(TASKS[task][1], fontsize=9)
         ax.set_ylabel("score (%)")
-    fig.tight_layout()
-    fig.savefig(output, dpi=120)
+    save_figure(fig, output)
 
 
 def main(

@@ -15,7 +15,7 @@ from typing import Dict, List
 import numpy
 import typer
 
-from experiments.report.comparison import md_table
+from experiments.report.comparison import md_table, save_figure
 from experiments.run.train_seeds import TRAIN_LOG
 
 
@@ -68,9 +68,7 @@ def plot(curves: Dict[str, Dict[int, List[float]]], key: str, output: Path) -> N
     axes.set_xlabel("training step")
     axes.set_ylabel(f"dev {key} (mean ± std over seeds)")
     axes.legend(fontsize="small")
-    figure.tight_layout()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(output, dpi=120)
+    save_figure(figure, output)
 
 
 def main(

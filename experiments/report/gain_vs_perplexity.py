@@ -19,7 +19,7 @@ from typing import Dict, List, Tuple
 
 import typer
 
-from experiments.report.comparison import gains, md_table, mean_std
+from experiments.report.comparison import gains, md_table, mean_std, save_figure
 from experiments.report.paired import scores
 
 
@@ -69,9 +69,7 @@ def plot(rows: List[Dict[str, object]], key: str, output: Path) -> None:
     axes.set_xscale("log")
     axes.set_xlabel("biLM perplexity on the task's dev text")
     axes.set_ylabel(f"test {key} gain over the baseline (95% CI)")
-    figure.tight_layout()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(output, dpi=120)
+    save_figure(figure, output)
 
 
 def main(

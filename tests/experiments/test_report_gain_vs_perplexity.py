@@ -6,11 +6,7 @@ from typer.testing import CliRunner
 
 from experiments.report import gain_vs_perplexity
 
-
-def write_scores(folder, values, key="ents_f"):
-    folder.mkdir()
-    for seed, value in enumerate(values):
-        (folder / f"seed{seed}.json").write_text(json.dumps({key: value}))
+from .test_report_paired import write as write_scores
 
 
 def test_one_point_per_bilm_paired_with_the_baseline(tmp_path):
