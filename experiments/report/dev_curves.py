@@ -4,9 +4,10 @@
         training/v2eval/ner_elmo_v2_converged
 
 Reads RUN_DIR/seed*/train_log.jsonl (one line per evaluation, as ``experiments.run.train_seeds``
-keeps it), prints a table of the mean dev score per step and, for each run, the step at which its
-mean curve first came within ``--within`` points of its own best (where it stops improving), and
-writes the plot. Scores are in percent.
+keeps it), prints a table of the mean dev score per step (and over how many seeds: spaCy stops a run
+early after ``training.patience`` steps without a better dev score) and, for each run, the step at
+which its mean curve over all seeds first came within ``--within`` points of its own best (where it
+stops improving), and writes the plot. Scores are in percent.
 """
 import json
 from pathlib import Path
@@ -39,19 +40,25 @@ def dev_scores(run_dir: Path, key: str) -> Dict[str, Dict[int, float]]:
 
 
 def mean_curve(curves: Dict[str, Dict[int, float]]) -> Dict[int, List[float]]:
-    """{step: [mean, std, seeds]} over the steps every seed was evaluated at."""
-    common = sorted(set.intersection(*(set(c) for c in curves.values())))
+    """{step: [mean, std, seeds]} at every step some seed was evaluated at.
+
+    A run that spaCy stopped early (``training.patience``) has no scores after its stop, so the
+    later steps' means are over fewer seeds; the table and the plot say how many.
+    """
     rows = {}
-    for step in common:
-        values = numpy.array([c[step] for c in curves.values()])
+    for step in sorted(set.union(*(set(c) for c in curves.values()))):
+        values = numpy.array([c[step] for c in curves.values() if step in c])
         rows[step] = [float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0, len(values)]
     return rows
 
 
 def plateau_step(curve: Dict[int, List[float]], within: float) -> int:
-    """The first step whose mean is within `within` points of the curve's best mean."""
-    best = max(mean for mean, _, _ in curve.values())
-    return min(step for step, (mean, _, _) in curve.items() if mean >= best - within)
+    """The first step whose mean is within `within` points of the best mean, over the steps every
+    seed was evaluated at."""
+    seeds = max(n for _, _, n in curve.values())
+    shared = {step: mean for step, (mean, _, n) in curve.items() if n == seeds}
+    best = max(shared.values())
+    return min(step for step, mean in shared.items() if mean >= best - within)
 
 
 def plot(curves: Dict[str, Dict[int, List[float]]], key: str, output: Path) -> None:
@@ -63,7 +70,7 @@ def plot(curves: Dict[str, Dict[int, List[float]]], key: str, output: Path) -> N
         steps = list(curve)
         mean = numpy.array([curve[s][0] for s in steps])
         std = numpy.array([curve[s][1] for s in steps])
-        axes.plot(steps, mean, label=f"{name} ({curve[steps[0]][2]} seeds)")
+        axes.plot(steps, mean, label=f"{name} ({curve[steps[0]][2]} seeds; fewer after early stops)")
         axes.fill_between(steps, mean - std, mean + std, alpha=0.2)
     axes.set_xlabel("training step")
     axes.set_ylabel(f"dev {key} (mean ± std over seeds)")
@@ -79,11 +86,14 @@ def main(
 ) -> None:
     curves = {run_dir.name: mean_curve(dev_scores(run_dir, key)) for run_dir in run_dirs}
     steps = sorted(set.union(*(set(c) for c in curves.values())))
-    rows = [[str(step)] + [f"{c[step][0]:.2f} ± {c[step][1]:.2f}" if step in c else "" for c in curves.values()]
+    rows = [[str(step)] + [f"{c[step][0]:.2f} ± {c[step][1]:.2f} ({c[step][2]})" if step in c else ""
+                           for c in curves.values()]
             for step in steps]
     typer.echo(md_table(["step", *curves], rows))
     for name, curve in curves.items():
-        typer.echo(f"{name}: best mean dev {key} {max(m for m, _, _ in curve.values()):.2f}, "
+        seeds = max(n for _, _, n in curve.values())
+        best = max(m for m, _, n in curve.values() if n == seeds)
+        typer.echo(f"{name}: best mean dev {key} over all {seeds} seeds {best:.2f}, "
                    f"within {within} of it from step {plateau_step(curve, within)}")
     plot(curves, key, output)
     typer.echo(f"wrote {output}")

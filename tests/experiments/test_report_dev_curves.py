@@ -27,17 +27,18 @@ def test_mean_curve_plateau_and_plot(tmp_path):
     output = tmp_path / "plots" / "curves.png"
     result = CliRunner().invoke(app, [str(output), "ents_f", str(tmp_path / "base"), str(tmp_path / "elmo")])
     assert result.exit_code == 0, result.output
-    assert "41.00 ± 1.41" in result.output  # step 500: mean and sample std of 40 and 42
-    assert "base: best mean dev ents_f 42.00, within 0.5 of it from step 750" in result.output
-    assert "elmo: best mean dev ents_f 45.00, within 0.5 of it from step 500" in result.output
+    assert "41.00 ± 1.41 (2)" in result.output  # step 500: mean and sample std of 40 and 42
+    assert "base: best mean dev ents_f over all 2 seeds 42.00, within 0.5 of it from step 750" in result.output
+    assert "elmo: best mean dev ents_f over all 1 seeds 45.00, within 0.5 of it from step 500" in result.output
     assert output.stat().st_size > 0
 
 
-def test_a_seed_evaluated_at_fewer_steps_limits_the_curve_to_the_shared_steps(tmp_path):
-    write_run(tmp_path / "run", [{0: 10.0, 250: 20.0, 500: 30.0}, {0: 10.0, 250: 40.0}])
+def test_a_seed_stopped_early_leaves_fewer_seeds_later_and_the_plateau_uses_the_shared_steps(tmp_path):
+    write_run(tmp_path / "run", [{0: 10.0, 250: 20.0, 500: 90.0}, {0: 10.0, 250: 40.0}])
     curve = dev_curves.mean_curve(dev_curves.dev_scores(tmp_path / "run", "ents_f"))
-    assert sorted(curve) == [0, 250]
-    assert curve[250][0] == pytest.approx(30.0, rel=1e-9)
+    assert curve[250] == pytest.approx([30.0, 14.142135623730951, 2], rel=1e-9)
+    assert curve[500] == [90.0, 0.0, 1]  # one seed left
+    assert dev_curves.plateau_step(curve, within=0.5) == 250  # not the one-seed step 500
 
 
 def test_a_run_without_logs_or_without_the_score_says_what_to_do(tmp_path):
