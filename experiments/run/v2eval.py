@@ -9,8 +9,9 @@ training/v2eval/bilm_v2), frozen and not tuned to the task. The groups:
 converged   baseline and ELMo on both tasks, trained for ``--steps`` (3,000) with dev scores every
             250 steps, so that the dev curves show where the baselines stop improving;
 ablations   NER at 1,000 steps, each against the untuned ELMo run of ``training/v2eval/ner_elmo_v2``
-            (the same settings but one): the top layer alone instead of the learned mix, the mix
-            held near the average (λ = 1 instead of 0.001, the paper's Table 2), ELMo dropout 0.5
+            (the same settings but one): the top layer alone instead of the learned mix, the plain
+            average of the layers, the mix held near the average (λ = 1 instead of 0.001; these
+            three are the paper's Table 2), ELMo dropout 0.5
             instead of 0.1, and ELMo at the encoder's output too (``configs/ner_elmo_output.cfg``).
 
 Runs are listed seed by seed, baseline next to ELMo, so that a stopped evaluation leaves paired
@@ -81,6 +82,7 @@ def ablation_runs() -> List[Run]:
     common = ("--training.max_steps", "1000", "--paths.elmo", BILM)
     return [
         Run("ner_elmo_v2_top_layer", "ner", CONFIG["ner", True], common + (f"{NER_MIX}.layer", "2")),
+        Run("ner_elmo_v2_average", "ner", CONFIG["ner", True], common + (f"{NER_MIX}.average", "true")),
         Run("ner_elmo_v2_lambda1", "ner", CONFIG["ner", True], common + (f"{NER_MIX}.l2_to_uniform", "1.0")),
         Run("ner_elmo_v2_dropout05", "ner", CONFIG["ner", True], common + (f"{NER_ELMO}.dropout", "0.5")),
         Run("ner_elmo_v2_output", "ner", "configs/ner_elmo_output.cfg", common),

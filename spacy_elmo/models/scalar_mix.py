@@ -20,6 +20,7 @@ def ScalarMix(
     l2_to_uniform: float = 0.0,
     n_layers: Optional[int] = None,
     layer: Optional[int] = None,
+    average: bool = False,
 ) -> Model[Floats3d, Floats2d]:
     """``γ · Σ_j softmax(s)_j · h_j`` over the biLM's L + 1 layers.
 
@@ -41,12 +42,15 @@ def ScalarMix(
     layer: use this one layer only (0 = the token representation, j = LSTM j):
         a fixed one-hot mix whose scalars are not learned, for layer probes.
         γ is still learned.
+    average: use the plain average of the layers, weights fixed at 1 / (L + 1)
+        and not learned (the paper's "average" in its Table 2; γ is still
+        learned). Not together with `layer`.
 
     Input (n_layers, n_tokens, width) -> output (n_tokens, width).
     """
     check_settings(ScalarMixSettings, {
         "layer_norm": layer_norm, "layer_dropout": layer_dropout, "l2_to_uniform": l2_to_uniform,
-        "n_layers": n_layers, "layer": layer,
+        "n_layers": n_layers, "layer": layer, "average": average,
     }, "spacy-elmo.ScalarMix.v1", "the component's [model.tok2vec.elmo.mix]")
     return Model(
         SCALAR_MIX_NAME,
@@ -59,6 +63,7 @@ def ScalarMix(
             "layer_dropout": layer_dropout,
             "l2_to_uniform": l2_to_uniform,
             "layer": layer,
+            "average": average,
         },
     )
 
@@ -82,7 +87,7 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
     xp = ops.xp
     s = model.get_param("s")
     gamma = model.get_param("gamma")
-    fixed = model.attrs.get("layer") is not None
+    fixed = is_fixed(model)
     rate = model.attrs["layer_dropout"]
     if fixed:
         weights = mix_weights(model)
@@ -116,10 +121,18 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
     return Y, backprop
 
 
+def is_fixed(model: Model) -> bool:
+    """True when the mix's weights are fixed (one `layer`, or the plain `average`), not learned."""
+    return model.attrs.get("layer") is not None or bool(model.attrs.get("average"))
+
+
 def mix_weights(model: Model) -> Floats1d:
-    """The weights the mix applies at prediction: softmax(s), or one-hot for a fixed `layer`."""
+    """The weights the mix applies at prediction: softmax(s), one-hot for a fixed `layer`,
+    or 1 / (L + 1) each for the plain `average`."""
     s = model.get_param("s")
     layer = model.attrs.get("layer")
+    if model.attrs.get("average"):
+        return model.ops.xp.full_like(s, 1.0 / s.shape[0])
     if layer is None:
         return model.ops.softmax(s)
     weights = model.ops.xp.zeros_like(s)

@@ -61,6 +61,7 @@ class ScalarMixSettings(_Settings):
     l2_to_uniform: Number = Field(ge=0.0)
     n_layers: Optional[StrictInt] = Field(None, ge=1)
     layer: Optional[StrictInt] = None
+    average: StrictBool = False
 
     @field_validator("l2_to_uniform")
     @classmethod
@@ -68,6 +69,12 @@ class ScalarMixSettings(_Settings):
         if not math.isfinite(value):
             raise ValueError("expected a finite number >= 0")
         return value
+
+    @model_validator(mode="after")
+    def _one_fixed_mix(self) -> "ScalarMixSettings":
+        if self.average and self.layer is not None:
+            raise ValueError(f"layer = {self.layer} and average = true both fix the mix: set one of them")
+        return self
 
 
 class WindowsSettings(_Settings):

@@ -90,6 +90,28 @@ def test_fixed_layer_passes_one_layer_and_learns_only_gamma(layer):
     assert mix_weights(mix).tolist() == [float(j == layer) for j in range(3)]
 
 
+def test_average_is_the_plain_mean_of_the_layers_and_learns_only_gamma():
+    from spacy_elmo.models.scalar_mix import mix_weights
+
+    mix, X = make(average=True)  # s is set away from uniform: it must not count
+    Y, backprop = mix(X, is_train=True)
+    numpy.testing.assert_allclose(Y, 1.3 * X.mean(axis=0), rtol=1e-6)
+    dY = numpy.random.default_rng(3).normal(size=Y.shape)
+    dX = backprop(dY)
+    for j in range(3):
+        numpy.testing.assert_allclose(dX[j], 1.3 * dY / 3, rtol=1e-6)
+    assert not mix.has_grad("s") or not numpy.any(mix.get_grad("s"))
+    numpy.testing.assert_allclose(mix.get_grad("gamma"), [(dY * X.mean(axis=0)).sum()], rtol=1e-6)
+    numpy.testing.assert_allclose(mix_weights(mix), [1 / 3] * 3, rtol=1e-6)
+
+
+def test_average_and_a_fixed_layer_together_are_a_coded_error():
+    from spacy_elmo.errors import ElmoError
+
+    with pytest.raises(ElmoError, match="E411.*set one of them"):
+        ScalarMix(layer=1, average=True)
+
+
 def test_fixed_layer_out_of_range_is_a_coded_error():
     from spacy_elmo.errors import ElmoError
 
