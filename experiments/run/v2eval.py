@@ -54,16 +54,20 @@ class Run:
     def run_dir(self) -> str:
         return f"training/v2eval/{self.name}"
 
-    def train_command(self, seed: int) -> Tuple[str, ...]:
+    @property
+    def overrides(self) -> Tuple[str, ...]:
+        """The run's `spacy train` settings: the task's data, then its own."""
         data = ("--paths.train", f"{CORPUS[self.task]}/train.spacy", "--paths.dev", f"{CORPUS[self.task]}/dev.spacy")
+        return (*data, *self.settings)
+
+    def train_command(self, seed: int) -> Tuple[str, ...]:
         return (PYTHON, "-m", "experiments.run.train_seeds", self.config, self.run_dir, "--seeds", str(seed),
-                *data, *self.settings)
+                *self.overrides)
 
     def is_trained(self, seed: int) -> bool:
         from experiments.run.train_seeds import is_trained, overrides_from_args
 
-        overrides = overrides_from_args(list(self.train_command(seed)[7:]))
-        return is_trained(Path(self.config), Path(self.run_dir), seed, overrides)
+        return is_trained(Path(self.config), Path(self.run_dir), seed, overrides_from_args(list(self.overrides)))
 
 
 def converged_runs(steps: int) -> List[Run]:
