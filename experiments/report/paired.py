@@ -5,15 +5,18 @@
 Each folder holds one ``seedN.json`` per seed (``experiments.run.evaluate_seeds``). Scores are
 printed in percent; each later folder gets its gain over the first, the relative error
 reduction, a bootstrap 95% interval of the paired mean difference and the exact sign-flip p
-(``comparison.gains``).
+(``comparison.gains``). ``--json FILE`` also writes every row, its seeds' scores and its
+comparison to FILE (the record behind a README table: metrics/ is not kept in the repository).
 """
 import json
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
+import srsly
 import typer
 
 from experiments.report.comparison import gains, mean_std
+from spacy_elmo.util import atomic_path
 
 
 def scores(folder: Path, key: str) -> Dict[str, float]:
@@ -33,6 +36,7 @@ def scores(folder: Path, key: str) -> Dict[str, float]:
 def main(
     key: str = typer.Argument(..., help="The score, e.g. ents_f, cats_macro_f, cats_score"),
     folders: List[Path] = typer.Argument(..., exists=True, file_okay=False, help="The first is the reference"),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the rows, seeds and comparisons here"),
 ) -> None:
     rows = {str(folder): {**mean_std(list(s.values())), "by_seed": s} for folder in folders
             for s in [scores(folder, key)]}
@@ -40,11 +44,18 @@ def main(
     for name, row in rows.items():
         line = f"{name}: {row['mean']:.2f} ± {row['std']:.2f} ({row['n']} seeds)"
         gain = gains(rows, name, first) if name != first else None
+        if gain:
+            row["against_first"] = gain
         if gain and "sign_flip_p" in gain:
             line += (f"; against {first}: {gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}], "
                      f"relative error reduction {gain['relative_error_reduction']:+.1f}%, sign-flip p "
                      f"{gain['sign_flip_p']:.3f} ({gain['pairs']} pairs)")
         typer.echo(line)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(json_path) as tmp:
+            srsly.write_json(tmp, {"key": key, "reference": first, "runs": rows})
+        typer.echo(f"wrote {json_path}")
 
 
 if __name__ == "__main__":

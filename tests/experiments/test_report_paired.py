@@ -31,3 +31,19 @@ def test_a_missing_score_says_which_scores_there_are(tmp_path):
     write(tmp_path / "base", [0.4, 0.5], key="cats_macro_f")
     with pytest.raises(typer.BadParameter, match="has no score 'ents_f'.*cats_macro_f"):
         paired.scores(tmp_path / "base", "ents_f")
+
+
+def test_json_keeps_each_seed_and_the_comparison(tmp_path):
+    write(tmp_path / "base", [0.40, 0.50])
+    write(tmp_path / "elmo", [0.44, 0.49])
+    app = typer.Typer()
+    app.command()(paired.main)
+    out = tmp_path / "record" / "ner.json"
+    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["key"] == "ents_f" and record["reference"] == str(tmp_path / "base")
+    elmo = record["runs"][str(tmp_path / "elmo")]
+    assert elmo["by_seed"] == pytest.approx({"seed0": 44.0, "seed1": 49.0})
+    assert elmo["against_first"]["absolute"] == pytest.approx(1.5)
+    assert "against_first" not in record["runs"][str(tmp_path / "base")]
