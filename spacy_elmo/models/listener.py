@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Dropout, Model, chain
+from thinc.api import Model, chain
 from thinc.types import Floats2d, Floats3d
 
 from ..errors import ConfigError
@@ -31,6 +31,10 @@ MIX_DOCS_NAME = "elmo-mix-docs"
 # The ref under which `mix_docs` keeps its mix: how listeners, `mix-weights`
 # and reports find a task's mix, whatever layer it is.
 MIX_REF = "mix"
+# The ELMo dropout's rate goes by a name of its own: spaCy sets every node's
+# "dropout_rate" to [training] dropout at each update (thinc's set_dropout_rate).
+ELMO_DROPOUT_NAME = "elmo-dropout"
+ELMO_DROPOUT_RATE = "elmo_dropout_rate"
 
 
 @registry.architectures(LISTENER_ARCH)
@@ -45,7 +49,8 @@ def ElmoListener(
         to one vector per token of the same width, (n_tokens, width). It is
         initialised with a sample of that shape, and the dims `nL` and `nO` it
         declares are set to the biLM's number of layers and width.
-    dropout: dropout on the mixed vectors in training, 0 <= dropout < 1.
+    dropout: dropout on the mixed vectors in training, 0 <= dropout < 1; its own
+        rate, not [training] dropout (which spaCy sets on the task's other layers).
     """
     check_settings(DropoutSettings, {"dropout": dropout}, LISTENER_ARCH, "the component's [model.tok2vec.elmo]")
     install_extensions()  # the listener reads doc._.elmo, even if no `elmo` component was built
@@ -56,10 +61,26 @@ def ElmoListener(
 def mix_docs(mix: Model[Floats3d, Floats2d], dropout: float = 0.0) -> Model[List[Floats3d], List[Floats2d]]:
     """Apply `mix` (and dropout) to every doc's layers, as one array for the
     batch. The mix is the model's ref "mix" (`MIX_REF`)."""
-    inner = chain(mix, Dropout(dropout)) if dropout else mix
+    inner = chain(mix, elmo_dropout(dropout)) if dropout else mix
     model = Model(MIX_DOCS_NAME, _mix_docs_forward, layers=[inner], init=_mix_docs_init, dims={"nO": None})
     model.set_ref(MIX_REF, mix)
     return model
+
+
+def elmo_dropout(rate: float) -> Model[Floats2d, Floats2d]:
+    """Dropout on the mixed ELMo vectors at `rate` in training, whatever the
+    trainer's own dropout: the listener's `dropout` is the paper's ELMo dropout,
+    a setting of its own, so thinc's Dropout (whose "dropout_rate" spaCy
+    overwrites with [training] dropout at every update) will not do."""
+    return Model(ELMO_DROPOUT_NAME, _elmo_dropout_forward, attrs={ELMO_DROPOUT_RATE: rate})
+
+
+def _elmo_dropout_forward(model: Model, X: Floats2d, is_train: bool) -> Tuple[Floats2d, Callable]:
+    rate = model.attrs[ELMO_DROPOUT_RATE]
+    if not is_train or not rate:
+        return X, lambda dY: dY
+    mask = model.ops.get_dropout_mask(X.shape, rate)  # scaled by 1 / (1 - rate)
+    return X * mask, lambda dY: dY * mask
 
 
 def _mix_docs_init(model: Model, X: Optional[List[Floats3d]] = None, Y=None) -> None:

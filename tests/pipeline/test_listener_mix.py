@@ -66,3 +66,25 @@ def test_the_scalar_mix_inside_a_larger_mix_is_the_one_reported(bilm_dir):
 
     mix = listener_mixes(nlp)["ner"]
     assert numpy.allclose(mix["weights"], [1 / 3] * 3) and mix["gamma"] == 1.0
+
+
+def test_the_elmo_dropout_keeps_its_own_rate_whatever_the_trainers_dropout():
+    """spaCy sets every node's "dropout_rate" to [training] dropout at each update; the
+    listener's ELMo dropout is a setting of its own and must keep its rate."""
+    from thinc.api import set_dropout_rate
+
+    from spacy_elmo.models.listener import mix_docs
+    from spacy_elmo.models.scalar_mix import ScalarMix
+
+    model = mix_docs(ScalarMix(n_layers=3), dropout=0.5)
+    X = [numpy.ones((3, 500, 8), dtype="f"), numpy.ones((3, 300, 8), dtype="f")]
+    model.initialize(X=X)
+    set_dropout_rate(model, 0.0)  # what Parser.update does with drop = [training] dropout
+    Y, backprop = model(X, is_train=True)
+    values = numpy.concatenate([y.ravel() for y in Y])
+    dropped = numpy.mean(values == 0.0)
+    assert 0.45 < dropped < 0.55, dropped
+    assert numpy.allclose(values[values != 0.0], 2.0)  # the uniform mix of ones, scaled by 1 / (1 - 0.5)
+    dX = backprop([numpy.ones_like(y) for y in Y])
+    assert sum(numpy.count_nonzero(dx) for dx in dX) > 0
+    assert all(numpy.allclose(y, 1.0) for y in model.predict(X))  # no dropout at prediction
