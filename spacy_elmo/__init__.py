@@ -10,7 +10,7 @@ extensions by hand, e.g. to read ``doc._.elmo`` from a ``DocBin`` without
 loading a pipeline.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"
 
 
 def install_extensions() -> None:

@@ -93,10 +93,12 @@ def ablation_runs() -> List[Run]:
     ]
 
 
-def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Sequence[str] = tuple(CORPUS)) -> List[Job]:
-    """Each group's runs of `tasks` seed by seed (paired runs side by side), then their test scores."""
+def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Sequence[str] = tuple(CORPUS),
+              only: Sequence[str] = ()) -> List[Job]:
+    """Each group's runs of `tasks` (those named in `only`, if any) seed by seed (paired runs side by
+    side), then their test scores."""
     planned: Dict[str, List[Run]] = {
-        group: [run for run in runs if run.task in tasks]
+        group: [run for run in runs if run.task in tasks and (not only or run.name in only)]
         for group, runs in (("converged", converged_runs(steps)), ("ablations", ablation_runs()))
     }
     jobs: List[Job] = []
@@ -123,6 +125,7 @@ def main(
     steps: int = typer.Option(3000, help="Training steps of the converged runs"),
     tasks: str = typer.Option(",".join(CORPUS), help="Comma-separated: ner, sentiment5"),
     minutes: float = typer.Option(0, help="Start no run after this many minutes (0: no deadline)"),
+    runs: str = typer.Option("", help="Comma-separated run names, e.g. ner_elmo_v2_dropout05 (default: all)"),
 ) -> None:
     chosen = [g.strip() for g in groups.split(",") if g.strip()]
     unknown = [g for g in chosen if g not in GROUPS]
@@ -134,7 +137,12 @@ def main(
     if not Path(BILM, "weights.hdf5").exists():
         raise typer.BadParameter(f"{BILM} holds no weights.hdf5: copy pretrained/elmo-en-small/options.json and "
                                  f"weights.hdf5 there first", param_hint="BILM")
-    summary = run_jobs(plan_jobs(chosen, [int(s) for s in seeds.split()], steps, chosen_tasks), n_jobs=jobs, minutes=minutes)
+    only = [r.strip() for r in runs.split(",") if r.strip()]
+    known = {run.name for run in converged_runs(steps) + ablation_runs()}
+    if any(name not in known for name in only):
+        raise typer.BadParameter(f"expected run names among {', '.join(sorted(known))}, got {runs!r}", param_hint="--runs")
+    jobs_planned = plan_jobs(chosen, [int(s) for s in seeds.split()], steps, chosen_tasks, only)
+    summary = run_jobs(jobs_planned, n_jobs=jobs, minutes=minutes)
     raise typer.Exit(0 if summary.ok else 1)
 
 

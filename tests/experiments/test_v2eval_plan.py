@@ -37,3 +37,10 @@ def test_tasks_limit_the_plan():
     names = [job.name for job in v2eval.plan_jobs(["converged", "ablations"], [0], steps=3000, tasks=["ner"])]
     assert names and not any("sentiment5" in name for name in names)
     assert "evaluate_converged_ner" in names and "evaluate_ablations_ner" in names
+
+
+def test_named_runs_limit_the_plan_and_their_evaluation():
+    jobs = v2eval.plan_jobs(["ablations"], [0, 1], steps=3000, only=["ner_elmo_v2_dropout05"])
+    assert [job.name for job in jobs] == ["ner_elmo_v2_dropout05_seed0", "ner_elmo_v2_dropout05_seed1",
+                                          "evaluate_ablations_ner"]
+    assert jobs[-1].command[-1] == "training/v2eval/ner_elmo_v2_dropout05"
