@@ -1,6 +1,6 @@
 """The downstream evaluation of biLM v2: converged comparisons and the paper's ablations.
 
-    python -m experiments.run.v2eval --jobs 2 [--groups converged,ablations] [--tasks ner,sentiment5] [--seeds "0 1 ..."]
+    python -m experiments.run.v2eval --jobs 2 [--groups converged,ablations,encoders] [--tasks ner,sentiment5] [--seeds "0 1 ..."]
 
 Every run reads the corpora that ``experiments.convert`` wrote to corpus/v2eval/{ner,sentiment5}
 and the shipped biLM v2 (a copy of ``pretrained/elmo-en-small``'s two weight files in
@@ -8,11 +8,15 @@ training/v2eval/bilm_v2), frozen and not tuned to the task. The groups:
 
 converged   baseline and ELMo on both tasks, trained for ``--steps`` (3,000) with dev scores every
             250 steps, so that the dev curves show where the baselines stop improving;
-ablations   NER at 1,000 steps, each against the untuned ELMo run of ``training/v2eval/ner_elmo_v2``
-            (the same settings but one): the top layer alone instead of the learned mix, the plain
-            average of the layers, the mix held near the average (λ = 1 instead of 0.001; these
-            three are the paper's Table 2), ELMo dropout 0.5
-            instead of 0.1, and ELMo at the encoder's output too (``configs/ner_elmo_output.cfg``).
+ablations   each task at 1,000 steps: its untuned ELMo run ({task}_elmo_v2) and runs one setting
+            away from it: the top layer alone instead of the learned mix, the plain average of
+            the layers, the mix held near the average (λ = 1 instead of 0.001; these three are the
+            paper's Table 2), ELMo dropout 0.5 instead of 0.1, the biLM fine-tuned with the task
+            (``frozen = false``), and ELMo at the encoder's output too (``configs/*_elmo_output.cfg``);
+encoders    each task at 1,000 steps with the paper's kind of task encoder, a BiLSTM (spaCy's
+            ``TorchBiLSTMEncoder``, 2 layers), in place of the CNN, with and without ELMo: the
+            configs are the task's own with the ``encode`` block replaced, written to
+            training/v2eval/configs/.
 
 Runs are listed seed by seed, baseline next to ELMo, so that a stopped evaluation leaves paired
 seeds; each seed is a job of its own (``experiments.run.jobs``), skipped when its fingerprint
@@ -34,12 +38,15 @@ from experiments.run.jobs import Job, run_jobs
 
 PYTHON = sys.executable
 BILM = "training/v2eval/bilm_v2"
-GROUPS = ("converged", "ablations")
+GROUPS = ("converged", "ablations", "encoders")
 CORPUS = {"ner": "corpus/v2eval/ner", "sentiment5": "corpus/v2eval/sentiment5"}
 CONFIG = {("ner", False): "configs/ner_baseline.cfg", ("ner", True): "configs/ner_elmo.cfg",
           ("sentiment5", False): "configs/textcat_baseline.cfg", ("sentiment5", True): "configs/textcat_elmo.cfg"}
-NER_MIX = "--components.ner.model.tok2vec.elmo.mix"
-NER_ELMO = "--components.ner.model.tok2vec.elmo"
+OUTPUT_CONFIG = {"ner": "configs/ner_elmo_output.cfg", "sentiment5": "configs/textcat_elmo_output.cfg"}
+PIPE = {"ner": "ner", "sentiment5": "textcat"}
+# The paper's task encoders: a BiLSTM, here 2 layers of spaCy's, as wide as the CNN it replaces.
+BILSTM = {"@architectures": "spacy.TorchBiLSTMEncoder.v1", "width": 96, "depth": 2, "dropout": 0.0}
+DERIVED = Path("training/v2eval/configs")
 
 
 @dataclass(frozen=True)
@@ -82,15 +89,54 @@ def converged_runs(steps: int) -> List[Run]:
 
 
 def ablation_runs() -> List[Run]:
-    """NER at 1,000 steps, each one setting away from training/v2eval/ner_elmo_v2."""
-    common = ("--training.max_steps", "1000", "--paths.elmo", BILM)
+    """Each task at 1,000 steps: its untuned ELMo run, then each ablation one setting away from it."""
+    runs = []
+    for task in CORPUS:
+        common = ("--training.max_steps", "1000", "--paths.elmo", BILM)
+        elmo = f"--components.{PIPE[task]}.model.tok2vec.elmo"
+        config = CONFIG[task, True]
+        runs += [
+            Run(f"{task}_elmo_v2", task, config, common),
+            Run(f"{task}_elmo_v2_top_layer", task, config, common + (f"{elmo}.mix.layer", "2")),
+            Run(f"{task}_elmo_v2_average", task, config, common + (f"{elmo}.mix.average", "true")),
+            Run(f"{task}_elmo_v2_lambda1", task, config, common + (f"{elmo}.mix.l2_to_uniform", "1.0")),
+            Run(f"{task}_elmo_v2_dropout05", task, config, common + (f"{elmo}.dropout", "0.5")),
+            Run(f"{task}_elmo_v2_finetuned", task, config, common + ("--components.elmo.frozen", "false")),
+            Run(f"{task}_elmo_v2_output", task, OUTPUT_CONFIG[task], common),
+        ]
+    return runs
+
+
+def bilstm_config(task: str, elmo: bool) -> Path:
+    """Where the task's config with a BiLSTM encoder is written (``write_bilstm_configs``)."""
+    return DERIVED / f"{task}_{'elmo' if elmo else 'baseline'}_bilstm.cfg"
+
+
+def encoder_runs() -> List[Run]:
+    """Each task at 1,000 steps with a BiLSTM encoder, without and with ELMo."""
     return [
-        Run("ner_elmo_v2_top_layer", "ner", CONFIG["ner", True], common + (f"{NER_MIX}.layer", "2")),
-        Run("ner_elmo_v2_average", "ner", CONFIG["ner", True], common + (f"{NER_MIX}.average", "true")),
-        Run("ner_elmo_v2_lambda1", "ner", CONFIG["ner", True], common + (f"{NER_MIX}.l2_to_uniform", "1.0")),
-        Run("ner_elmo_v2_dropout05", "ner", CONFIG["ner", True], common + (f"{NER_ELMO}.dropout", "0.5")),
-        Run("ner_elmo_v2_output", "ner", "configs/ner_elmo_output.cfg", common),
+        Run(f"{task}_{'elmo_v2' if elmo else 'baseline'}_bilstm", task, str(bilstm_config(task, elmo)),
+            ("--training.max_steps", "1000") + (("--paths.elmo", BILM) if elmo else ()))
+        for task in CORPUS for elmo in (False, True)
     ]
+
+
+def write_bilstm_configs() -> None:
+    """Each task config with its CNN encoder block replaced by ``BILSTM``; nothing else changes."""
+    from confection import Config
+
+    for (task, elmo), source in CONFIG.items():
+        config = Config().from_disk(source, interpolate=False)
+        encoder = config["components"][PIPE[task]]["model"]["tok2vec"]
+        assert encoder["encode"]["width"] == BILSTM["width"], f"{source}: the BiLSTM must be as wide as the CNN"
+        encoder["encode"] = dict(BILSTM)
+        target = bilstm_config(task, elmo)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = config.to_str(interpolate=False)
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            partial = target.with_suffix(".partial")
+            partial.write_text(text, encoding="utf-8")
+            partial.replace(target)
 
 
 def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Sequence[str] = tuple(CORPUS),
@@ -99,7 +145,8 @@ def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Se
     side), then their test scores."""
     planned: Dict[str, List[Run]] = {
         group: [run for run in runs if run.task in tasks and (not only or run.name in only)]
-        for group, runs in (("converged", converged_runs(steps)), ("ablations", ablation_runs()))
+        for group, runs in (("converged", converged_runs(steps)), ("ablations", ablation_runs()),
+                            ("encoders", encoder_runs()))
     }
     jobs: List[Job] = []
     for group in groups:
@@ -120,7 +167,7 @@ def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Se
 
 def main(
     jobs: int = typer.Option(2, help="Runs side by side, one CPU thread each"),
-    groups: str = typer.Option(",".join(GROUPS), help="Comma-separated: converged, ablations"),
+    groups: str = typer.Option(",".join(GROUPS), help="Comma-separated: converged, ablations, encoders"),
     seeds: str = typer.Option("0 1 2 3 4 5 6 7 8 9", help="Space-separated seeds"),
     steps: int = typer.Option(3000, help="Training steps of the converged runs"),
     tasks: str = typer.Option(",".join(CORPUS), help="Comma-separated: ner, sentiment5"),
@@ -138,9 +185,10 @@ def main(
         raise typer.BadParameter(f"{BILM} holds no weights.hdf5: copy pretrained/elmo-en-small/options.json and "
                                  f"weights.hdf5 there first", param_hint="BILM")
     only = [r.strip() for r in runs.split(",") if r.strip()]
-    known = {run.name for run in converged_runs(steps) + ablation_runs()}
+    known = {run.name for run in converged_runs(steps) + ablation_runs() + encoder_runs()}
     if any(name not in known for name in only):
         raise typer.BadParameter(f"expected run names among {', '.join(sorted(known))}, got {runs!r}", param_hint="--runs")
+    write_bilstm_configs()
     jobs_planned = plan_jobs(chosen, [int(s) for s in seeds.split()], steps, chosen_tasks, only)
     summary = run_jobs(jobs_planned, n_jobs=jobs, minutes=minutes)
     raise typer.Exit(0 if summary.ok else 1)

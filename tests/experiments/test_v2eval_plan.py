@@ -1,3 +1,7 @@
+from pathlib import Path
+
+import spacy
+
 from experiments.run import v2eval
 
 
@@ -16,20 +20,50 @@ def test_runs_are_listed_seed_by_seed_and_each_group_ends_with_its_test_scores()
     assert "--paths.elmo" not in jobs[0].command  # the baseline reads no biLM
 
 
-def test_each_ablation_is_one_setting_away_from_the_untuned_elmo_run():
+def test_each_ablation_is_one_setting_away_from_the_untuned_elmo_run_of_its_task():
     reference = ("--training.max_steps", "1000", "--paths.elmo", v2eval.BILM)
-    for run in v2eval.ablation_runs():
-        assert run.settings[:4] == reference and run.task == "ner"
-        extra = run.settings[4:]
-        if run.config == "configs/ner_elmo.cfg":
-            assert len(extra) == 2  # one setting and its value
-        else:
-            assert run.config == "configs/ner_elmo_output.cfg" and not extra
+    runs = v2eval.ablation_runs()
+    for task in v2eval.CORPUS:
+        own = [run for run in runs if run.task == task]
+        assert own[0].name == f"{task}_elmo_v2" and own[0].settings == reference  # the reference comes first
+        for run in own[1:]:
+            assert run.settings[:4] == reference and run.name.startswith(f"{task}_elmo_v2_")
+            extra = run.settings[4:]
+            if run.config == v2eval.CONFIG[task, True]:
+                assert len(extra) == 2  # one setting and its value
+                assert extra[0] == "--components.elmo.frozen" or extra[0].startswith(
+                    f"--components.{v2eval.PIPE[task]}.model.tok2vec.elmo")
+            else:
+                assert run.config == v2eval.OUTPUT_CONFIG[task] and not extra
+    assert {run.name for run in runs} >= {"ner_elmo_v2_finetuned", "sentiment5_elmo_v2_output"}
+
+
+def test_the_bilstm_configs_differ_from_the_task_configs_in_the_encoder_alone(tmp_path, monkeypatch):
+    from confection import Config
+
+    monkeypatch.setattr(v2eval, "DERIVED", tmp_path / "configs")
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    v2eval.write_bilstm_configs()
+    for (task, elmo), source in v2eval.CONFIG.items():
+        original = Config().from_disk(source, interpolate=False)
+        derived = Config().from_disk(v2eval.bilstm_config(task, elmo), interpolate=False)
+        tok2vec = derived["components"][v2eval.PIPE[task]]["model"]["tok2vec"]
+        assert tok2vec["encode"] == v2eval.BILSTM
+        tok2vec["encode"] = original["components"][v2eval.PIPE[task]]["model"]["tok2vec"]["encode"]
+        assert derived == original
+    nlp = spacy.util.load_model_from_config(Config().from_disk(v2eval.bilstm_config("ner", True)), auto_fill=True,
+                                            validate=True)
+    encoder = nlp.get_pipe("ner").model.get_ref("tok2vec").layers[0].get_ref("encode")
+    assert encoder.name.startswith("with_padded") and encoder.get_dim("nO") == v2eval.BILSTM["width"]
+    encoders = {run.name: run for run in v2eval.encoder_runs()}
+    assert "--paths.elmo" not in encoders["ner_baseline_bilstm"].settings
+    assert encoders["sentiment5_elmo_v2_bilstm"].config == str(v2eval.bilstm_config("sentiment5", True))
 
 
 def test_a_seed_is_done_only_when_trained_from_the_same_settings(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    run = v2eval.ablation_runs()[0]
+    run = v2eval.ablation_runs()[1]
     assert not run.is_trained(0)  # nothing trained here
 
 

@@ -130,9 +130,10 @@ def test_a_fine_tuned_bilm_gets_the_gradients_of_both_listeners_of_one_component
         numpy.testing.assert_allclose(total, first + second, rtol=1e-6, atol=1e-7)
 
 
-def test_the_output_elmo_config_differs_from_ner_elmo_only_in_the_tok2vec():
-    plain, output = (load_config(CONFIGS / name) for name in ("ner_elmo.cfg", "ner_elmo_output.cfg"))
-    tok2vec = output["components"]["ner"]["model"]["tok2vec"]
+@pytest.mark.parametrize("pipe,name", [("ner", "ner_elmo"), ("textcat", "textcat_elmo")])
+def test_the_output_elmo_config_differs_from_its_task_config_only_in_the_tok2vec(pipe, name):
+    plain, output = (load_config(CONFIGS / f"{name}{suffix}.cfg") for suffix in ("", "_output"))
+    tok2vec = output["components"][pipe]["model"]["tok2vec"]
     assert tok2vec["@architectures"] == "spacy-elmo.ElmoTok2Vec.v2"
     assert tok2vec["output_elmo"]["@architectures"] == "spacy-elmo.ElmoListener.v1"
     assert tok2vec["output_elmo"]["upstream"] == "elmo"
@@ -141,15 +142,16 @@ def test_the_output_elmo_config_differs_from_ner_elmo_only_in_the_tok2vec():
     assert output == plain
 
 
-@pytest.mark.parametrize("name", ["ner_elmo.cfg", "ner_elmo_output.cfg"])
+@pytest.mark.parametrize("name", ["ner_elmo.cfg", "ner_elmo_output.cfg", "textcat_elmo_output.cfg"])
 def test_the_output_elmo_config_validates_as_spacy_debug_config_does(name, corpus_dir):
     from spacy.cli.debug_config import debug_config
 
     paths = {"paths.train": str(corpus_dir / "train.spacy"), "paths.dev": str(corpus_dir / "dev.spacy")}
     debug_config(CONFIGS / name, overrides=paths)  # exits with the validation errors on a bad config
     nlp = load_model_from_config(load_config(CONFIGS / name), auto_fill=True, validate=True)
-    tok2vec = elmo_tok2vec(nlp)
-    assert len(nlp.get_pipe("elmo").listener_map["ner"]) == (2 if "output" in name else 1)
+    pipe = name.split("_")[0]
+    assert len(nlp.get_pipe("elmo").listener_map[pipe]) == (2 if "output" in name else 1)
+    tok2vec = elmo_tok2vec(nlp) if pipe == "ner" else nlp.get_pipe(pipe).model.get_ref("tok2vec")
     assert tok2vec.get_dim("nO") == 96
 
 

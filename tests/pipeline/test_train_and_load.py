@@ -40,6 +40,7 @@ def uniform_distance(mix):
     ("ner_elmo.cfg", ["ents_f"], {"ner"}), ("textcat_elmo.cfg", ["cats_score"], {"textcat"}),
     ("joint_elmo.cfg", ["ents_f", "cats_score"], {"ner", "textcat"}),
     ("ner_elmo_output.cfg", ["ents_f"], {"ner#elmo", "ner#output_elmo"}),  # ELMo at the encoder's output too
+    ("textcat_elmo_output.cfg", ["cats_score"], {"textcat#elmo", "textcat#output_elmo"}),
 ])
 def test_spacy_train_cli(tmp_path, corpus_dir, bilm_dir, config, scores, mix_names):
     meta = spacy_train(config, tmp_path / "out", corpus_dir, bilm_dir)
