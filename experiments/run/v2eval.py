@@ -3,8 +3,10 @@
     python -m experiments.run.v2eval --jobs 2 [--groups converged,ablations,encoders] [--tasks ner,sentiment5] [--seeds "0 1 ..."]
 
 Every run reads the corpora that ``experiments.convert`` wrote to corpus/v2eval/{ner,sentiment5}
-and the shipped biLM v2 (a copy of ``pretrained/elmo-en-small``'s two weight files in
-training/v2eval/bilm_v2), frozen and not tuned to the task. The groups:
+and one biLM, frozen unless a run says otherwise and not tuned to the task: ``--bilm``'s two weight
+files (the shipped ``pretrained/elmo-en-small`` by default; ``--published NAME`` for one of the
+published AllenNLP models), copied to training/v2eval/bilm_v2 whenever they differ from what is
+there, so that every run's fingerprint sees a change of biLM. The groups:
 
 converged   baseline and ELMo on both tasks, trained for ``--steps`` (3,000) with dev scores every
             250 steps, so that the dev curves show where the baselines stop improving;
@@ -27,6 +29,7 @@ runs in metrics/v2eval (``experiments.run.evaluate_seeds``). Then::
     python -m experiments.report.dev_curves docs/results/v2eval/dev_curves_ner.png ents_f \\
         training/v2eval/ner_baseline_converged training/v2eval/ner_elmo_v2_converged
 """
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,6 +168,23 @@ def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Se
     return jobs
 
 
+def sync_bilm(source: Path) -> None:
+    """Copy ``source``'s options.json and weights.hdf5 to BILM where they differ (each write atomic)."""
+    from experiments.run.fingerprint import file_digest
+    from spacy_elmo.util import atomic_path
+
+    target = Path(BILM)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("options.json", "weights.hdf5"):
+        if not (source / name).is_file():
+            raise typer.BadParameter(f"{source} holds no {name}: expected a biLM folder with options.json and "
+                                     "weights.hdf5 (as `python -m spacy_elmo pretrain` exports)", param_hint="--bilm")
+        if not (target / name).is_file() or file_digest(target / name) != file_digest(source / name):
+            with atomic_path(target / name) as tmp:
+                shutil.copyfile(source / name, tmp)
+            typer.echo(f"{target / name}: copied from {source}")
+
+
 def main(
     jobs: int = typer.Option(2, help="Runs side by side, one CPU thread each"),
     groups: str = typer.Option(",".join(GROUPS), help="Comma-separated: converged, ablations, encoders"),
@@ -173,6 +193,9 @@ def main(
     tasks: str = typer.Option(",".join(CORPUS), help="Comma-separated: ner, sentiment5"),
     minutes: float = typer.Option(0, help="Start no run after this many minutes (0: no deadline)"),
     runs: str = typer.Option("", help="Comma-separated run names, e.g. ner_elmo_v2_dropout05 (default: all)"),
+    bilm: Path = typer.Option(Path("pretrained/elmo-en-small"), help="The biLM of every ELMo run"),
+    published: str = typer.Option("", help="A published AllenNLP model's name instead of --bilm "
+                                           "(assets/published/NAME, `spacy project assets --extra`)"),
 ) -> None:
     chosen = [g.strip() for g in groups.split(",") if g.strip()]
     unknown = [g for g in chosen if g not in GROUPS]
@@ -181,9 +204,16 @@ def main(
     chosen_tasks = [t.strip() for t in tasks.split(",") if t.strip()]
     if not chosen_tasks or any(t not in CORPUS for t in chosen_tasks):
         raise typer.BadParameter(f"expected tasks among {', '.join(CORPUS)}, got {tasks!r}", param_hint="--tasks")
-    if not Path(BILM, "weights.hdf5").exists():
-        raise typer.BadParameter(f"{BILM} holds no weights.hdf5: copy pretrained/elmo-en-small/options.json and "
-                                 f"weights.hdf5 there first", param_hint="BILM")
+    if published:
+        from experiments.run.full import published_bilm
+        from spacy_elmo.errors import ElmoError
+
+        try:
+            bilm = published_bilm(published)
+        except ElmoError as err:  # E531 for an unknown name, E530 (what to do, one line) where not downloaded
+            typer.echo(str(err), err=True)
+            raise typer.Exit(1)
+    sync_bilm(bilm)
     only = [r.strip() for r in runs.split(",") if r.strip()]
     known = {run.name for run in converged_runs(steps) + ablation_runs() + encoder_runs()}
     if any(name not in known for name in only):

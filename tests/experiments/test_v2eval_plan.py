@@ -1,6 +1,8 @@
 from pathlib import Path
 
+import pytest
 import spacy
+import typer
 
 from experiments.run import v2eval
 
@@ -78,3 +80,23 @@ def test_named_runs_limit_the_plan_and_their_evaluation():
     assert [job.name for job in jobs] == ["ner_elmo_v2_dropout05_seed0", "ner_elmo_v2_dropout05_seed1",
                                           "evaluate_ablations_ner"]
     assert jobs[-1].command[-1] == "training/v2eval/ner_elmo_v2_dropout05"
+
+
+def test_the_bilm_copy_follows_its_source_so_a_changed_bilm_is_seen_by_every_fingerprint(tmp_path, monkeypatch):
+    from experiments.run.fingerprint import file_digest
+
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "bilm"
+    source.mkdir()
+    (source / "options.json").write_text("{}")
+    (source / "weights.hdf5").write_bytes(b"first")
+    v2eval.sync_bilm(source)
+    copied = file_digest(Path(v2eval.BILM))
+    v2eval.sync_bilm(source)
+    assert file_digest(Path(v2eval.BILM)) == copied  # unchanged source: nothing rewritten
+    (source / "weights.hdf5").write_bytes(b"second")
+    v2eval.sync_bilm(source)
+    assert (Path(v2eval.BILM) / "weights.hdf5").read_bytes() == b"second"
+    (source / "options.json").unlink()
+    with pytest.raises(typer.BadParameter, match="holds no options.json"):
+        v2eval.sync_bilm(source)

@@ -144,10 +144,27 @@ def test_vars_published_makes_the_elmo_runs_read_the_published_model_untuned():
     (run_full,) = commands["run-full"]["script"]
     args = shlex.split(run_full)
     assert args[args.index("--published") + 1] == PUBLISHED
+    (run_v2eval,) = commands["run-v2eval"]["script"]
+    args = shlex.split(run_v2eval)
+    assert args[args.index("--published") + 1] == PUBLISHED
     unset = load_project_config(ROOT)
     (run_full,) = [c for c in unset["commands"] if c["name"] == "run-full"][0]["script"]
     args = shlex.split(run_full)
     assert args[args.index("--published") + 1] == ""  # the project's own biLM, tuned
+    (run_v2eval,) = [c for c in unset["commands"] if c["name"] == "run-v2eval"][0]["script"]
+    args = shlex.split(run_v2eval)
+    assert args[args.index("--published") + 1] == "" and args[args.index("--bilm") + 1] == "pretrained/elmo-en-small"
+
+
+def test_the_full_workflow_runs_the_evaluation_then_writes_its_report():
+    config = load_project_config(ROOT)
+    assert config["workflows"]["full"] == ["fetch-data", "convert-v2eval", "run-v2eval", "report-v2eval"]
+    commands = {c["name"]: c for c in config["commands"]}
+    converted = set(commands["convert-v2eval"]["outputs"])
+    assert {dep for dep in commands["run-v2eval"]["deps"] if dep.startswith("corpus/")} <= converted
+    seeds = shlex.split(commands["run-v2eval"]["script"][0])
+    assert seeds[seeds.index("--seeds") + 1].split() == [str(s) for s in range(10)]
+    assert "reports/v2eval/results.md" in commands["report-v2eval"]["outputs"]
 
 
 def tiny_tune_project(tmp_path):

@@ -1,0 +1,152 @@
+"""The report of the downstream evaluation (``experiments.run.v2eval``): one table of every
+comparison, the dev curves of the converged runs and the learned layer weights.
+
+    python -m experiments.report.v2eval [--metrics metrics/v2eval] [--training training/v2eval] [--output reports/v2eval]
+
+Each comparison pairs two runs seed by seed (``comparison.gains``: the mean gain, a bootstrap 95%
+interval, the relative error reduction and the exact sign-flip p) from their test scores in
+METRICS/<run>/seedN.json. A comparison whose runs have not been scored is listed under "Not run
+yet" rather than left out; the report says how many seeds each row pairs. Writes results.md,
+results.json, dev_curves_<task>.png and layer_weights.png into OUTPUT.
+"""
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional
+
+import srsly
+import typer
+
+from experiments.report.comparison import gains, md_table, mean_std
+from experiments.report.paired import scores
+from spacy_elmo.util import atomic_path
+
+# The scores each task is reported by: the test metric and the dev metric of its curves.
+KEYS = {"ner": ("ents_f",), "sentiment5": ("cats_macro_f", "cats_accuracy")}
+DEV_KEY = {"ner": "ents_f", "sentiment5": "cats_score"}
+TASK_NAMES = {"ner": "NER (WNUT-16)", "sentiment5": "5-class sentiment (RT)"}
+KEY_NAMES = {"ents_f": "F1", "cats_macro_f": "macro-F", "cats_accuracy": "accuracy"}
+# The unlabelled in-domain text each task's biLM was tuned on (a run name's "{domain}").
+DOMAIN = {"ner": "tweets", "sentiment5": "reviews"}
+
+
+class Comparison(NamedTuple):
+    section: str
+    reference: str  # run names, without the task: "baseline", "elmo_v2", ...
+    run: str
+    label: str
+
+
+COMPARISONS = (
+    Comparison("ELMo against the baseline", "baseline_converged", "elmo_v2_converged",
+               "+ ELMo, trained to convergence (3,000 steps)"),
+    Comparison("ELMo against the baseline", "baseline", "elmo_v2", "+ ELMo, 1,000 steps"),
+    Comparison("ELMo against the baseline", "baseline_bilstm", "elmo_v2_bilstm",
+               "+ ELMo, with a BiLSTM encoder (1,000 steps)"),
+    Comparison("ELMo against the baseline", "baseline", "elmo_v2_tuned_{domain}",
+               "+ ELMo, the biLM tuned on unlabelled text of the domain (1,000 steps)"),
+    Comparison("ELMo against the baseline", "baseline", "elmo_v2_tuned_train",
+               "+ ELMo, the biLM tuned on the training split (1,000 steps)"),
+    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_top_layer", "the top layer alone"),
+    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_average", "the plain average"),
+    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_lambda1", "λ = 1"),
+    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_dropout05", "ELMo dropout 0.5"),
+    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_finetuned",
+               "the biLM fine-tuned with the task"),
+    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_output",
+               "ELMo at the encoder's output too"),
+    Comparison("Encoders (1,000 steps)", "baseline", "baseline_bilstm", "baseline: BiLSTM instead of the CNN"),
+    Comparison("Encoders (1,000 steps)", "elmo_v2", "elmo_v2_bilstm", "+ ELMo: BiLSTM instead of the CNN"),
+)
+
+
+def compare(metrics: Path, task: str, key: str, comparison: Comparison) -> Optional[Dict[str, object]]:
+    """The comparison's row, or None where either run has no scored seed."""
+    comparison = comparison._replace(run=comparison.run.format(domain=DOMAIN[task]))
+    folders = {name: metrics / f"{task}_{name}" for name in (comparison.reference, comparison.run)}
+    if not all(sorted(folder.glob("seed*.json")) for folder in folders.values()):
+        return None
+    rows = {name: {**mean_std(list(found.values())), "by_seed": found}
+            for name, folder in folders.items() for found in [scores(folder, key)]}
+    gain = gains(rows, comparison.run, comparison.reference)
+    return {"task": task, "key": key, **comparison._asdict(), "reference_score": rows[comparison.reference],
+            "run_score": rows[comparison.run], "gain": gain}
+
+
+def table_row(row: Dict[str, object]) -> List[str]:
+    ref, run, gain = row["reference_score"], row["run_score"], row["gain"]
+    cells = [f"{TASK_NAMES[row['task']]}, {KEY_NAMES[row['key']]}", str(row["label"]),
+             f"{ref['mean']:.2f} ± {ref['std']:.2f} → {run['mean']:.2f} ± {run['std']:.2f}"]
+    if gain and "sign_flip_p" in gain:
+        cells += [f"{gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}]",
+                  f"{gain['relative_error_reduction']:+.1f}%", f"{gain['sign_flip_p']:.3f}", str(gain["pairs"])]
+    else:  # fewer than two paired seeds: no interval, no test
+        cells += [f"{run['mean'] - ref['mean']:+.2f}", "", "", str((gain or {}).get("pairs", 0))]
+    return cells
+
+
+def write_plots(training: Path, output: Path) -> List[str]:
+    """The dev curves of each task's converged pair and the layer weights of the ELMo runs that exist."""
+    from experiments.report.dev_curves import dev_scores, mean_curve, plot
+    from experiments.report.layer_weights import run_mixes
+    from spacy_elmo.inspect import mean_over_runs, plot_mixes
+
+    written = []
+    for task, key in DEV_KEY.items():
+        pair = [training / f"{task}_{name}" for name in ("baseline_converged", "elmo_v2_converged")]
+        if all(sorted(run.glob("seed*/train_log.jsonl")) for run in pair):
+            curves = {run.name: mean_curve(dev_scores(run, key)) for run in pair}
+            plot(curves, key, output / f"dev_curves_{task}.png")
+            written.append(f"dev_curves_{task}.png")
+    found: Dict[str, List[Dict[str, object]]] = {}
+    for task in DEV_KEY:
+        for name in ("elmo_v2", "elmo_v2_converged"):
+            if sorted((training / f"{task}_{name}").glob("seed*/model-best")):
+                found.update(run_mixes(training / f"{task}_{name}"))
+    if found:
+        summary = mean_over_runs({label: [mix["weights"] for mix in mixes] for label, mixes in found.items()})
+        plot_mixes(summary, output / "layer_weights.png", title="Learned layer weights, mean ± std over seeds")
+        written.append("layer_weights.png")
+    return written
+
+
+def main(
+    metrics: Path = typer.Option(Path("metrics/v2eval"), help="The runs' test scores, <run>/seedN.json"),
+    training: Path = typer.Option(Path("training/v2eval"), help="The runs, <run>/seedN/"),
+    output: Path = typer.Option(Path("reports/v2eval"), file_okay=False, help="Where the report is written"),
+) -> None:
+    rows, missing = [], []
+    for comparison in COMPARISONS:
+        for task, keys in KEYS.items():
+            for key in keys:
+                row = compare(metrics, task, key, comparison)
+                if row is None:
+                    run = comparison.run.format(domain=DOMAIN[task])
+                    missing.append(f"{TASK_NAMES[task]}: {comparison.label} ({task}_{run} against "
+                                   f"{task}_{comparison.reference})")
+                else:
+                    rows.append(row)
+    missing = list(dict.fromkeys(missing))  # once per task, whatever its scores
+    if not rows:
+        raise typer.BadParameter(f"{metrics} holds no pair of scored runs: run experiments.run.v2eval first")
+    output.mkdir(parents=True, exist_ok=True)
+    plots = write_plots(training, output)
+    lines = ["# ELMo against the baseline, and the ablations", "",
+             "Test scores, mean ± std over seeds; gains paired by seed (bootstrap 95% interval, exact sign-flip p); "
+             "relative error reduction 100 · (err_ref − err_run) / err_ref with err = 100 − score.", ""]
+    header = ["task, score", "comparison", "reference → run", "gain [95% CI]", "rel. error reduction", "sign-flip p",
+              "seeds"]
+    for section in dict.fromkeys(c.section for c in COMPARISONS):
+        own = [table_row(row) for row in rows if row["section"] == section]
+        if own:
+            lines += [f"## {section}", "", md_table(header, own), ""]
+    if missing:
+        lines += ["## Not run yet", "", *(f"- {item}" for item in missing), ""]
+    lines += [f"![{name}]({name})" for name in plots]
+    with atomic_path(output / "results.md") as tmp:
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with atomic_path(output / "results.json") as tmp:
+        srsly.write_json(tmp, {"comparisons": rows, "not_run": missing})
+    typer.echo(f"wrote {output / 'results.md'}: {len(rows)} comparisons, {len(missing)} not run yet")
+
+
+if __name__ == "__main__":
+    typer.run(main)
