@@ -38,6 +38,8 @@ class Comparison(NamedTuple):
 COMPARISONS = (
     Comparison("ELMo against the baseline", "baseline_converged", "elmo_v2_converged",
                "+ ELMo, trained to convergence (3,000 steps)"),
+    Comparison("ELMo against the baseline", "glove_converged", "glove_elmo_v2_converged",
+               "+ ELMo, both with GloVe, trained to convergence"),
     Comparison("ELMo against the baseline", "baseline", "elmo_v2", "+ ELMo, 1,000 steps"),
     Comparison("ELMo against the baseline", "baseline_bilstm", "elmo_v2_bilstm",
                "+ ELMo, with a BiLSTM encoder (1,000 steps)"),
@@ -53,6 +55,8 @@ COMPARISONS = (
                "the biLM fine-tuned with the task"),
     Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_output",
                "ELMo at the encoder's output too"),
+    Comparison("Static word vectors (trained to convergence)", "baseline_converged", "glove_converged",
+               "baseline + GloVe"),
     Comparison("Encoders (1,000 steps)", "baseline", "baseline_bilstm", "baseline: BiLSTM instead of the CNN"),
     Comparison("Encoders (1,000 steps)", "elmo_v2", "elmo_v2_bilstm", "+ ELMo: BiLSTM instead of the CNN"),
 )

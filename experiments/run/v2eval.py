@@ -15,6 +15,9 @@ ablations   each task at 1,000 steps: its untuned ELMo run ({task}_elmo_v2) and 
             the layers, the mix held near the average (λ = 1 instead of 0.001; these three are the
             paper's Table 2), ELMo dropout 0.5 instead of 0.1, the biLM fine-tuned with the task
             (``frozen = false``), and ELMo at the encoder's output too (``configs/*_elmo_output.cfg``);
+glove       each task trained to convergence as in ``converged`` with GloVe 6B 50d as static
+            vectors in the embedding (corpus/v2eval/glove, from ``fetch-glove`` and
+            ``experiments.data.glove``), without and with ELMo: the paper's baselines use GloVe;
 encoders    each task at 1,000 steps with the paper's kind of task encoder, a BiLSTM (spaCy's
             ``TorchBiLSTMEncoder``, 2 layers), in place of the CNN, with and without ELMo: the
             configs are the task's own with the ``encode`` block replaced, written to
@@ -41,7 +44,7 @@ from experiments.run.jobs import Job, run_jobs
 
 PYTHON = sys.executable
 BILM = "training/v2eval/bilm_v2"
-GROUPS = ("converged", "ablations", "encoders")
+GROUPS = ("converged", "glove", "ablations", "encoders")
 CORPUS = {"ner": "corpus/v2eval/ner", "sentiment5": "corpus/v2eval/sentiment5"}
 CONFIG = {("ner", False): "configs/ner_baseline.cfg", ("ner", True): "configs/ner_elmo.cfg",
           ("sentiment5", False): "configs/textcat_baseline.cfg", ("sentiment5", True): "configs/textcat_elmo.cfg"}
@@ -50,6 +53,7 @@ PIPE = {"ner": "ner", "sentiment5": "textcat"}
 # The paper's task encoders: a BiLSTM, here 2 layers of spaCy's, as wide as the CNN it replaces.
 BILSTM = {"@architectures": "spacy.TorchBiLSTMEncoder.v1", "width": 96, "depth": 2, "dropout": 0.0}
 DERIVED = Path("training/v2eval/configs")
+GLOVE = "corpus/v2eval/glove"
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,19 @@ def converged_runs(steps: int) -> List[Run]:
             if elmo:
                 settings += ("--paths.elmo", BILM)
             runs.append(Run(f"{task}_{'elmo_v2' if elmo else 'baseline'}_converged", task, CONFIG[task, elmo], settings))
+    return runs
+
+
+def glove_runs(steps: int) -> List[Run]:
+    """The converged runs of each task with GloVe in the embedding, without and with ELMo."""
+    runs = []
+    for task in CORPUS:
+        for elmo in (False, True):
+            settings = ("--training.max_steps", str(steps), "--training.eval_frequency", "250", "--paths.vectors",
+                        GLOVE, f"--components.{PIPE[task]}.model.tok2vec.embed.include_static_vectors", "true")
+            if elmo:
+                settings += ("--paths.elmo", BILM)
+            runs.append(Run(f"{task}_glove{'_elmo_v2' if elmo else ''}_converged", task, CONFIG[task, elmo], settings))
     return runs
 
 
@@ -148,8 +165,8 @@ def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Se
     side), then their test scores."""
     planned: Dict[str, List[Run]] = {
         group: [run for run in runs if run.task in tasks and (not only or run.name in only)]
-        for group, runs in (("converged", converged_runs(steps)), ("ablations", ablation_runs()),
-                            ("encoders", encoder_runs()))
+        for group, runs in (("converged", converged_runs(steps)), ("glove", glove_runs(steps)),
+                            ("ablations", ablation_runs()), ("encoders", encoder_runs()))
     }
     jobs: List[Job] = []
     for group in groups:
@@ -187,7 +204,7 @@ def sync_bilm(source: Path) -> None:
 
 def main(
     jobs: int = typer.Option(2, help="Runs side by side, one CPU thread each"),
-    groups: str = typer.Option(",".join(GROUPS), help="Comma-separated: converged, ablations, encoders"),
+    groups: str = typer.Option(",".join(GROUPS), help="Comma-separated: " + ", ".join(GROUPS)),
     seeds: str = typer.Option("0 1 2 3 4 5 6 7 8 9", help="Space-separated seeds"),
     steps: int = typer.Option(3000, help="Training steps of the converged runs"),
     tasks: str = typer.Option(",".join(CORPUS), help="Comma-separated: ner, sentiment5"),
@@ -204,6 +221,10 @@ def main(
     chosen_tasks = [t.strip() for t in tasks.split(",") if t.strip()]
     if not chosen_tasks or any(t not in CORPUS for t in chosen_tasks):
         raise typer.BadParameter(f"expected tasks among {', '.join(CORPUS)}, got {tasks!r}", param_hint="--tasks")
+    if "glove" in chosen and not Path(GLOVE, "config.cfg").exists():
+        raise typer.BadParameter(f"{GLOVE} holds no spaCy vectors: run `python -m spacy project assets --extra`, "
+                                 f"`python -m spacy project run fetch-glove`, then `python -m experiments.data.glove "
+                                 f"assets/glove {GLOVE}`", param_hint="--groups")
     if published:
         from experiments.run.full import published_bilm
         from spacy_elmo.errors import ElmoError
@@ -215,7 +236,7 @@ def main(
             raise typer.Exit(1)
     sync_bilm(bilm)
     only = [r.strip() for r in runs.split(",") if r.strip()]
-    known = {run.name for run in converged_runs(steps) + ablation_runs() + encoder_runs()}
+    known = {run.name for run in converged_runs(steps) + glove_runs(steps) + ablation_runs() + encoder_runs()}
     if any(name not in known for name in only):
         raise typer.BadParameter(f"expected run names among {', '.join(sorted(known))}, got {runs!r}", param_hint="--runs")
     write_bilstm_configs()

@@ -100,3 +100,21 @@ def test_the_bilm_copy_follows_its_source_so_a_changed_bilm_is_seen_by_every_fin
     (source / "options.json").unlink()
     with pytest.raises(typer.BadParameter, match="holds no options.json"):
         v2eval.sync_bilm(source)
+
+
+def test_the_glove_runs_are_the_converged_runs_with_static_vectors():
+    converged = {run.name: run for run in v2eval.converged_runs(3000)}
+    for run in v2eval.glove_runs(3000):
+        twin = converged[run.name.replace("glove_converged", "baseline_converged").replace("glove_elmo_v2", "elmo_v2")]
+        extra = run.settings[len(twin.settings[:4]):]
+        assert run.config == twin.config and run.settings[:4] == twin.settings[:4]
+        assert extra[:2] == ("--paths.vectors", v2eval.GLOVE)
+        assert extra[2].endswith(".model.tok2vec.embed.include_static_vectors") and extra[3] == "true"
+        assert ("--paths.elmo" in run.settings) == ("elmo" in run.name)
+
+
+def test_the_glove_group_without_the_vectors_says_how_to_make_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(typer.BadParameter, match="fetch-glove"):
+        v2eval.main(jobs=1, groups="glove", seeds="0", steps=3000, tasks="ner", minutes=0, runs="",
+                    bilm=Path("pretrained/elmo-en-small"), published="")

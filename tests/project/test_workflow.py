@@ -158,7 +158,8 @@ def test_vars_published_makes_the_elmo_runs_read_the_published_model_untuned():
 
 def test_the_full_workflow_runs_the_evaluation_then_writes_its_report():
     config = load_project_config(ROOT)
-    assert config["workflows"]["full"] == ["fetch-data", "convert-v2eval", "run-v2eval", "report-v2eval"]
+    assert config["workflows"]["full"] == ["fetch-data", "fetch-glove", "convert-v2eval", "run-v2eval",
+                                           "report-v2eval"]
     commands = {c["name"]: c for c in config["commands"]}
     converted = set(commands["convert-v2eval"]["outputs"])
     assert {dep for dep in commands["run-v2eval"]["deps"] if dep.startswith("corpus/")} <= converted
