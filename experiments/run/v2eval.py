@@ -1,6 +1,7 @@
-"""The downstream evaluation of biLM v2: converged comparisons and the paper's ablations.
+"""The downstream evaluation of biLM v2 (the `full` workflow): converged comparisons, GloVe, the
+paper's ablations and its kind of task encoder.
 
-    python -m experiments.run.v2eval --jobs 2 [--groups converged,ablations,encoders] [--tasks ner,sentiment5] [--seeds "0 1 ..."]
+    python -m experiments.run.v2eval --jobs 2 [--groups converged,glove,ablations,encoders] [--tasks ner,sentiment5] [--seeds "0 1 ..."]
 
 Every run reads the corpora that ``experiments.convert`` wrote to corpus/v2eval/{ner,sentiment5}
 and one biLM, frozen unless a run says otherwise and not tuned to the task: ``--bilm``'s two weight
@@ -26,11 +27,9 @@ encoders    each task at 1,000 steps with the paper's kind of task encoder, a Bi
 Runs are listed seed by seed, baseline next to ELMo, so that a stopped evaluation leaves paired
 seeds; each seed is a job of its own (``experiments.run.jobs``), skipped when its fingerprint
 says it was trained from what would be trained now. Each group ends with the test scores of its
-runs in metrics/v2eval (``experiments.run.evaluate_seeds``). Then::
-
-    python -m experiments.report.paired ents_f metrics/v2eval/ner_baseline_converged metrics/v2eval/ner_elmo_v2_converged
-    python -m experiments.report.dev_curves docs/results/v2eval/dev_curves_ner.png ents_f \\
-        training/v2eval/ner_baseline_converged training/v2eval/ner_elmo_v2_converged
+runs in metrics/v2eval (``experiments.run.evaluate_seeds``). Then ``python -m
+experiments.report.v2eval`` writes the report of every comparison, and ``experiments.report.paired``
+and ``experiments.report.dev_curves`` compare any runs by hand.
 """
 import shutil
 import sys
