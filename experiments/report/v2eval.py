@@ -35,31 +35,31 @@ class Comparison(NamedTuple):
     label: str
 
 
-COMPARISONS = (
-    Comparison("ELMo against the baseline", "baseline_converged", "elmo_v2_converged",
-               "+ ELMo, trained to convergence (3,000 steps)"),
-    Comparison("ELMo against the baseline", "glove_converged", "glove_elmo_v2_converged",
-               "+ ELMo, both with GloVe, trained to convergence"),
-    Comparison("ELMo against the baseline", "baseline", "elmo_v2", "+ ELMo, 1,000 steps"),
-    Comparison("ELMo against the baseline", "baseline_bilstm", "elmo_v2_bilstm",
-               "+ ELMo, with a BiLSTM encoder (1,000 steps)"),
-    Comparison("ELMo against the baseline", "baseline", "elmo_v2_tuned_{domain}",
-               "+ ELMo, the biLM tuned on unlabelled text of the domain (1,000 steps)"),
-    Comparison("ELMo against the baseline", "baseline", "elmo_v2_tuned_train",
-               "+ ELMo, the biLM tuned on the training split (1,000 steps)"),
-    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_top_layer", "the top layer alone"),
-    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_average", "the plain average"),
-    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_lambda1", "λ = 1"),
-    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_dropout05", "ELMo dropout 0.5"),
-    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_finetuned",
-               "the biLM fine-tuned with the task"),
-    Comparison("Ablations (1,000 steps, against the learned mix)", "elmo_v2", "elmo_v2_output",
-               "ELMo at the encoder's output too"),
-    Comparison("Static word vectors (trained to convergence)", "baseline_converged", "glove_converged",
-               "baseline + GloVe"),
-    Comparison("Encoders (1,000 steps)", "baseline", "baseline_bilstm", "baseline: BiLSTM instead of the CNN"),
-    Comparison("Encoders (1,000 steps)", "elmo_v2", "elmo_v2_bilstm", "+ ELMo: BiLSTM instead of the CNN"),
-)
+# {section: [(reference, run, label)]}, in the report's order; run names without the task.
+SECTIONS = {
+    "ELMo against the baseline": [
+        ("baseline_converged", "elmo_v2_converged", "+ ELMo, trained to convergence (3,000 steps)"),
+        ("glove_converged", "glove_elmo_v2_converged", "+ ELMo, both with GloVe, trained to convergence"),
+        ("baseline", "elmo_v2", "+ ELMo, 1,000 steps"),
+        ("baseline_bilstm", "elmo_v2_bilstm", "+ ELMo, with a BiLSTM encoder (1,000 steps)"),
+        ("baseline", "elmo_v2_tuned_{domain}", "+ ELMo, the biLM tuned on unlabelled text of the domain (1,000 steps)"),
+        ("baseline", "elmo_v2_tuned_train", "+ ELMo, the biLM tuned on the training split (1,000 steps)"),
+    ],
+    "Ablations (1,000 steps, against the learned mix)": [
+        ("elmo_v2", f"elmo_v2_{name}", label) for name, label in (
+            ("top_layer", "the top layer alone"), ("average", "the plain average"), ("lambda1", "λ = 1"),
+            ("dropout05", "ELMo dropout 0.5"), ("finetuned", "the biLM fine-tuned with the task"),
+            ("output", "ELMo at the encoder's output too"))
+    ],
+    "Static word vectors (trained to convergence)": [
+        ("baseline_converged", "glove_converged", "baseline + GloVe"),
+    ],
+    "Encoders (1,000 steps)": [
+        ("baseline", "baseline_bilstm", "baseline: BiLSTM instead of the CNN"),
+        ("elmo_v2", "elmo_v2_bilstm", "+ ELMo: BiLSTM instead of the CNN"),
+    ],
+}
+COMPARISONS = tuple(Comparison(section, *row) for section, rows in SECTIONS.items() for row in rows)
 
 
 def compare(metrics: Path, task: str, key: str, comparison: Comparison) -> Optional[Dict[str, object]]:
