@@ -41,7 +41,7 @@ SECTIONS = {
         ("baseline_converged", "elmo_v2_converged", "+ ELMo, trained to convergence (3,000 steps)"),
         ("glove_converged", "glove_elmo_v2_converged", "+ ELMo, both with GloVe, trained to convergence"),
         ("baseline", "elmo_v2", "+ ELMo, 1,000 steps"),
-        ("baseline_bilstm", "elmo_v2_bilstm", "+ ELMo, with a BiLSTM encoder (1,000 steps)"),
+        ("baseline_bilstm", "elmo_v2_bilstm", "+ ELMo, with a BiLSTM encoder, trained to convergence"),
         ("baseline", "elmo_v2_tuned_{domain}", "+ ELMo, the biLM tuned on unlabelled text of the domain (1,000 steps)"),
         ("baseline", "elmo_v2_tuned_train", "+ ELMo, the biLM tuned on the training split (1,000 steps)"),
     ],
@@ -54,9 +54,9 @@ SECTIONS = {
     "Static word vectors (trained to convergence)": [
         ("baseline_converged", "glove_converged", "baseline + GloVe"),
     ],
-    "Encoders (1,000 steps)": [
-        ("baseline", "baseline_bilstm", "baseline: BiLSTM instead of the CNN"),
-        ("elmo_v2", "elmo_v2_bilstm", "+ ELMo: BiLSTM instead of the CNN"),
+    "Encoders (trained to convergence)": [
+        ("baseline_converged", "baseline_bilstm", "baseline: BiLSTM instead of the CNN"),
+        ("elmo_v2_converged", "elmo_v2_bilstm", "+ ELMo: BiLSTM instead of the CNN"),
     ],
 }
 COMPARISONS = tuple(Comparison(section, *row) for section, rows in SECTIONS.items() for row in rows)
@@ -88,17 +88,18 @@ def table_row(row: Dict[str, object]) -> List[str]:
 
 
 def write_plots(training: Path, output: Path) -> List[str]:
-    """The dev curves of each task's converged pair and the layer weights of the ELMo runs that exist."""
+    """The dev curves of each task's converged runs and the layer weights of the ELMo runs that exist."""
     from experiments.report.dev_curves import dev_scores, mean_curve, plot
     from experiments.report.layer_weights import run_mixes
     from spacy_elmo.inspect import mean_over_runs, plot_mixes
 
     written = []
     for task, key in DEV_KEY.items():
-        pair = [training / f"{task}_{name}" for name in ("baseline_converged", "elmo_v2_converged")]
-        if all(sorted(run.glob("seed*/train_log.jsonl")) for run in pair):
-            curves = {run.name: mean_curve(dev_scores(run, key)) for run in pair}
-            plot(curves, key, output / f"dev_curves_{task}.png")
+        runs = [training / f"{task}_{name}" for name in ("baseline_converged", "elmo_v2_converged", "glove_converged",
+                                                         "glove_elmo_v2_converged", "baseline_bilstm", "elmo_v2_bilstm")]
+        runs = [run for run in runs if sorted(run.glob("seed*/train_log.jsonl"))]
+        if runs:
+            plot({run.name: mean_curve(dev_scores(run, key)) for run in runs}, key, output / f"dev_curves_{task}.png")
             written.append(f"dev_curves_{task}.png")
     found: Dict[str, List[Dict[str, object]]] = {}
     for task in DEV_KEY:

@@ -58,7 +58,7 @@ def test_the_bilstm_configs_differ_from_the_task_configs_in_the_encoder_alone(tm
                                             validate=True)
     encoder = nlp.get_pipe("ner").model.get_ref("tok2vec").layers[0].get_ref("encode")
     assert encoder.name.startswith("with_padded") and encoder.get_dim("nO") == v2eval.BILSTM["width"]
-    encoders = {run.name: run for run in v2eval.encoder_runs()}
+    encoders = {run.name: run for run in v2eval.encoder_runs(3000)}
     assert "--paths.elmo" not in encoders["ner_baseline_bilstm"].settings
     assert encoders["sentiment5_elmo_v2_bilstm"].config == str(v2eval.bilstm_config("sentiment5", True))
 
