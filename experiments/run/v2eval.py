@@ -146,18 +146,21 @@ def write_bilstm_configs() -> None:
     """Each task config with its CNN encoder block replaced by ``BILSTM``; nothing else changes."""
     from confection import Config
 
+    from spacy_elmo.util import atomic_path
+
     for (task, elmo), source in CONFIG.items():
         config = Config().from_disk(source, interpolate=False)
         encoder = config["components"][PIPE[task]]["model"]["tok2vec"]
-        assert encoder["encode"]["width"] == BILSTM["width"], f"{source}: the BiLSTM must be as wide as the CNN"
+        if encoder["encode"]["width"] != BILSTM["width"]:
+            raise ValueError(f"{source}: the encoder is {encoder['encode']['width']} wide, the BiLSTM "
+                             f"{BILSTM['width']}: make BILSTM's width the encoder's")
         encoder["encode"] = dict(BILSTM)
         target = bilstm_config(task, elmo)
         target.parent.mkdir(parents=True, exist_ok=True)
         text = config.to_str(interpolate=False)
         if not target.exists() or target.read_text(encoding="utf-8") != text:
-            partial = target.with_suffix(".partial")
-            partial.write_text(text, encoding="utf-8")
-            partial.replace(target)
+            with atomic_path(target) as tmp:
+                tmp.write_text(text, encoding="utf-8")
 
 
 def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Sequence[str] = tuple(CORPUS),
