@@ -61,14 +61,19 @@ def collect_scores(metrics_dir: Path) -> Dict[str, Dict[str, Dict[str, float]]]:
 
 def gains(row: Dict[str, Dict[str, float]], variant: str = "elmo", against: str = "baseline") -> Optional[Dict[str, float]]:
     """The variant against another run of the row (the baseline): absolute gain, relative
-    error reduction and, over the seeds both have (paired by seed), a bootstrap 95% interval
-    of the mean difference and the exact two-sided sign-flip p-value."""
+    error reduction, a bootstrap 95% interval of the mean difference and the exact two-sided
+    sign-flip p-value, all over the seeds both have (paired by seed); over all seeds of each
+    only where they share none."""
     if against not in row or variant not in row:
         return None
-    base, other = row[against]["mean"], row[variant]["mean"]
+    common = sorted(row[variant]["by_seed"].keys() & row[against]["by_seed"].keys())
+    if common:  # the gain, its interval and its test over the same seeds, even where one run has more
+        base = statistics.fmean(row[against]["by_seed"][s] for s in common)
+        other = statistics.fmean(row[variant]["by_seed"][s] for s in common)
+    else:
+        base, other = row[against]["mean"], row[variant]["mean"]
     error_base = 100.0 - base
     reduction = 100.0 * (error_base - (100.0 - other)) / error_base if error_base else 0.0
-    common = sorted(row[variant]["by_seed"].keys() & row[against]["by_seed"].keys())
     differences = numpy.asarray([row[variant]["by_seed"][s] - row[against]["by_seed"][s] for s in common])
     return {"absolute": other - base, "relative_error_reduction": reduction, **paired_test(differences)}
 

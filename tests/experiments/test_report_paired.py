@@ -47,3 +47,16 @@ def test_json_keeps_each_seed_and_the_comparison(tmp_path):
     assert elmo["by_seed"] == pytest.approx({"seed0": 44.0, "seed1": 49.0})
     assert elmo["against_first"]["absolute"] == pytest.approx(1.5)
     assert "against_first" not in record["runs"][str(tmp_path / "base")]
+
+
+def test_a_run_with_fewer_seeds_is_compared_over_the_seeds_both_have():
+    from experiments.report.comparison import gains, mean_std
+
+    reference = {"seed0": 40.0, "seed1": 50.0, "seed2": 30.0, "seed3": 90.0}
+    partial = {"seed0": 41.0, "seed1": 52.0, "seed2": 33.0}
+    rows = {name: {**mean_std(list(s.values())), "by_seed": s} for name, s in (("ref", reference), ("run", partial))}
+    gain = gains(rows, "run", "ref")
+    assert gain["pairs"] == 3
+    assert gain["absolute"] == pytest.approx(2.0, rel=1e-9)  # (1 + 2 + 3) / 3, not 42.0 − 52.5
+    assert gain["ci95_low"] <= gain["absolute"] <= gain["ci95_high"]
+    assert gain["relative_error_reduction"] == pytest.approx(100 * 2 / 60, rel=1e-9)  # error 60 → 58 on those seeds
