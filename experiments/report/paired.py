@@ -33,13 +33,18 @@ def scores(folder: Path, key: str) -> Dict[str, float]:
     return found
 
 
+def seed_row(folder: Path, key: str) -> Dict[str, object]:
+    """Mean ± std of a folder's scores over seeds, with each seed's score (what ``comparison.gains`` pairs)."""
+    found = scores(folder, key)
+    return {**mean_std(list(found.values())), "by_seed": found}
+
+
 def main(
     key: str = typer.Argument(..., help="The score, e.g. ents_f, cats_macro_f, cats_score"),
     folders: List[Path] = typer.Argument(..., exists=True, file_okay=False, help="The first is the reference"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the rows, seeds and comparisons here"),
 ) -> None:
-    rows = {str(folder): {**mean_std(list(s.values())), "by_seed": s} for folder in folders
-            for s in [scores(folder, key)]}
+    rows = {str(folder): seed_row(folder, key) for folder in folders}
     first = str(folders[0])
     for name, row in rows.items():
         line = f"{name}: {row['mean']:.2f} ± {row['std']:.2f} ({row['n']} seeds)"

@@ -10,13 +10,13 @@ yet" rather than left out; the report says how many seeds each row pairs. Writes
 results.json, dev_curves_<task>.png and layer_weights.png into OUTPUT.
 """
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Tuple
 
 import srsly
 import typer
 
-from experiments.report.comparison import gains, md_table, mean_std
-from experiments.report.paired import scores
+from experiments.report.comparison import gains, md_table
+from experiments.report.paired import seed_row
 from spacy_elmo.util import atomic_path
 
 # The scores each task is reported by: the test metric and the dev metric of its curves.
@@ -33,6 +33,10 @@ class Comparison(NamedTuple):
     reference: str  # run names, without the task: "baseline", "elmo_v2", ...
     run: str
     label: str
+
+    def folders(self, metrics: Path, task: str) -> Tuple[Path, Path]:
+        """The scores of the task's reference run and run (a run name's "{domain}" filled in)."""
+        return metrics / f"{task}_{self.reference}", metrics / f"{task}_{self.run.format(domain=DOMAIN[task])}"
 
 
 # {section: [(reference, run, label)]}, in the report's order; run names without the task.
@@ -62,28 +66,21 @@ SECTIONS = {
 COMPARISONS = tuple(Comparison(section, *row) for section, rows in SECTIONS.items() for row in rows)
 
 
-def compare(metrics: Path, task: str, key: str, comparison: Comparison) -> Optional[Dict[str, object]]:
-    """The comparison's row, or None where either run has no scored seed."""
-    comparison = comparison._replace(run=comparison.run.format(domain=DOMAIN[task]))
-    folders = {name: metrics / f"{task}_{name}" for name in (comparison.reference, comparison.run)}
-    if not all(sorted(folder.glob("seed*.json")) for folder in folders.values()):
-        return None
-    rows = {name: {**mean_std(list(found.values())), "by_seed": found}
-            for name, folder in folders.items() for found in [scores(folder, key)]}
-    gain = gains(rows, comparison.run, comparison.reference)
-    return {"task": task, "key": key, **comparison._asdict(), "reference_score": rows[comparison.reference],
-            "run_score": rows[comparison.run], "gain": gain}
+def compare(reference: Path, run: Path, key: str) -> Dict[str, object]:
+    """Both runs' scores over seeds and the run's gain over the reference, paired by seed."""
+    rows = {"reference": seed_row(reference, key), "run": seed_row(run, key)}
+    return {"reference_score": rows["reference"], "run_score": rows["run"], "gain": gains(rows, "run", "reference")}
 
 
 def table_row(row: Dict[str, object]) -> List[str]:
     ref, run, gain = row["reference_score"], row["run_score"], row["gain"]
     cells = [f"{TASK_NAMES[row['task']]}, {KEY_NAMES[row['key']]}", str(row["label"]),
              f"{ref['mean']:.2f} ± {ref['std']:.2f} → {run['mean']:.2f} ± {run['std']:.2f}"]
-    if gain and "sign_flip_p" in gain:
+    if "sign_flip_p" in gain:
         cells += [f"{gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}]",
                   f"{gain['relative_error_reduction']:+.1f}%", f"{gain['sign_flip_p']:.3f}", str(gain["pairs"])]
     else:  # fewer than two paired seeds: no interval, no test
-        cells += [f"{run['mean'] - ref['mean']:+.2f}", "", "", str((gain or {}).get("pairs", 0))]
+        cells += [f"{gain['absolute']:+.2f}", "", "", str(gain.get("pairs", 0))]
     return cells
 
 
@@ -121,15 +118,12 @@ def main(
     rows, missing = [], []
     for comparison in COMPARISONS:
         for task, keys in KEYS.items():
-            for key in keys:
-                row = compare(metrics, task, key, comparison)
-                if row is None:
-                    run = comparison.run.format(domain=DOMAIN[task])
-                    missing.append(f"{TASK_NAMES[task]}: {comparison.label} ({task}_{run} against "
-                                   f"{task}_{comparison.reference})")
-                else:
-                    rows.append(row)
-    missing = list(dict.fromkeys(missing))  # once per task, whatever its scores
+            reference, run = comparison.folders(metrics, task)
+            if not (any(reference.glob("seed*.json")) and any(run.glob("seed*.json"))):
+                missing.append(f"{TASK_NAMES[task]}: {comparison.label} ({run.name} against {reference.name})")
+                continue
+            rows += [{"task": task, "key": key, **comparison._asdict(), "run": run.name[len(task) + 1:],
+                      **compare(reference, run, key)} for key in keys]
     if not rows:
         raise typer.BadParameter(f"{metrics} holds no pair of scored runs: run experiments.run.v2eval first")
     output.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ and ``experiments.report.dev_curves`` compare any runs by hand.
 """
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
@@ -84,27 +84,24 @@ class Run:
 
 
 def converged_runs(steps: int) -> List[Run]:
-    runs = []
-    for task in CORPUS:
-        for elmo in (False, True):
-            settings = ("--training.max_steps", str(steps), "--training.eval_frequency", "250")
-            if elmo:
-                settings += ("--paths.elmo", BILM)
-            runs.append(Run(f"{task}_{'elmo_v2' if elmo else 'baseline'}_converged", task, CONFIG[task, elmo], settings))
-    return runs
+    """Baseline and ELMo on each task, ``steps`` steps with a dev score every 250."""
+    return [
+        Run(f"{task}_{'elmo_v2' if elmo else 'baseline'}_converged", task, CONFIG[task, elmo],
+            ("--training.max_steps", str(steps), "--training.eval_frequency", "250")
+            + (("--paths.elmo", BILM) if elmo else ()))
+        for task in CORPUS for elmo in (False, True)
+    ]
 
 
 def glove_runs(steps: int) -> List[Run]:
-    """The converged runs of each task with GloVe in the embedding, without and with ELMo."""
-    runs = []
-    for task in CORPUS:
-        for elmo in (False, True):
-            settings = ("--training.max_steps", str(steps), "--training.eval_frequency", "250", "--paths.vectors",
-                        GLOVE, f"--components.{PIPE[task]}.model.tok2vec.embed.include_static_vectors", "true")
-            if elmo:
-                settings += ("--paths.elmo", BILM)
-            runs.append(Run(f"{task}_glove{'_elmo_v2' if elmo else ''}_converged", task, CONFIG[task, elmo], settings))
-    return runs
+    """The converged runs with GloVe in the embedding: {task}_glove_converged, {task}_glove_elmo_v2_converged."""
+    return [
+        replace(run, name=f"{run.task}_glove_{run.name[len(run.task) + 1:].removeprefix('baseline_')}",
+                settings=run.settings + ("--paths.vectors", GLOVE,
+                                         f"--components.{PIPE[run.task]}.model.tok2vec.embed.include_static_vectors",
+                                         "true"))
+        for run in converged_runs(steps)
+    ]
 
 
 def ablation_runs() -> List[Run]:
@@ -132,13 +129,13 @@ def bilstm_config(task: str, elmo: bool) -> Path:
 
 
 def encoder_runs(steps: int) -> List[Run]:
-    """Each task with a BiLSTM encoder, without and with ELMo, trained as long as the converged runs:
-    the BiLSTM learns more slowly than the CNN (at 1,000 steps its NER dev F1 is half the CNN's)."""
+    """The converged runs with a BiLSTM encoder: {task}_baseline_bilstm, {task}_elmo_v2_bilstm. As long
+    as the converged runs: the BiLSTM learns more slowly than the CNN (at 1,000 steps its NER dev F1
+    is half the CNN's)."""
     return [
-        Run(f"{task}_{'elmo_v2' if elmo else 'baseline'}_bilstm", task, str(bilstm_config(task, elmo)),
-            ("--training.max_steps", str(steps), "--training.eval_frequency", "250")
-            + (("--paths.elmo", BILM) if elmo else ()))
-        for task in CORPUS for elmo in (False, True)
+        replace(run, name=run.name.replace("_converged", "_bilstm"),
+                config=str(bilstm_config(run.task, elmo=run.config == CONFIG[run.task, True])))
+        for run in converged_runs(steps)
     ]
 
 
@@ -163,15 +160,18 @@ def write_bilstm_configs() -> None:
                 tmp.write_text(text, encoding="utf-8")
 
 
+def group_runs(steps: int) -> Dict[str, List[Run]]:
+    """{group: its runs}, in GROUPS' order."""
+    return {"converged": converged_runs(steps), "glove": glove_runs(steps), "ablations": ablation_runs(),
+            "encoders": encoder_runs(steps)}
+
+
 def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Sequence[str] = tuple(CORPUS),
               only: Sequence[str] = ()) -> List[Job]:
     """Each group's runs of `tasks` (those named in `only`, if any) seed by seed (paired runs side by
     side), then their test scores."""
-    planned: Dict[str, List[Run]] = {
-        group: [run for run in runs if run.task in tasks and (not only or run.name in only)]
-        for group, runs in (("converged", converged_runs(steps)), ("glove", glove_runs(steps)),
-                            ("ablations", ablation_runs()), ("encoders", encoder_runs(steps)))
-    }
+    planned = {group: [run for run in runs if run.task in tasks and (not only or run.name in only)]
+               for group, runs in group_runs(steps).items()}
     jobs: List[Job] = []
     for group in groups:
         trained: Dict[str, List[str]] = {}
@@ -240,7 +240,7 @@ def main(
             raise typer.Exit(1)
     sync_bilm(bilm)
     only = [r.strip() for r in runs.split(",") if r.strip()]
-    known = {run.name for run in converged_runs(steps) + glove_runs(steps) + ablation_runs() + encoder_runs(steps)}
+    known = {run.name for runs in group_runs(steps).values() for run in runs}
     if any(name not in known for name in only):
         raise typer.BadParameter(f"expected run names among {', '.join(sorted(known))}, got {runs!r}", param_hint="--runs")
     write_bilstm_configs()

@@ -59,8 +59,11 @@ def test_the_bilstm_configs_differ_from_the_task_configs_in_the_encoder_alone(tm
     encoder = nlp.get_pipe("ner").model.get_ref("tok2vec").layers[0].get_ref("encode")
     assert encoder.name.startswith("with_padded") and encoder.get_dim("nO") == v2eval.BILSTM["width"]
     encoders = {run.name: run for run in v2eval.encoder_runs(3000)}
-    assert "--paths.elmo" not in encoders["ner_baseline_bilstm"].settings
-    assert encoders["sentiment5_elmo_v2_bilstm"].config == str(v2eval.bilstm_config("sentiment5", True))
+    converged = {run.name: run for run in v2eval.converged_runs(3000)}
+    for task in v2eval.CORPUS:
+        for kind, elmo in (("baseline", False), ("elmo_v2", True)):
+            run, twin = encoders[f"{task}_{kind}_bilstm"], converged[f"{task}_{kind}_converged"]
+            assert run.settings == twin.settings and run.config == str(v2eval.bilstm_config(task, elmo))
 
 
 def test_a_seed_is_done_only_when_trained_from_the_same_settings(tmp_path, monkeypatch):
@@ -104,13 +107,16 @@ def test_the_bilm_copy_follows_its_source_so_a_changed_bilm_is_seen_by_every_fin
 
 def test_the_glove_runs_are_the_converged_runs_with_static_vectors():
     converged = {run.name: run for run in v2eval.converged_runs(3000)}
-    for run in v2eval.glove_runs(3000):
-        twin = converged[run.name.replace("glove_converged", "baseline_converged").replace("glove_elmo_v2", "elmo_v2")]
-        extra = run.settings[len(twin.settings[:4]):]
-        assert run.config == twin.config and run.settings[:4] == twin.settings[:4]
+    glove = {run.name: run for run in v2eval.glove_runs(3000)}
+    assert set(glove) == {"ner_glove_converged", "ner_glove_elmo_v2_converged", "sentiment5_glove_converged",
+                          "sentiment5_glove_elmo_v2_converged"}
+    for name, run in glove.items():
+        twin = converged[name.replace("glove_converged", "baseline_converged").replace("glove_elmo_v2", "elmo_v2")]
+        assert run.config == twin.config and run.settings[:len(twin.settings)] == twin.settings
+        extra = run.settings[len(twin.settings):]
         assert extra[:2] == ("--paths.vectors", v2eval.GLOVE)
-        assert extra[2].endswith(".model.tok2vec.embed.include_static_vectors") and extra[3] == "true"
-        assert ("--paths.elmo" in run.settings) == ("elmo" in run.name)
+        assert extra[2] == f"--components.{v2eval.PIPE[run.task]}.model.tok2vec.embed.include_static_vectors"
+        assert extra[3:] == ("true",)
 
 
 def test_the_glove_group_without_the_vectors_says_how_to_make_them(tmp_path, monkeypatch):
