@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from .lstm_backward import lstm_layer
+from .lstm_torch import lstm_layer_torch
 from .options import BiLMOptions
 from .row_padding import MIN_ROWS, pad_rows
 
@@ -53,6 +54,10 @@ class BiLSTMStack(nn.Module):
     # and gradients, a faster and leaner backward pass. False: step by step
     # under autograd (the reference the tests compare it with).
     hand_written_backward = True
+    # Devices on which a layer without clipping runs, in that same case, as
+    # `torch.nn.LSTM` (lstm_torch.py): cuDNN's fused recurrence on a GPU. Not
+    # the CPU, where torch's own LSTM with a projection is slower than `lstm_layer`.
+    torch_lstm_devices: Tuple[str, ...] = ("cuda",)
 
     def __init__(self, options: BiLMOptions):
         super().__init__()
@@ -116,11 +121,16 @@ class BiLSTMStack(nn.Module):
         )
         device_type = inputs.device.type
         product_dtype = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
+        torch_lstm = not self.cell_clip and not self.proj_clip and device_type in self.torch_lstm_devices
         x = inputs
         for layer in range(self.n_layers):
             if hand_written:
-                out = lstm_layer(x, self.W_input[layer], self.W_hidden[layer], self.bias[layer], self.forget_bias,
-                                 self.W_proj[layer], batch_sizes, self.cell_clip, self.proj_clip, product_dtype)
+                weights = (self.W_input[layer], self.W_hidden[layer], self.bias[layer], self.forget_bias,
+                           self.W_proj[layer], batch_sizes)
+                if torch_lstm:
+                    out = lstm_layer_torch(x, *weights)
+                else:
+                    out = lstm_layer(x, *weights, self.cell_clip, self.proj_clip, product_dtype)
                 if self.use_skip_connections and layer > 0:
                     out = out + x
                 outputs.append(out)

@@ -1,0 +1,135 @@
+"""The `torch.nn.LSTM` path of a biLM without clipping (bilm/lstm_torch.py, cuDNN on a GPU)
+against `BiLSTMStack`'s own steps: the same values and gradients, the same weights after
+pretraining steps, and weights that export and load as any others. The CPU runs the path too
+when asked (`torch_lstm_devices`), which is how these tests check it without a GPU."""
+from contextlib import contextmanager
+
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMOptions
+from spacy_elmo.bilm import lstm as lstm_module
+from spacy_elmo.bilm.lstm import BiLSTMStack
+from spacy_elmo.training import PretrainingLM, SoftmaxHead
+from spacy_elmo.training.data.lm_batches import collate
+
+from ..numeric import assert_close_to_scale
+from .test_lstm_backward import values_and_gradients
+
+OPTIONS = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=24,
+               projection_dim=10, n_layers=2, cell_clip=0.0, proj_clip=0.0)
+
+
+@contextmanager
+def path(stack: BiLSTMStack, torch_lstm: bool, device: str):
+    """Run `stack`'s layers on `device` as torch.nn.LSTM (True) or as its own steps under autograd."""
+    if torch_lstm:
+        stack.torch_lstm_devices = (torch.device(device).type,)
+    else:
+        stack.torch_lstm_devices = ()
+        stack.hand_written_backward = False
+    try:
+        yield
+    finally:
+        for name in ("torch_lstm_devices", "hand_written_backward"):
+            stack.__dict__.pop(name, None)  # back to the class's settings
+
+
+@pytest.fixture
+def torch_lstm_calls(monkeypatch):
+    """How many layers ran as torch.nn.LSTM."""
+    calls = []
+    layer = lstm_module.lstm_layer_torch
+
+    def counted(*args):
+        calls.append(1)
+        return layer(*args)
+
+    monkeypatch.setattr(lstm_module, "lstm_layer_torch", counted)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "changes, batch_sizes",
+    [
+        ({}, [6, 6, 5, 5, 3, 1, 1]),  # ragged
+        ({}, [1, 1, 1]),  # one sentence
+        ({"use_skip_connections": False, "n_layers": 3}, [5, 4, 2, 2, 2]),
+    ],
+)
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_values_and_gradients_equal_the_steps(device, torch_lstm_calls, changes, batch_sizes, dropout):
+    torch.manual_seed(0)
+    options = BiLMOptions(**{**OPTIONS, **changes})
+    stack = BiLSTMStack(options).to(device, torch.float64)
+    with torch.no_grad():  # strong weights: gates saturate, cells grow past any clip a test might hide
+        for p in stack.parameters():
+            p.normal_(0.0, 0.6)
+    x = torch.randn(2, sum(batch_sizes), options.projection_dim, dtype=torch.float64, device=device)
+    weights = [torch.randn_like(x) for _ in range(options.n_layers)]
+    with path(stack, True, device):
+        fast = values_and_gradients(stack, x, batch_sizes, weights, dropout)
+    assert len(torch_lstm_calls) == options.n_layers
+    with path(stack, False, device):
+        slow = values_and_gradients(stack, x, batch_sizes, weights, dropout)
+    assert len(torch_lstm_calls) == options.n_layers
+    for got, expected in zip(fast[0], slow[0]):
+        assert_close_to_scale(got, expected, rtol=1e-10, what="layer output")
+    assert_close_to_scale(fast[1], slow[1], rtol=1e-10, what="input gradient")
+    for name in slow[2]:
+        assert_close_to_scale(fast[2][name], slow[2][name], rtol=1e-10, what=name)
+
+
+def test_only_a_biLM_without_clipping_takes_the_path(torch_lstm_calls):
+    x = torch.randn(2, 5, OPTIONS["projection_dim"], requires_grad=True)
+    for clips, expected in [((0.0, 0.0), 2), ((3.0, 0.0), 0), ((0.0, 3.0), 0), ((None, None), 2)]:
+        torch_lstm_calls.clear()
+        stack = BiLSTMStack(BiLMOptions(**{**OPTIONS, "cell_clip": clips[0], "proj_clip": clips[1]}))
+        with path(stack, True, "cpu"):
+            stack(x, [2, 2, 1])
+            with torch.no_grad():  # inference runs the exact steps
+                stack(x, [2, 2, 1])
+        assert len(torch_lstm_calls) == expected, clips
+
+
+def test_pretraining_with_the_path_gives_weights_that_export_and_load(tmp_path, torch_lstm_calls):
+    """Adam steps of the pretraining model through torch.nn.LSTM and through the biLM's own
+    steps end at the same weights; the exported biLM, loaded back, computes at inference (its
+    own steps) the layers the trained model computes through torch.nn.LSTM."""
+    words = "the cat sat on a mat while dogs ran in fields of green grass".split()
+    vocab_ids = torch.arange(len(words)).numpy()
+    generator = torch.Generator().manual_seed(1)
+    batches = []
+    for _ in range(4):
+        lengths = sorted(torch.randint(1, 9, (6,), generator=generator).tolist(), reverse=True)
+        sentences = [torch.randint(0, len(words), (n,), generator=generator).numpy() for n in lengths]
+        batches.append(collate(sentences, words, vocab_ids, len(words), len(words) + 1, 50))
+
+    def train(torch_lstm: bool) -> PretrainingLM:
+        torch.manual_seed(0)
+        lm = PretrainingLM(BiLM(BiLMOptions(**OPTIONS)), SoftmaxHead(10, len(words) + 2), dropout=0.1)
+        optimizer = torch.optim.Adam(lm.parameters(), lr=0.01)
+        with path(lm.bilm.lstm, torch_lstm, "cpu"):
+            for batch in batches:
+                loss = -lm(batch).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        return lm
+
+    fast = train(True)
+    assert len(torch_lstm_calls) == len(batches) * OPTIONS["n_layers"]
+    slow = dict(train(False).named_parameters())
+    for name, weights in fast.named_parameters():
+        assert_close_to_scale(weights.detach(), slow[name].detach(), rtol=1e-5, what=name)
+
+    fast.bilm.save_allennlp(tmp_path)
+    loaded = BiLM.from_allennlp(tmp_path)
+    assert loaded.options.cell_clip in (0.0, None) and loaded.options.proj_clip in (0.0, None)
+    fast.eval()
+    with path(fast.bilm.lstm, True, "cpu"):
+        trained_top = fast.top_layer(batches[0])  # under autograd: torch.nn.LSTM
+    loaded_lm = PretrainingLM(loaded, fast.softmax).eval()
+    with torch.no_grad():
+        loaded_top = loaded_lm.top_layer(batches[0])  # the loaded biLM's own steps
+    assert_close_to_scale(loaded_top, trained_top.detach(), rtol=1e-5, what="top layer after export")
