@@ -5,8 +5,15 @@
 #   bash benchmarks/run_gpu.sh finish WORK OUT  # waits for the trainings, copies results into OUT
 #   bash benchmarks/run_gpu.sh pretrain-speed WORK  # tokens/s of pretraining per config and precision
 #
+#   bash benchmarks/run_gpu.sh v2-start WORK       # the release biLM on corpus v2, two sizes, in the background
+#   bash benchmarks/run_gpu.sh wait WORK SECONDS   # until they are done, or SECONDS have passed
+#   bash benchmarks/run_gpu.sh v2-finish WORK OUT  # their weights (float16 where large), logs and scores into OUT
+#
 # WORK is a scratch folder that lives as long as the machine. Needs spaCy and this package
-# importable, the release corpus in corpus/release/pretrain and the PTB text in assets/ptb.
+# importable, the release corpus in corpus/release/pretrain and the PTB text in assets/ptb; the
+# v2 phases corpus v2, unpacked from .whl/corpus_v2.tar.xz when it is not there (made with
+# `tar cJf .whl/corpus_v2.tar.xz corpus/v2/pretrain/train.txt corpus/v2/pretrain/dev*.txt`).
+# A device lease ends soon after its last command: `wait` keeps one command running meanwhile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=$1
@@ -47,6 +54,45 @@ finish)
   (cd "$work" && tar czf "$out/results.tgz" --exclude='*.hdf5' --exclude='*.pt' --exclude='.*' \
     *.log *.json release/model release/log.jsonl release/budget_run.json release/curves.png release/config.cfg \
     ptb/model/options.json ptb/model/pretrain.json ptb/log.jsonl ptb/budget_run.json ptb/curves.png ptb/config.cfg)
+  ls -la "$out"
+  ;;
+v2-start)
+  # Both sizes without clipping (cell_clip = proj_clip = 0), so that their LSTM layers run as
+  # cuDNN (spacy_elmo/bilm/lstm_torch.py); v1's vocabulary, so that perplexities compare.
+  [ -e corpus/v2/pretrain/train.txt ] || tar xJf .whl/corpus_v2.tar.xz
+  scores=()
+  for f in corpus/v2/pretrain/dev*.txt; do scores+=(--score "$f"); done
+  common=(--minutes "${V2_MINUTES:-20}" --device cuda --paths.train corpus/v2/pretrain/train.txt
+          --paths.dev corpus/v2/pretrain/dev.txt --vocab.path pretrained/elmo-en-small/vocab.txt
+          --model.cell_clip 0 --model.proj_clip 0 --training.tokens_per_batch "${V2_TOKENS:-16000}"
+          --training.eval_every 1000 --training.checkpoint_every 1000 --training.log_every 200)
+  rm -f "$work/DONE_v2"
+  setsid nohup bash -c "python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_base' \
+      ${common[*]} ${scores[*]} >'$work/v2_base.log' 2>&1 &
+    python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_large' \
+      ${common[*]} --model.lstm_dim 1024 --model.projection_dim 256 ${scores[*]} >'$work/v2_large.log' 2>&1 &
+    wait; touch '$work/DONE_v2'" >/dev/null 2>&1 < /dev/null &
+  sleep 60
+  tail -n 3 "$work/v2_base.log" "$work/v2_large.log"
+  ;;
+wait)
+  for _ in $(seq 1 $(( $3 / 10 ))); do [ -e "$work/DONE_v2" ] && break; sleep 10; done
+  tail -n 2 "$work/v2_base.log" "$work/v2_large.log"
+  ;;
+v2-finish)
+  out=$3
+  tail -n 20 "$work/v2_base.log" "$work/v2_large.log"
+  for size in base large; do
+    dtype=float32
+    [ "$size" = large ] && dtype=float16  # 40 MB as float32; the card may ship float16 (loaded back as float32)
+    python3 -c "import sys; from spacy_elmo.training import export_model, load_model; \
+lm, vocab, info = load_model(sys.argv[1]); export_model(lm, vocab, info, sys.argv[2], sys.argv[3])" \
+      "$work/v2_$size/model" "$work/v2_${size}_export" "$dtype"
+    (cd "$work" && tar cf "$out/v2_$size.tar" "v2_${size}_export" "v2_$size/log.jsonl" "v2_$size/budget_run.json" \
+      "v2_$size/config.cfg" "v2_$size.log")
+  done
+  # A result file may hold 16 MiB at most: the large biLM's weights come in parts (cat them back).
+  (cd "$out" && split -b 15M -d v2_large.tar v2_large.tar.part && rm v2_large.tar)
   ls -la "$out"
   ;;
 pretrain-speed)

@@ -77,7 +77,7 @@ class ConfigError(ElmoError):
 
     codes = frozenset({
         "E104", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E508", "E526", "E531",
+        "E409", "E411", "E508", "E526", "E531", "E532",
     })
 
 
@@ -473,6 +473,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "The published ELMo model {found!r} is not one of this project's: expected "
         "one of {expected} (vars.published, or full's --published), or \"\" for the "
         "project's own biLM."
+    )
+    E532 = (
+        "Cannot store the weights as {found!r}: {why}. Store them as \"float32\" (the "
+        "default) or \"float16\" (half the size, loaded back as float32)."
     )
     # Several processes (E6xx)
     E601 = (

@@ -90,11 +90,12 @@ class BiLM(nn.Module):
         load_weights(model, weights_path, options_path)
         return model
 
-    def save_allennlp(self, directory: PathLike) -> None:
-        """Write ``options.json`` and ``weights.hdf5`` in the bilm-tf layout."""
+    def save_allennlp(self, directory: PathLike, dtype: str = "float32") -> None:
+        """Write ``options.json`` and ``weights.hdf5`` in the bilm-tf layout, the
+        weights as `dtype` ("float32", or "float16": half the size, read back as float32)."""
         from .weights import save_weights
 
-        save_weights(self, directory)
+        save_weights(self, directory, dtype)
 
     def clear_token_cache(self) -> None:
         """Forget the cached token representations: call it after changing the

@@ -21,7 +21,7 @@ import h5py
 import numpy
 import torch
 
-from ..errors import DamagedFileError, InputError
+from ..errors import ConfigError, DamagedFileError, InputError
 from ..util import atomic_path
 from .options import BiLMOptions
 
@@ -244,8 +244,11 @@ def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, 
     return numpy.asarray(value, dtype=numpy.float32)
 
 
-def write_weights(model, target) -> None:
-    """Write a model's weights as bilm-tf HDF5 to a path or a binary file object."""
+def write_weights(model, target, dtype: str = "float32") -> None:
+    """Write a model's weights as bilm-tf HDF5 to a path or a binary file object,
+    each dataset of `dtype`: "float32", or "float16" for half the size (loading
+    reads any float width back as float32)."""
+    storage = storage_dtype(dtype)
     with h5py.File(target, "w") as fout, torch.no_grad():
         for name, source, _, how in _parameters(model):
             if how == "stack":
@@ -258,14 +261,32 @@ def write_weights(model, target) -> None:
                 value = value.transpose(2, 1, 0)[None]
             elif how == "T":
                 value = value.T
-            fout.create_dataset(name, data=numpy.ascontiguousarray(value, dtype=numpy.float32))
+            fout.create_dataset(name, data=as_storage(value, storage, name))
 
 
-def save_weights(model, directory) -> None:
-    """Write ``options.json`` and ``weights.hdf5`` into `directory`, each atomically."""
+def storage_dtype(dtype: str) -> numpy.dtype:
+    """The numpy type of a weight file's datasets: "float32" or "float16" (E532 otherwise)."""
+    if dtype not in ("float32", "float16"):
+        raise ConfigError("E532", found=dtype, why="weights are stored as float32 or float16 only")
+    return numpy.dtype(dtype)
+
+
+def as_storage(value: numpy.ndarray, storage: numpy.dtype, name: str) -> numpy.ndarray:
+    """`value` as `storage`, contiguous; float16 only for values within its range (E532)."""
+    if storage == numpy.float16 and value.size:
+        largest = float(numpy.max(numpy.abs(value)))
+        if largest > float(numpy.finfo(numpy.float16).max):
+            raise ConfigError("E532", found="float16",
+                              why=f"'{name}' holds {largest:.6g}, beyond float16's +-65504")
+    return numpy.ascontiguousarray(value, dtype=storage)
+
+
+def save_weights(model, directory, dtype: str = "float32") -> None:
+    """Write ``options.json`` and ``weights.hdf5`` (datasets of `dtype`, see
+    `write_weights`) into `directory`, each atomically."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_path(directory / WEIGHTS_NAME) as tmp:
-        write_weights(model, tmp)
+        write_weights(model, tmp, dtype)
     with atomic_path(directory / OPTIONS_NAME) as tmp:
         tmp.write_text(json.dumps(model.options.to_allennlp(), indent=2), encoding="utf8")

@@ -86,6 +86,40 @@ def test_save_load_round_trip_is_bit_identical(fixture_paths, fixture_dir, tmp_p
     assert json.loads((tmp_path / "a" / "options.json").read_text()) == json.loads(fixture_paths[0].read_text())
 
 
+def test_float16_storage_halves_the_file_and_loads_back_as_float32(fixture_paths, fixture_dir, tmp_path):
+    model = BiLM.from_allennlp(*fixture_paths).eval()
+    model.save_allennlp(tmp_path / "full")
+    model.save_allennlp(tmp_path / "half", dtype="float16")
+    with h5py.File(tmp_path / "half" / "weights.hdf5", "r") as f:
+        kinds = set()
+        f.visititems(lambda name, item: kinds.add(item.dtype) if isinstance(item, h5py.Dataset) else None)
+    assert kinds == {numpy.dtype("float16")}
+    sizes = [(tmp_path / name / "weights.hdf5").stat().st_size for name in ("full", "half")]
+    assert sizes[1] < 0.6 * sizes[0]
+    half = BiLM.from_allennlp(tmp_path / "half").eval()
+    for (name, p), (_, q) in zip(model.named_parameters(), half.named_parameters()):
+        assert q.dtype == torch.float32
+        assert torch.equal(q, p.detach().half().float()), name  # each weight rounded to float16, no more
+    batch, _ = next(fixture_batches(fixture_dir))
+    with torch.inference_mode():
+        exact, rounded = (m(batch_to_ids(batch)).layers for m in (model, half))
+    assert_close_to_scale(rounded, exact, rtol=1e-2)
+    assert not torch.equal(rounded, exact)
+
+
+def test_float16_storage_refuses_weights_beyond_its_range(fixture_paths, tmp_path):
+    from spacy_elmo.errors import ConfigError
+
+    model = BiLM.from_allennlp(*fixture_paths)
+    with torch.no_grad():
+        model.lstm.W_proj[0][0, 0, 0] = 70000.0
+    with pytest.raises(ConfigError, match="E532.*beyond float16"):
+        model.save_allennlp(tmp_path / "half", dtype="float16")
+    assert not (tmp_path / "half" / "weights.hdf5").exists()
+    with pytest.raises(ConfigError, match="E532.*'bfloat16'"):
+        model.save_allennlp(tmp_path / "other", dtype="bfloat16")
+
+
 def test_sentence_alone_equals_sentence_in_a_padded_batch(fixture_paths, fixture_dir):
     model = BiLM.from_allennlp(*fixture_paths).eval()
     sentences = json.loads((fixture_dir / "sentences.json").read_text())

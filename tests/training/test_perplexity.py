@@ -87,3 +87,11 @@ def test_softmax_save_load_round_trip(tmp_path):
     assert loaded.same_shape(head)
     hidden = torch.randn(6, 8)
     numpy.testing.assert_allclose(loaded.log_prob(hidden).detach(), head.log_prob(hidden).detach(), atol=0)
+
+
+def test_softmax_stored_as_float16_loads_back_as_float32(tmp_path):
+    head = SoftmaxHead(8, 50, "adaptive", cutoffs=[5, 20], div_value=2.0)
+    head.save(tmp_path / "softmax.hdf5", dtype="float16")
+    loaded = SoftmaxHead.load(tmp_path / "softmax.hdf5")
+    for (name, p), (_, q) in zip(head.state_dict().items(), loaded.state_dict().items()):
+        assert q.dtype == torch.float32 and torch.equal(q, p.half().float()), name

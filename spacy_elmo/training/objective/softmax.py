@@ -78,7 +78,12 @@ class SoftmaxHead(nn.Module):
             return self.adaptive.log_prob(hidden)
         return F.log_softmax(self.linear(hidden), dim=-1)
 
-    def save(self, path: Union[str, Path]) -> None:
+    def save(self, path: Union[str, Path], dtype: str = "float32") -> None:
+        """Write the softmax to `path` (HDF5), its weights as `dtype` ("float32" or
+        "float16"; `load` reads either as float32)."""
+        from ...bilm.weights import as_storage, storage_dtype
+
+        storage = storage_dtype(dtype)
         with atomic_path(path) as tmp:
             with h5py.File(tmp, "w") as f:
                 f.attrs["kind"] = self.kind
@@ -87,7 +92,7 @@ class SoftmaxHead(nn.Module):
                 f.attrs["cutoffs"] = numpy.asarray(self.cutoffs, dtype=numpy.int64)
                 f.attrs["div_value"] = self.div_value
                 for name, tensor in self.state_dict().items():
-                    f.create_dataset(name, data=tensor.detach().float().cpu().numpy())
+                    f.create_dataset(name, data=as_storage(tensor.detach().float().cpu().numpy(), storage, name))
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "SoftmaxHead":

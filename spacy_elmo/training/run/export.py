@@ -24,13 +24,15 @@ SOFTMAX_NAME = "softmax.hdf5"
 INFO_NAME = "pretrain.json"
 
 
-def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], directory: Union[str, Path]) -> None:
+def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], directory: Union[str, Path],
+                 dtype: str = "float32") -> None:
     """Write the model into `directory`, replacing what was there only once
-    the new files are complete."""
+    the new files are complete; the weights as `dtype` ("float32", or "float16":
+    half the size, read back as float32)."""
     with swap_directory(directory) as tmp:
-        lm.bilm.save_allennlp(tmp)
+        lm.bilm.save_allennlp(tmp, dtype)
         vocab.to_file(tmp / VOCAB_NAME)
-        lm.softmax.save(tmp / SOFTMAX_NAME)
+        lm.softmax.save(tmp / SOFTMAX_NAME, dtype)
         (tmp / INFO_NAME).write_text(json.dumps(info, indent=2), encoding="utf8")
 
 
