@@ -5,6 +5,9 @@ a reference version of it, in one run.
         --configs bilm_release --precisions fp32 bf16 --threads 1 2          # CPU
     python benchmarks/bench_pretrain.py --text corpus/release/pretrain/train.txt \
         --configs bilm_small bilm_release --device cuda --precisions fp32 tf32 bf16 --reference none
+    python benchmarks/bench_pretrain.py --text corpus/v2/pretrain/train.txt --configs bilm_release \
+        --device cuda --precisions fp32 --threads 1 --reference none --lstm-paths own torch \
+        --set model.cell_clip=0 --set model.proj_clip=0       # cuDNN against the step-by-step LSTMs
 
 The reference (--reference, a git revision; by default REFERENCE, the code before the
 hand-written LSTM backward pass, the one-pass softmax and bf16 on the CPU) is extracted with
@@ -16,7 +19,13 @@ own): the config's model trains for --steps steps on the first --max-lines lines
 gives, over the steps after the first --warmup:
 
 - the median step time and the tokens/s (targets of one direction, as the training log counts
-  them), and the ratio to the reference's fp32 tokens/s at the same config and thread count;
+  them), and the ratio to the tokens/s of the first row at the same config and thread count: the
+  reference's fp32 row, or without a reference the current code's first precision and LSTM path;
+
+--lstm-paths runs the current code's LSTM layers as its own step-by-step code ("own") and, for a
+biLM without clipping, as torch.nn.LSTM ("torch": cuDNN on a GPU; spacy_elmo/bilm/lstm_torch.py);
+--set KEY=VALUE overrides a config setting in every run (model.cell_clip=0 and model.proj_clip=0
+for the torch path).
 - the performed FLOPs (flops.py: the encoder over each batch's distinct words and the positions
   they reach, the LSTMs over the packed rows, the softmax as it runs, the backward pass as twice
   the forward) and their rate as a fraction of the matrix-product ceiling of the same precision
@@ -81,7 +90,19 @@ def worker(args) -> None:
         tokens.append(state.tokens - last[1])
         last[0], last[1] = now, state.tokens
 
-    overrides = {"paths.train": args.train, "paths.dev": None, "training.max_steps": args.steps,
+    from spacy_elmo.bilm import lstm
+
+    torch_lstm_layers = [0]  # layers run as torch.nn.LSTM, to show which path ran
+    if hasattr(lstm.BiLSTMStack, "torch_lstm_devices"):  # a reference from before has only its own steps
+        lstm.BiLSTMStack.torch_lstm_devices = (torch.device(args.device).type,) if args.lstm_path == "torch" else ()
+        layer = lstm.lstm_layer_torch
+
+        def counted_layer(*layer_args):
+            torch_lstm_layers[0] += 1
+            return layer(*layer_args)
+
+        lstm.lstm_layer_torch = counted_layer
+    overrides = {**json.loads(args.settings), "paths.train": args.train, "paths.dev": None, "training.max_steps": args.steps,
                  "training.max_epochs": 0, "training.eval_every": 0, "training.checkpoint_every": args.steps,
                  "training.precision": args.precision, "system.threads": args.threads,
                  "corpus.prepared_dir": args.prepared}
@@ -100,7 +121,8 @@ def worker(args) -> None:
     gflops = sum(performed) / sum(timed) / 1e9
     report = {
         "code": str(Path(spacy_elmo.__file__).parent), "config": args.config, "device": args.device,
-        "precision": args.precision, "threads": args.threads,
+        "precision": args.precision, "threads": args.threads, "lstm_path": args.lstm_path,
+        "settings": json.loads(args.settings), "torch_lstm_layers": torch_lstm_layers[0],
         "cpu_bf16": bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()),
         "parameters": result.parameters, "steps_timed": len(timed),
         "median_step_ms": 1000 * sorted(timed)[len(timed) // 2],
@@ -115,13 +137,13 @@ def worker(args) -> None:
     Path(args.worker_output).write_text(json.dumps(report))
 
 
-def prepare(train: Path, config: str, prepared: Path) -> None:
+def prepare(train: Path, config: str, prepared: Path, overrides: Dict) -> None:
     """Tokenise the text as the config's run will (reused by every run of that config), so that
     no run's memory or time includes it."""
     from spacy_elmo.training.run.config import load_config
     from spacy_elmo.training.data.prepared import prepare_corpus
 
-    settings = load_config(CONFIGS / f"{config}.cfg", {"paths.train": str(train)})
+    settings = load_config(CONFIGS / f"{config}.cfg", {**overrides, "paths.train": str(train)})
     prepare_corpus(settings.train_paths, settings.corpus.tokenizer, prepared / "train", progress=False,
                    log=lambda message: None)
 
@@ -141,12 +163,34 @@ def extract_reference(revision: str, folder: Path) -> Path:
     return folder
 
 
+def run_worker(args, config: str, precision: str, threads: int, lstm_path: str, settings: Dict, train: Path,
+               tmp: Path, code_name: str, code_dir) -> Dict:
+    """One setting's run in its own process, with `code_dir`'s spacy_elmo (None: this one)."""
+    out = tmp / "worker.json"
+    cmd = [sys.executable, __file__, "--worker", "--text", args.text, "--config", config,
+           "--precision", precision, "--thread-count", str(threads), "--train", str(train),
+           "--prepared", str(tmp / f"prepared-{config}"), "--device", args.device,
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--worker-output", str(out),
+           "--lstm-path", lstm_path, "--settings", json.dumps(settings)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if code_dir is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code_dir), env.get("PYTHONPATH", "")])
+    subprocess.run(cmd, check=True, env=env)
+    row = json.loads(out.read_text())
+    expected = code_dir if code_dir is not None else REPOSITORY
+    if not Path(row["code"]).resolve().is_relative_to(Path(expected).resolve()):
+        sys.exit(f"the {code_name} run imported spacy_elmo from {row['code']}, not {expected}")
+    row["code_name"] = code_name
+    row["ceiling_precision"] = "bf16" if precision == "bf16" and args.device == "cpu" else "fp32"
+    return row
+
+
 def describe(row: Dict) -> str:
     gpu = f", peak GPU {row['peak_gpu_mb']:,.0f} MiB" if row["peak_gpu_mb"] is not None else ""
     utilisation = (f", {row['performed_fraction_of_ceiling']:.1%} of the {row['ceiling_precision']} GEMM ceiling "
                    f"({row['gemm_ceiling_gflops']:.1f} GFLOP/s)" if row["performed_fraction_of_ceiling"] else "")
-    ratio = f" ({row['vs_reference']:.2f}x the reference)" if row.get("vs_reference") else ""
-    return (f"{row['config']} [{row['code_name']}] on {row['device']}, {row['precision']}, {row['threads']} "
+    ratio = f" ({row['vs_reference']:.2f}x the first row)" if row.get("vs_reference") else ""
+    return (f"{row['config']} [{row['code_name']}, {row.get('lstm_path', 'own')} LSTMs] on {row['device']}, {row['precision']}, {row['threads']} "
             f"thread(s): {row['tokens_per_s']:,.0f} tokens/s{ratio}, {row['median_step_ms']:.1f} ms a step "
             f"(median of {row['steps_timed']}); performed {row['performed_mflop_per_token']:.1f} MFLOP/token, "
             f"{row['performed_gflops']:.1f} GFLOP/s{utilisation}; peak RSS {row['peak_rss_mb']:,.0f} MB "
@@ -165,9 +209,13 @@ def main(argv=None) -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--reference", default=REFERENCE,
                         help="git revision to run beside this code (fp32), or 'none'")
+    parser.add_argument("--lstm-paths", nargs="+", choices=["own", "torch"], default=["own"],
+                        help="the current code's LSTM layers as its own steps, or as torch.nn.LSTM (unclipped biLMs)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config setting for every run, e.g. model.cell_clip=0 (repeatable)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    for name in ("config", "precision", "train", "prepared", "worker-output"):
+    for name in ("config", "precision", "train", "prepared", "worker-output", "lstm-path", "settings"):
         parser.add_argument(f"--{name}", help=argparse.SUPPRESS)
     parser.add_argument("--thread-count", type=int, dest="thread_count", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -179,6 +227,13 @@ def main(argv=None) -> None:
     print(f"CPU: {cpu_name()}, {os.cpu_count()} logical cores")
     load_before = load_average()
     print(f"load average (1, 5, 15 min) before: {load_before}", flush=True)
+    settings = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        try:
+            settings[key] = json.loads(value)  # numbers, true/false/null, lists
+        except ValueError:
+            settings[key] = value  # a string
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         codes = [("current", None)]
@@ -188,33 +243,20 @@ def main(argv=None) -> None:
         with open(args.text, encoding="utf8") as f:
             train.write_text("".join(line for _, line in zip(range(args.max_lines), f)), encoding="utf8")
         for config in args.configs:
-            prepare(train, config, Path(tmp) / f"prepared-{config}")
+            prepare(train, config, Path(tmp) / f"prepared-{config}", settings)
             for threads in args.threads:
-                reference_speed = None
+                reference_speed = None  # the first row's, at this config and thread count
                 for code_name, code_dir in codes:
-                    # The reference computes in fp32 on the CPU whatever the setting: it runs once.
+                    # The reference computes in fp32 on the CPU whatever the setting, with its own LSTM steps.
                     precisions = ["fp32"] if code_dir is not None and args.device == "cpu" else args.precisions
                     for precision in precisions:
-                        out = Path(tmp) / "worker.json"
-                        cmd = [sys.executable, __file__, "--worker", "--text", args.text, "--config", config,
-                               "--precision", precision, "--thread-count", str(threads), "--train", str(train),
-                               "--prepared", str(Path(tmp) / f"prepared-{config}"), "--device", args.device,
-                               "--steps", str(args.steps), "--warmup", str(args.warmup), "--worker-output", str(out)]
-                        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-                        if code_dir is not None:
-                            env["PYTHONPATH"] = os.pathsep.join([str(code_dir), env.get("PYTHONPATH", "")])
-                        subprocess.run(cmd, check=True, env=env)
-                        row = json.loads(out.read_text())
-                        expected = code_dir if code_dir is not None else REPOSITORY
-                        if not Path(row["code"]).resolve().is_relative_to(Path(expected).resolve()):
-                            sys.exit(f"the {code_name} run imported spacy_elmo from {row['code']}, not {expected}")
-                        row["code_name"] = code_name
-                        row["ceiling_precision"] = "bf16" if precision == "bf16" and args.device == "cpu" else "fp32"
-                        if code_dir is not None and reference_speed is None:
-                            reference_speed = row["tokens_per_s"]
-                        row["vs_reference"] = row["tokens_per_s"] / reference_speed if reference_speed else None
-                        rows.append(row)
-                        print(describe(row), flush=True)
+                        for lstm_path in (["own"] if code_dir is not None else args.lstm_paths):
+                            row = run_worker(args, config, precision, threads, lstm_path, settings, train,
+                                             Path(tmp), code_name, code_dir)
+                            reference_speed = reference_speed or row["tokens_per_s"]
+                            row["vs_reference"] = row["tokens_per_s"] / reference_speed
+                            rows.append(row)
+                            print(describe(row), flush=True)
     load_after = load_average()
     print(f"load average (1, 5, 15 min) after: {load_after}")
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,14 @@ v2-start)
   # Both sizes without clipping (cell_clip = proj_clip = 0), so that their LSTM layers run as
   # cuDNN (spacy_elmo/bilm/lstm_torch.py); v1's vocabulary, so that perplexities compare.
   [ -e corpus/v2/pretrain/train.txt ] || tar xJf .whl/corpus_v2.tar.xz
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  # First, alone on the GPU: the whole pretraining step through cuDNN against the step-by-step LSTMs.
+  for size in "" "--set model.lstm_dim=1024 --set model.projection_dim=256"; do
+    timeout 240 python3 benchmarks/bench_pretrain.py --text corpus/v2/pretrain/train.txt --configs bilm_release \
+      --device cuda --precisions fp32 --threads 1 --reference none --lstm-paths own torch --steps 60 --warmup 15 \
+      --set model.cell_clip=0 --set model.proj_clip=0 $size --output "$work/bench_pretrain_v2${size:+_large}.json" \
+      2>&1 | grep -E "tokens/s|Error|error" | tee -a "$work/bench_pretrain_v2.log"
+  done
   scores=()
   for f in corpus/v2/pretrain/dev*.txt; do scores+=(--score "$f"); done
   common=(--minutes "${V2_MINUTES:-20}" --device cuda --paths.train corpus/v2/pretrain/train.txt
@@ -89,7 +97,7 @@ v2-finish)
 lm, vocab, info = load_model(sys.argv[1]); export_model(lm, vocab, info, sys.argv[2], sys.argv[3])" \
       "$work/v2_$size/model" "$work/v2_${size}_export" "$dtype"
     (cd "$work" && tar cf "$out/v2_$size.tar" "v2_${size}_export" "v2_$size/log.jsonl" "v2_$size/budget_run.json" \
-      "v2_$size/config.cfg" "v2_$size.log")
+      "v2_$size/config.cfg" "v2_$size.log" bench_pretrain_v2*)
   done
   # A result file may hold 16 MiB at most: the large biLM's weights come in parts (cat them back).
   (cd "$out" && split -b 15M -d v2_large.tar v2_large.tar.part && rm v2_large.tar)

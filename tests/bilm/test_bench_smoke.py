@@ -176,6 +176,28 @@ def test_pretraining_benchmark_runs_and_reports_each_setting(tmp_path):
     assert "tokens/s" in result.stdout and report["cpu"]
 
 
+@pytest.mark.slow
+def test_pretraining_benchmark_compares_the_lstm_paths_of_an_unclipped_biLM(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(f"The cat number {i} sat on the mat , and the dog ran {i} times ." for i in range(60)))
+    output = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(PRETRAIN_BENCHMARK), "--text", str(text), "--configs", "bilm_demo", "--steps", "3",
+         "--warmup", "1", "--threads", "1", "--precisions", "fp32", "--reference", "none", "--lstm-paths", "own",
+         "torch", "--set", "model.cell_clip=0", "--set", "model.proj_clip=0", "--output", str(output)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    own, torch_lstm = json.loads(output.read_text())["rows"]
+    assert (own["lstm_path"], torch_lstm["lstm_path"]) == ("own", "torch")
+    for row in (own, torch_lstm):
+        assert row["settings"] == {"model.cell_clip": 0, "model.proj_clip": 0} and row["tokens_per_s"] > 0
+    assert own["torch_lstm_layers"] == 0 and torch_lstm["torch_lstm_layers"] >= 3 * 2  # steps x layers
+    assert own["vs_reference"] == 1.0
+    assert torch_lstm["vs_reference"] == torch_lstm["tokens_per_s"] / own["tokens_per_s"]
+    assert "torch LSTMs" in result.stdout
+
+
 def test_the_reference_revision_is_extracted_or_refused_with_a_message(tmp_path):
     sys.path.insert(0, str(BENCHMARKS))
     import bench_pretrain
