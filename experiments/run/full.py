@@ -10,9 +10,11 @@ The jobs, in order (``plan_jobs``):
 
 1. convert WNUT-16 NER and the 5-class Rotten Tomatoes sentiment task into
    ``corpus/PROFILE/{ner,sentiment5}``, and each task's train and dev text into .txt;
-2. tune the biLM (``--bilm``) to each task's training text for ``--tune-steps``
-   steps of 2,000 tokens (``pretrain --resume``), its perplexity on the task's dev
-   text measured before and after (``metrics/PROFILE/bilm_TASK_{before,after}.json``);
+2. tune the biLM (``--bilm``) to each task's training text (or to unlabelled text of
+   the task's domain, ``--tune-text TASK=PATH``: corpus v2's tweets for NER, its reviews,
+   plots and dialogue for sentiment) for ``--tune-steps`` steps of 2,000 tokens
+   (``pretrain --resume``), its perplexity on the task's dev text measured before and
+   after (``metrics/PROFILE/bilm_TASK_{before,after}.json``);
 3. train each task and seed with each variant: ``baseline`` (no ELMo), ``elmo``
    (the tuned biLM) and ``elmo_untuned`` (the biLM as given): ``training/PROFILE/TASK_VARIANT/seedN``;
 4. score every run on the test split (``metrics/PROFILE/TASK_VARIANT``);
@@ -94,6 +96,7 @@ class Experiment:
     title: Optional[str] = None
     published: str = ""  # a published model's name (PUBLISHED): read as it is, instead of bilm, never tuned
     threads: int = 0  # torch threads of the tuning (0: the tuning config's)
+    tune_texts: Tuple[Tuple[str, str], ...] = ()  # (task, text the biLM is tuned on); others: the training split
 
     @property
     def data_profile(self) -> str:
@@ -133,6 +136,10 @@ class Experiment:
 
     def tuning_dir(self, task: str) -> str:
         return f"training/{self.data_profile}/bilm_{task}"
+
+    def tuning_text(self, task: str) -> str:
+        """What the biLM is tuned on for `task`: a text given for it, else the task's training split."""
+        return dict(self.tune_texts).get(task) or f"{self.corpus(task)}/train.txt"
 
     def tuned_bilm(self, task: str) -> str:
         return f"{self.tuning_dir(task)}/model"
@@ -176,7 +183,7 @@ def tuning_commands(e: Experiment, task: str) -> List[List[str]]:
     return [
         perplexity + [e.bilm, dev, "--device", e.device, "--overwrite", "--output", e.perplexity_file(task, "before")],
         [PYTHON, "-m", "spacy_elmo", "pretrain", TUNE_CONFIG, e.tuning_dir(task), "--resume", "--no-progress",
-         "--init-from", e.bilm, "--device", e.device, "--paths.train", f"{e.corpus(task)}/train.txt",
+         "--init-from", e.bilm, "--device", e.device, "--paths.train", e.tuning_text(task),
          "--paths.dev", dev, "--vocab.path", f"{e.bilm}/vocab.txt", "--training.max_steps", str(e.tune_steps),
          *TUNE_SETTINGS, *(["--system.threads", str(e.threads)] if e.threads else [])],
         perplexity + [e.tuned_bilm(task), dev, "--device", e.device, "--overwrite", "--output",
@@ -216,7 +223,7 @@ def use_published(e: Experiment, task: str) -> None:
 def tune_command(e: Experiment, task: str) -> List[str]:
     """One job for the three tuning commands (``tune``, below), which records them when they succeed."""
     return [PYTHON, "-m", "experiments.run.full", "tune", task, "--profile", e.profile, "--bilm", e.bilm,
-            "--tune-steps", str(e.tune_steps), "--gpu-id", str(e.gpu_id)]
+            "--tune-steps", str(e.tune_steps), "--gpu-id", str(e.gpu_id), "--tune-text", e.tuning_text(task)]
 
 
 def train_overrides(e: Experiment, task: str, variant: str) -> List[str]:
@@ -246,7 +253,7 @@ def report_command(e: Experiment) -> List[str]:
 # What a job's result is current for (the done-checks; paths relative to the working folder).
 
 def tuning_inputs(e: Experiment, task: str) -> List[str]:
-    return [e.bilm, TUNE_CONFIG, f"{e.corpus(task)}/train.txt", f"{e.corpus(task)}/dev.txt"]
+    return [e.bilm, TUNE_CONFIG, e.tuning_text(task), f"{e.corpus(task)}/dev.txt"]
 
 
 def tuning_outputs(e: Experiment, task: str) -> List[str]:
@@ -371,13 +378,28 @@ def _variants(text: str) -> Tuple[str, ...]:
     return tuple(v for v in VARIANTS if v in variants)  # the table's order
 
 
+def _tune_texts(values: Sequence[str]) -> Tuple[Tuple[str, str], ...]:
+    """--tune-text TASK=PATH options as (task, path) pairs; an empty PATH: the training split."""
+    pairs = []
+    for value in values:
+        task, sep, path = value.partition("=")
+        if not sep or task not in TASKS:
+            raise typer.BadParameter(f"expected TASK=PATH with TASK one of {', '.join(TASKS)}, got {value!r}",
+                                     param_hint="--tune-text")
+        if path:
+            pairs.append((task, path))
+    return tuple(pairs)
+
+
 def experiment(
     profile: str, seeds: str, steps: int, eval_frequency: int, tune_steps: int, bilm: str, gpu_id: int,
     variants: str, reuse_tuned_from: Optional[str], title: Optional[str], published: str = "",
+    tune_texts: Sequence[str] = (),
 ) -> Experiment:
     return Experiment(profile=profile, seeds=_numbers(seeds), steps=steps, eval_frequency=eval_frequency,
                       tune_steps=tune_steps, bilm=bilm, gpu_id=gpu_id, variants=_variants(variants),
-                      reuse_tuned_from=reuse_tuned_from, title=title, published=published)
+                      reuse_tuned_from=reuse_tuned_from, title=title, published=published,
+                      tune_texts=_tune_texts(tune_texts))
 
 
 def check_published(e: Experiment) -> None:
@@ -403,6 +425,8 @@ VARIANTS_OPTION = typer.Option(",".join(VARIANTS), "--variants", help="Which run
                                                                       "biLM), elmo_untuned")
 REUSE = typer.Option(None, help="Read this profile's corpora and tuned biLMs instead of converting and tuning")
 TITLE = typer.Option(None, help="Heading of the report (default: \"Profile PROFILE, seeds SEEDS\")")
+TUNE_TEXT = typer.Option([], "--tune-text", help="TASK=PATH: tune the biLM for TASK on this unlabelled text "
+                                                   "instead of the task's training split (repeatable)")
 PUBLISHED_OPTION = typer.Option("", "--published", help=f"A published AllenNLP model ({', '.join(PUBLISHED)}; "
                                                         f"in {PUBLISHED_DIR}/NAME) to read as it is instead of "
                                                         f"--bilm, with no tuning; \"\": --bilm, tuned")
@@ -413,13 +437,14 @@ def run_cli(
     profile: str = PROFILE, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
     tune_steps: int = TUNE_STEPS, bilm: str = BILM, gpu_id: int = GPU_ID, variants: str = VARIANTS_OPTION,
     reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE, published: str = PUBLISHED_OPTION,
+    tune_text: List[str] = TUNE_TEXT,
     jobs: int = typer.Option(2, min=1, help="Jobs side by side (one thread each)"),
     minutes: float = typer.Option(0, min=0, help="Start no job after this many minutes (0 = no limit)"),
 ) -> None:
     """Run every job of the experiment that is not done yet (the default command)."""
     os.chdir(ROOT)
     e = experiment(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from, title,
-                   published)
+                   published, tune_text)
     check_published(e)
     missing = missing_inputs(e)
     if missing:
@@ -441,11 +466,12 @@ def plan_cli(
     profile: str = PROFILE, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
     tune_steps: int = TUNE_STEPS, bilm: str = BILM, gpu_id: int = GPU_ID, variants: str = VARIANTS_OPTION,
     reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE, published: str = PUBLISHED_OPTION,
+    tune_text: List[str] = TUNE_TEXT,
 ) -> None:
     """List the jobs, what each needs and whether it is done ("always": it runs every time)."""
     os.chdir(ROOT)
     e = experiment(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from, title,
-                   published)
+                   published, tune_text)
     planned = plan_jobs(e)
     n_done = 0
     for job in planned:
@@ -465,6 +491,8 @@ def tune_cli(
     profile: str = PROFILE, bilm: str = BILM, tune_steps: int = TUNE_STEPS, gpu_id: int = GPU_ID,
     published: str = PUBLISHED_OPTION,
     threads: int = typer.Option(0, min=0, help="Torch threads of the tuning (0: the tuning config's)"),
+    tune_text: str = typer.Option("", "--tune-text", help="Unlabelled text to tune on (\"\": the task's "
+                                                          "training split)"),
 ) -> None:
     """Tune the biLM to one task (three commands, in the job's log) and record what it was tuned from.
     With --published: no tuning; the task's biLM folder holds the published model as it is."""
@@ -472,7 +500,12 @@ def tune_cli(
         raise typer.BadParameter(f"expected one of {', '.join(TASKS)}, got {task!r}", param_hint="TASK")
     os.chdir(ROOT)
     e = Experiment(profile=profile, bilm=bilm, tune_steps=tune_steps, gpu_id=gpu_id, published=published,
-                   threads=threads)
+                   threads=threads, tune_texts=((task, tune_text),) if tune_text else ())
+    if not e.published and not Path(e.tuning_text(task)).exists():
+        typer.echo(f"tuning the biLM to {task}: expected the text to tune on at {e.tuning_text(task)}, found "
+                   "nothing. Build it first (the task's training split: its convert step; corpus v2's "
+                   "per-source text: `spacy project run prepare-corpus-v2`).", err=True)
+        raise typer.Exit(2)
     check_published(e)
     if e.published:
         use_published(e, task)

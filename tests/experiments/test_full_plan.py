@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import srsly
+import typer
 from typer.testing import CliRunner
 
 from experiments.run import evaluate_seeds
@@ -240,6 +241,46 @@ def test_the_tune_command_runs_the_three_commands_and_records_them(project, monk
     result = CliRunner().invoke(full.app, ["tune", "ner"])
     assert result.exit_code == 5 and "exited with status 5" in result.output
     assert not Path(e.tuning_record("ner")).exists()  # a failed tuning is not recorded
+
+
+def test_the_biLM_is_tuned_on_unlabelled_text_when_given_one(project, monkeypatch):
+    tweets = project / "corpus" / "v2" / "pretrain" / "train_tweets.txt"
+    e = full.Experiment(tune_texts=(("ner", "corpus/v2/pretrain/train_tweets.txt"),))
+    assert e.tuning_text("sentiment5") == "corpus/full/sentiment5/train.txt"  # the other task: its split
+    tune = full.tuning_commands(e, "ner")[1]
+    assert args_of(tune, "--paths.train") == "corpus/v2/pretrain/train_tweets.txt"
+    job = by_name(full.plan_jobs(e))["tune_ner"]
+    assert args_of(job.command, "--tune-text") == "corpus/v2/pretrain/train_tweets.txt"
+    assert "corpus/v2/pretrain/train_tweets.txt" in full.tuning_record(e, "ner")["inputs"]
+
+    ran = []
+
+    def call(command):
+        ran.append(command)
+        if command[3] == "pretrain":
+            (project / "training" / "full" / "bilm_ner" / "model").mkdir(parents=True, exist_ok=True)
+        return 0
+
+    monkeypatch.setattr(full.subprocess, "call", call)
+    monkeypatch.setattr(full, "ROOT", project)
+    missing = CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "corpus/v2/pretrain/train_tweets.txt"])
+    assert missing.exit_code == 2 and "expected the text to tune on at corpus/v2/pretrain/train_tweets.txt" in missing.output
+    assert not ran
+    tweets.parent.mkdir(parents=True)
+    tweets.write_text("an unlabelled tweet\n")
+    result = CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "corpus/v2/pretrain/train_tweets.txt"])
+    assert result.exit_code == 0, result.output
+    assert args_of(ran[1], "--paths.train") == "corpus/v2/pretrain/train_tweets.txt"
+    assert full.is_tuned(e, "ner") and not full.is_tuned(full.Experiment(), "ner")  # the split's tuning is another
+    tweets.write_text("other tweets\n")
+    assert not full.is_tuned(e, "ner")  # tuned on other text
+
+
+def test_a_tune_text_names_its_task():
+    assert full._tune_texts(["ner=a.txt", "sentiment5="]) == (("ner", "a.txt"),)
+    for bad in ("a.txt", "pos=a.txt"):
+        with pytest.raises(typer.BadParameter, match="expected TASK=PATH"):
+            full._tune_texts([bad])
 
 
 def test_a_seed_is_scored_again_only_when_its_model_or_the_test_split_changed(project, monkeypatch):

@@ -156,6 +156,16 @@ def test_vars_published_makes_the_elmo_runs_read_the_published_model_untuned():
     assert args[args.index("--published") + 1] == "" and args[args.index("--bilm") + 1] == "pretrained/elmo-en-small"
 
 
+def test_vars_tune_text_makes_the_tune_steps_read_unlabelled_text():
+    for overrides, expected in (({}, ""), ({"vars.tune_text_ner": "corpus/v2/pretrain/train_tweets.txt"},
+                                         "corpus/v2/pretrain/train_tweets.txt")):
+        commands = {c["name"]: c for c in load_project_config(ROOT, overrides=overrides)["commands"]}
+        for task, text in (("ner", expected), ("sentiment5", "")):
+            (tune,) = [line for line in commands[f"tune-bilm-{task}"]["script"] if "experiments.run.full tune" in line]
+            args = shlex.split(tune)
+            assert args[args.index("--tune-text") + 1] == text  # "": the task's training split
+
+
 def test_the_full_workflow_runs_the_evaluation_then_writes_its_report():
     config = load_project_config(ROOT)
     assert config["workflows"]["full"] == ["fetch-data", "fetch-glove", "convert-v2eval", "run-v2eval",
