@@ -158,18 +158,25 @@ def test_the_flop_counter_imports_no_benchmark_and_its_counts_print_from_bench_b
 PRETRAIN_BENCHMARK = BENCHMARKS / "bench_pretrain.py"
 
 
-@pytest.mark.slow
-def test_pretraining_benchmark_runs_and_reports_each_setting(tmp_path):
+def run_pretraining_benchmark(tmp_path, *options):
+    """bench_pretrain.py on 60 short lines, bilm_demo, 3 steps (1 of warm-up), 1 thread, fp32, no
+    reference, with `options`: (its output, the JSON report)."""
     text = tmp_path / "text.txt"
     text.write_text("\n".join(f"The cat number {i} sat on the mat , and the dog ran {i} times ." for i in range(60)))
     output = tmp_path / "bench.json"
     result = subprocess.run(
         [sys.executable, str(PRETRAIN_BENCHMARK), "--text", str(text), "--configs", "bilm_demo", "--steps", "3",
-         "--warmup", "1", "--threads", "1", "--precisions", "fp32", "--reference", "none", "--output", str(output)],
+         "--warmup", "1", "--threads", "1", "--precisions", "fp32", "--reference", "none", "--output", str(output),
+         *options],
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(output.read_text())
+    return result, json.loads(output.read_text())
+
+
+@pytest.mark.slow
+def test_pretraining_benchmark_runs_and_reports_each_setting(tmp_path):
+    result, report = run_pretraining_benchmark(tmp_path)
     (row,) = report["rows"]
     assert row["code_name"] == "current" and row["precision"] == "fp32" and row["steps_timed"] == 2
     assert row["tokens_per_s"] > 0 and 0 < row["performed_fraction_of_ceiling"] < 1.5
@@ -178,17 +185,9 @@ def test_pretraining_benchmark_runs_and_reports_each_setting(tmp_path):
 
 @pytest.mark.slow
 def test_pretraining_benchmark_compares_the_lstm_paths_of_an_unclipped_biLM(tmp_path):
-    text = tmp_path / "text.txt"
-    text.write_text("\n".join(f"The cat number {i} sat on the mat , and the dog ran {i} times ." for i in range(60)))
-    output = tmp_path / "bench.json"
-    result = subprocess.run(
-        [sys.executable, str(PRETRAIN_BENCHMARK), "--text", str(text), "--configs", "bilm_demo", "--steps", "3",
-         "--warmup", "1", "--threads", "1", "--precisions", "fp32", "--reference", "none", "--lstm-paths", "own",
-         "torch", "--set", "model.cell_clip=0", "--set", "model.proj_clip=0", "--output", str(output)],
-        capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    own, torch_lstm = json.loads(output.read_text())["rows"]
+    result, report = run_pretraining_benchmark(
+        tmp_path, "--lstm-paths", "own", "torch", "--set", "model.cell_clip=0", "--set", "model.proj_clip=0")
+    own, torch_lstm = report["rows"]
     assert (own["lstm_path"], torch_lstm["lstm_path"]) == ("own", "torch")
     for row in (own, torch_lstm):
         assert row["settings"] == {"model.cell_clip": 0, "model.proj_clip": 0} and row["tokens_per_s"] > 0

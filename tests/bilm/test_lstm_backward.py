@@ -80,18 +80,27 @@ def test_a_second_backward_pass_is_refused_not_wrong():
         outputs[-1].sum().backward()
 
 
+WORDS = "the cat sat on a mat while dogs ran in fields of green grass".split()
+
+
+def pretraining_batches(n: int = 4):
+    """`n` pretraining batches of six random sentences of WORDS (vocabulary: WORDS, <S>, </S>)."""
+    vocab_ids = torch.arange(len(WORDS)).numpy()
+    generator = torch.Generator().manual_seed(1)
+    batches = []
+    for _ in range(n):
+        lengths = sorted(torch.randint(1, 9, (6,), generator=generator).tolist(), reverse=True)
+        sentences = [torch.randint(0, len(WORDS), (n,), generator=generator).numpy() for n in lengths]
+        batches.append(collate(sentences, WORDS, vocab_ids, len(WORDS), len(WORDS) + 1, 50))
+    return batches
+
+
 def test_pretraining_steps_give_the_same_weights():
     """A few Adam steps of the pretraining model, hand-written backward pass
     against autograd through the steps, float32: the same weights within
     float32 tolerance."""
-    words = "the cat sat on a mat while dogs ran in fields of green grass".split()
-    vocab_ids = torch.arange(len(words)).numpy()
-    generator = torch.Generator().manual_seed(1)
-    batches = []
-    for _ in range(4):
-        lengths = sorted(torch.randint(1, 9, (6,), generator=generator).tolist(), reverse=True)
-        sentences = [torch.randint(0, len(words), (n,), generator=generator).numpy() for n in lengths]
-        batches.append(collate(sentences, words, vocab_ids, len(words), len(words) + 1, 50))
+    words = WORDS
+    batches = pretraining_batches()
 
     def train(hand_written: bool):
         torch.manual_seed(0)

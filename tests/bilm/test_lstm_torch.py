@@ -11,10 +11,9 @@ from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.bilm import lstm as lstm_module
 from spacy_elmo.bilm.lstm import BiLSTMStack
 from spacy_elmo.training import PretrainingLM, SoftmaxHead
-from spacy_elmo.training.data.lm_batches import collate
 
 from ..numeric import assert_close_to_scale
-from .test_lstm_backward import values_and_gradients
+from .test_lstm_backward import WORDS, pretraining_batches, values_and_gradients
 
 OPTIONS = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=24,
                projection_dim=10, n_layers=2, cell_clip=0.0, proj_clip=0.0)
@@ -96,14 +95,7 @@ def test_pretraining_with_the_path_gives_weights_that_export_and_load(tmp_path, 
     """Adam steps of the pretraining model through torch.nn.LSTM and through the biLM's own
     steps end at the same weights; the exported biLM, loaded back, computes at inference (its
     own steps) the layers the trained model computes through torch.nn.LSTM."""
-    words = "the cat sat on a mat while dogs ran in fields of green grass".split()
-    vocab_ids = torch.arange(len(words)).numpy()
-    generator = torch.Generator().manual_seed(1)
-    batches = []
-    for _ in range(4):
-        lengths = sorted(torch.randint(1, 9, (6,), generator=generator).tolist(), reverse=True)
-        sentences = [torch.randint(0, len(words), (n,), generator=generator).numpy() for n in lengths]
-        batches.append(collate(sentences, words, vocab_ids, len(words), len(words) + 1, 50))
+    words, batches = WORDS, pretraining_batches()
 
     def train(torch_lstm: bool) -> PretrainingLM:
         torch.manual_seed(0)
