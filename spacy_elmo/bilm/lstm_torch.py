@@ -19,6 +19,7 @@ own input above the first layer, which a bidirectional `torch.nn.LSTM` would not
 allow. `tests/bilm/test_lstm_torch.py` checks values and gradients against the
 step-by-step path.
 """
+import functools
 import warnings
 from typing import Sequence
 
@@ -49,7 +50,7 @@ def lstm_layer_torch(
     (2, c, p). RETURNS: (2, n_packed, p).
     """
     c, p = W_proj.shape[1], W_proj.shape[2]
-    lstm = _module(p, c, x.device, x.dtype)
+    lstm = _lstm_of_shape(p, c)
     sizes = torch.as_tensor(list(batch_sizes), dtype=torch.int64)
     order = list(TORCH_GATE_ORDER)
     outputs = []
@@ -58,7 +59,7 @@ def lstm_layer_torch(
             "weight_ih_l0": W_input[d, order].transpose(1, 2).reshape(4 * c, p),
             "weight_hh_l0": W_hidden[d, order].transpose(1, 2).reshape(4 * c, p),
             "bias_ih_l0": (bias[d] + forget_bias)[order].reshape(4 * c),
-            "bias_hh_l0": lstm.bias_hh_l0,
+            "bias_hh_l0": bias.new_zeros(4 * c),
             "weight_hr_l0": W_proj[d].t(),
         }
         with warnings.catch_warnings():
@@ -70,16 +71,8 @@ def lstm_layer_torch(
     return torch.stack(outputs)
 
 
-_MODULES: dict = {}
-
-
-def _module(p: int, c: int, device: torch.device, dtype: torch.dtype) -> nn.LSTM:
-    """A one-layer `torch.nn.LSTM` of this shape whose own parameters are never used
-    (`functional_call` passes the biLM's), but for the zero `bias_hh_l0`."""
-    key = (p, c, str(device), dtype)
-    if key not in _MODULES:
-        lstm = nn.LSTM(p, c, num_layers=1, proj_size=p, device=device, dtype=dtype)
-        lstm.requires_grad_(False)
-        nn.init.zeros_(lstm.bias_hh_l0)
-        _MODULES[key] = lstm
-    return _MODULES[key]
+@functools.lru_cache(maxsize=None)
+def _lstm_of_shape(p: int, c: int) -> nn.LSTM:
+    """A one-layer `torch.nn.LSTM` of this shape with no weights of its own (on the meta device):
+    `functional_call` gives it the biLM's for each call."""
+    return nn.LSTM(p, c, num_layers=1, proj_size=p, device="meta")
