@@ -7,7 +7,7 @@
 #
 #   bash benchmarks/run_gpu.sh v2-start WORK       # the release biLM on corpus v2, two sizes, in the background
 #   bash benchmarks/run_gpu.sh wait WORK SECONDS   # until they are done, or SECONDS have passed
-#   bash benchmarks/run_gpu.sh v2-finish WORK OUT  # their weights (float16 where large), logs and scores into OUT
+#   bash benchmarks/run_gpu.sh v2-finish WORK OUT  # their weights (float16 where large), logs and scores into OUT (V2_MINUTES: 16 a size, side by side)
 #
 # WORK is a scratch folder that lives as long as the machine. Needs spaCy and this package
 # importable, the release corpus in corpus/release/pretrain and the PTB text in assets/ptb; the
@@ -61,7 +61,10 @@ v2-start)
   # cuDNN (spacy_elmo/bilm/lstm_torch.py); v1's vocabulary, so that perplexities compare.
   [ -e corpus/v2/pretrain/train.txt ] || tar xJf .whl/corpus_v2.tar.xz
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  # First, alone on the GPU: the whole pretraining step through cuDNN against the step-by-step LSTMs.
+  # The cuDNN path against the step-by-step one on this GPU (values, gradients, export), then,
+  # alone on the GPU: the whole pretraining step through cuDNN against the step-by-step LSTMs.
+  OMP_NUM_THREADS=4 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/bilm/test_lstm_torch.py 2>&1 \
+    | tee "$work/pytest_lstm_torch.log" | tail -n 3
   for size in "" "--set model.lstm_dim=1024 --set model.projection_dim=256"; do
     timeout 240 python3 benchmarks/bench_pretrain.py --text corpus/v2/pretrain/train.txt --configs bilm_release \
       --device cuda --precisions fp32 --threads 1 --reference none --lstm-paths own torch --steps 60 --warmup 15 \
@@ -70,7 +73,7 @@ v2-start)
   done
   scores=()
   for f in corpus/v2/pretrain/dev*.txt; do scores+=(--score "$f"); done
-  common=(--minutes "${V2_MINUTES:-20}" --device cuda --paths.train corpus/v2/pretrain/train.txt
+  common=(--minutes "${V2_MINUTES:-16}" --device cuda --paths.train corpus/v2/pretrain/train.txt
           --paths.dev corpus/v2/pretrain/dev.txt --vocab.path pretrained/elmo-en-small/vocab.txt
           --model.cell_clip 0 --model.proj_clip 0 --training.tokens_per_batch "${V2_TOKENS:-16000}"
           --training.eval_every 1000 --training.checkpoint_every 1000 --training.log_every 200)
@@ -97,7 +100,7 @@ v2-finish)
 lm, vocab, info = load_model(sys.argv[1]); export_model(lm, vocab, info, sys.argv[2], sys.argv[3])" \
       "$work/v2_$size/model" "$work/v2_${size}_export" "$dtype"
     (cd "$work" && tar cf "$out/v2_$size.tar" "v2_${size}_export" "v2_$size/log.jsonl" "v2_$size/budget_run.json" \
-      "v2_$size/config.cfg" "v2_$size.log" bench_pretrain_v2*)
+      "v2_$size/config.cfg" "v2_$size.log" bench_pretrain_v2* pytest_lstm_torch.log)
   done
   # A result file may hold 16 MiB at most: the large biLM's weights come in parts (cat them back).
   (cd "$out" && split -b 15M -d v2_large.tar v2_large.tar.part && rm v2_large.tar)
