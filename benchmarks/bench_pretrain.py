@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Optional
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_bilm import cpu_name, load_average, matmul_ceiling, peak_rss_mb, proc_status_mb  # noqa: E402
@@ -137,13 +137,13 @@ def worker(args) -> None:
     Path(args.worker_output).write_text(json.dumps(report))
 
 
-def prepare(train: Path, config: str, prepared: Path, overrides: Dict) -> None:
+def prepare(train: Path, config: str, prepared: Path, overrides: Optional[Dict] = None) -> None:
     """Tokenise the text as the config's run will (reused by every run of that config), so that
     no run's memory or time includes it."""
     from spacy_elmo.training.run.config import load_config
     from spacy_elmo.training.data.prepared import prepare_corpus
 
-    settings = load_config(CONFIGS / f"{config}.cfg", {**overrides, "paths.train": str(train)})
+    settings = load_config(CONFIGS / f"{config}.cfg", {**(overrides or {}), "paths.train": str(train)})
     prepare_corpus(settings.train_paths, settings.corpus.tokenizer, prepared / "train", progress=False,
                    log=lambda message: None)
 
