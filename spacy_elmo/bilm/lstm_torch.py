@@ -16,10 +16,24 @@ transposed; `weight_hh` likewise from ``W_hidden[d]``; `weight_hr` (p, c) is
 bias of 1, `bias_hh` is zero. The two directions are two calls: the backward
 direction's input is already reversed (`lstm.py`), and each direction has its
 own input above the first layer, which a bidirectional `torch.nn.LSTM` would not
-allow. `tests/bilm/test_lstm_torch.py` checks values and gradients against the
-step-by-step path.
+allow.
+
+Two things `torch.nn.LSTM` would otherwise do to weights it does not own:
+
+- On a GPU, given new weight tensors it "flattens" them: copies them into one
+  cuDNN buffer and re-points each tensor at its part of it, in place. Here those
+  tensors are views of the biLM's parameters and of the mapping's results, which
+  autograd has saved: re-pointing them would corrupt the backward pass (an error
+  for the projection, silently wrong bias gradients). `_BorrowedWeightsLSTM`
+  never flattens; cuDNN then copies the weights into its buffer itself, as it
+  does for any weights that are not already one.
+- Under autocast its cuDNN kernel runs in float16, whatever autocast's type
+  (bfloat16 included), with no loss scaling. The layer runs in float32 here,
+  autocast or not: precision "bf16" keeps bfloat16 for the rest of the biLM.
+
+`tests/bilm/test_lstm_torch.py` checks values and gradients against the
+step-by-step path, with the GPU's flattening imitated on the CPU.
 """
-import functools
 import warnings
 from typing import Sequence
 
@@ -33,6 +47,14 @@ from torch.nn.utils.rnn import PackedSequence
 TORCH_GATE_ORDER = (0, 2, 1, 3)
 
 
+class _BorrowedWeightsLSTM(nn.LSTM):
+    """A `torch.nn.LSTM` that runs on weights passed in (`functional_call`) and so never
+    re-points them into a flat buffer of its own (see the module docstring)."""
+
+    def flatten_parameters(self) -> None:
+        pass
+
+
 def lstm_layer_torch(
     x: torch.Tensor,
     W_input: torch.Tensor,
@@ -43,36 +65,31 @@ def lstm_layer_torch(
     batch_sizes: Sequence[int],
 ) -> torch.Tensor:
     """One layer of both directions from the zero state, without clipping, as
-    `BiLSTMStack` computes it (before the skip connection).
+    `BiLSTMStack` computes it (before the skip connection), in x's type even under autocast.
 
     x: (2, n_packed, p), packed time-major (`lstm.py`); W_input and W_hidden
     (2, 4, p, c); bias (2, 4, c); forget_bias (4, c), not trained; W_proj
     (2, c, p). RETURNS: (2, n_packed, p).
     """
     c, p = W_proj.shape[1], W_proj.shape[2]
-    lstm = _lstm_of_shape(p, c)
+    # The module holds no weights (meta device): each call gets the biLM's, so nothing
+    # outlives the call and nothing is shared between threads.
+    lstm = _BorrowedWeightsLSTM(p, c, num_layers=1, proj_size=p, device="meta")
     sizes = torch.as_tensor(list(batch_sizes), dtype=torch.int64)
     order = list(TORCH_GATE_ORDER)
     outputs = []
-    for d in range(2):
-        weights = {
-            "weight_ih_l0": W_input[d, order].transpose(1, 2).reshape(4 * c, p),
-            "weight_hh_l0": W_hidden[d, order].transpose(1, 2).reshape(4 * c, p),
-            "bias_ih_l0": (bias[d] + forget_bias)[order].reshape(4 * c),
-            "bias_hh_l0": bias.new_zeros(4 * c),
-            "weight_hr_l0": W_proj[d].t(),
-        }
-        with warnings.catch_warnings():
-            # The weights are fresh tensors at each call, never one flat cuDNN buffer: cuDNN copies
-            # them into one (a few MB, once per layer and step), which is what the warning is about.
-            warnings.filterwarnings("ignore", message=".*contiguous chunk of memory.*")
-            packed, _ = functional_call(lstm, weights, (PackedSequence(x[d], sizes),))
-        outputs.append(packed.data)
+    with torch.autocast(x.device.type, enabled=False):
+        for d in range(2):
+            weights = {
+                "weight_ih_l0": W_input[d, order].transpose(1, 2).reshape(4 * c, p),
+                "weight_hh_l0": W_hidden[d, order].transpose(1, 2).reshape(4 * c, p),
+                "bias_ih_l0": (bias[d] + forget_bias)[order].reshape(4 * c),
+                "bias_hh_l0": bias.new_zeros(4 * c),
+                "weight_hr_l0": W_proj[d].t(),
+            }
+            with warnings.catch_warnings():
+                # cuDNN's own copy of weights that are not one flat buffer (above) comes with this warning.
+                warnings.filterwarnings("ignore", message=".*contiguous chunk of memory.*")
+                packed, _ = functional_call(lstm, weights, (PackedSequence(x[d], sizes),))
+            outputs.append(packed.data)
     return torch.stack(outputs)
-
-
-@functools.lru_cache(maxsize=None)
-def _lstm_of_shape(p: int, c: int) -> nn.LSTM:
-    """A one-layer `torch.nn.LSTM` of this shape with no weights of its own (on the meta device):
-    `functional_call` gives it the biLM's for each call."""
-    return nn.LSTM(p, c, num_layers=1, proj_size=p, device="meta")

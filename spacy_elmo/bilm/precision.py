@@ -9,7 +9,8 @@
   `cpu_has_bf16`); on one without them, float32, with a warning that says so.
 
 The setting holds inside the ``with`` block only: the process-wide TF32 switches are
-restored when it ends.
+restored when it ends. A backward pass runs outside autocast but must multiply as its
+forward pass did: it runs under `tf32_switches` of the same setting.
 """
 import contextlib
 import warnings
@@ -41,12 +42,22 @@ def precision(device: Union[str, torch.device], name: str = "fp32") -> Iterator[
     if device_type != "cuda":
         yield
         return
+    with tf32_switches(device, name), torch.autocast("cuda", dtype=torch.bfloat16, enabled=name == "bf16"):
+        yield
+
+
+@contextlib.contextmanager
+def tf32_switches(device: Union[str, torch.device], name: str = "fp32") -> Iterator[None]:
+    """On a GPU, PyTorch's TF32 switches (matrix products and cuDNN) on for "tf32" only, for the
+    block; restored after it. Nothing changes on other devices."""
+    check_precision(name)
+    if torch.device(device).type != "cuda":
+        yield
+        return
     saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    tf32 = name == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = name == "tf32"
     try:
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=name == "bf16"):
-            yield
+        yield
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 

@@ -6,6 +6,7 @@ from contextlib import contextmanager
 
 import pytest
 import torch
+from torch import nn
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.bilm import lstm as lstm_module
@@ -48,6 +49,26 @@ def torch_lstm_calls(monkeypatch):
     return calls
 
 
+def imitated_gpu_flattening(lstm: nn.LSTM) -> None:
+    """What `torch.nn.LSTM.flatten_parameters` does on a GPU, on any device: copy the weights
+    into one buffer and re-point each weight tensor at its part of it, in place."""
+    weights = lstm._flat_weights
+    if any(w is None or w.is_meta for w in weights):
+        return
+    with torch.no_grad():
+        flat = torch.cat([w.reshape(-1) for w in weights])
+        offset = 0
+        for w in weights:
+            w.set_(flat.untyped_storage(), offset, w.shape)
+            offset += w.numel()
+
+
+@pytest.fixture
+def gpu_flattening(monkeypatch):
+    """torch.nn.LSTM flattening its weights as it does on a GPU, here too."""
+    monkeypatch.setattr(nn.modules.rnn.RNNBase, "flatten_parameters", imitated_gpu_flattening)
+
+
 @pytest.mark.parametrize(
     "changes, batch_sizes",
     [
@@ -57,14 +78,16 @@ def torch_lstm_calls(monkeypatch):
     ],
 )
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
-def test_values_and_gradients_equal_the_steps(device, torch_lstm_calls, changes, batch_sizes, dropout):
+@pytest.mark.parametrize("dtype, rtol", [(torch.float64, 1e-10), (torch.float32, 1e-4)])
+def test_values_and_gradients_equal_the_steps(device, torch_lstm_calls, gpu_flattening, changes, batch_sizes,
+                                              dropout, dtype, rtol):
     torch.manual_seed(0)
     options = BiLMOptions(**{**OPTIONS, **changes})
-    stack = BiLSTMStack(options).to(device, torch.float64)
+    stack = BiLSTMStack(options).to(device, dtype)
     with torch.no_grad():  # strong weights: gates saturate, cells grow past any clip a test might hide
         for p in stack.parameters():
             p.normal_(0.0, 0.6)
-    x = torch.randn(2, sum(batch_sizes), options.projection_dim, dtype=torch.float64, device=device)
+    x = torch.randn(2, sum(batch_sizes), options.projection_dim, dtype=dtype, device=device)
     weights = [torch.randn_like(x) for _ in range(options.n_layers)]
     with path(stack, True, device):
         fast = values_and_gradients(stack, x, batch_sizes, weights, dropout)
@@ -73,10 +96,10 @@ def test_values_and_gradients_equal_the_steps(device, torch_lstm_calls, changes,
         slow = values_and_gradients(stack, x, batch_sizes, weights, dropout)
     assert len(torch_lstm_calls) == options.n_layers
     for got, expected in zip(fast[0], slow[0]):
-        assert_close_to_scale(got, expected, rtol=1e-10, what="layer output")
-    assert_close_to_scale(fast[1], slow[1], rtol=1e-10, what="input gradient")
+        assert_close_to_scale(got, expected, rtol=rtol, what="layer output")
+    assert_close_to_scale(fast[1], slow[1], rtol=rtol, what="input gradient")
     for name in slow[2]:
-        assert_close_to_scale(fast[2][name], slow[2][name], rtol=1e-10, what=name)
+        assert_close_to_scale(fast[2][name], slow[2][name], rtol=rtol, what=name)
 
 
 def test_only_a_biLM_without_clipping_takes_the_path(torch_lstm_calls):
@@ -125,3 +148,18 @@ def test_pretraining_with_the_path_gives_weights_that_export_and_load(tmp_path, 
     with torch.no_grad():
         loaded_top = loaded_lm.top_layer(batches[0])  # the loaded biLM's own steps
     assert_close_to_scale(loaded_top, trained_top.detach(), rtol=1e-5, what="top layer after export")
+
+
+def test_under_autocast_the_layers_stay_float32(device, torch_lstm_calls):
+    """torch's cuDNN LSTM would run in float16 under any autocast (bfloat16 included, with no
+    loss scaling): the path runs it in float32, the same values as without autocast."""
+    torch.manual_seed(0)
+    stack = BiLSTMStack(BiLMOptions(**OPTIONS)).to(device)
+    x = torch.randn(2, 12, OPTIONS["projection_dim"], device=device, requires_grad=True)
+    with path(stack, True, device):
+        plain, _ = stack(x, [4, 4, 3, 1])
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+            autocast, _ = stack(x, [4, 4, 3, 1])
+    assert len(torch_lstm_calls) == 2 * OPTIONS["n_layers"]
+    for got, expected in zip(autocast, plain):
+        assert got.dtype == torch.float32 and torch.equal(got, expected)

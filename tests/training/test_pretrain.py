@@ -106,6 +106,35 @@ def test_resuming_a_finished_run_exports_the_same_model_card(tmp_path, tiny_conf
     assert again == first
 
 
+def test_the_backward_pass_multiplies_as_the_precision_says(tmp_path, tiny_config, monkeypatch):
+    """The backward pass runs outside autocast, so under the precision's TF32 switches of its own
+    (on a GPU, cuDNN would otherwise run an "fp32" run's backward pass in TF32)."""
+    from contextlib import contextmanager
+
+    from spacy_elmo.training.run import trainer
+
+    inside, backward_inside = [], []
+
+    @contextmanager
+    def recording_switches(device, name):
+        inside.append(name)
+        try:
+            yield
+        finally:
+            inside.pop()
+
+    backward = torch.autograd.backward
+
+    def recorded_backward(*args, **kwargs):
+        backward_inside.append(list(inside))
+        return backward(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "tf32_switches", recording_switches)
+    monkeypatch.setattr(torch.autograd, "backward", recorded_backward)
+    pretrain(tiny_config(training={"max_steps": 3, "precision": "tf32"}), tmp_path / "run", progress=False)
+    assert backward_inside == [["tf32"]] * 3
+
+
 def test_a_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, tiny_config):
     def poison(state, lm):
         if state.step == 6:

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Optional
 import torch
 from wasabi import Printer
 
-from ...bilm.precision import precision
+from ...bilm.precision import precision, tf32_switches
 from ...errors import DivergedRunError, ElmoError
 from ..data.lm_batches import CorpusBatches
 from .checkpoint import TrainState, damaged_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
@@ -268,7 +268,8 @@ class Trainer:
         if not torch.isfinite(sums).all():
             self._diverged("loss", float(sums[0] + sums[1]), bar)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        with tf32_switches(self.dist.device, self.settings.precision):  # as the forward pass multiplied
+            loss.backward()
         if self.settings.grad_clip:
             norm = torch.nn.utils.clip_grad_norm_(self.lm.parameters(), self.settings.grad_clip)
             if not torch.isfinite(norm):
