@@ -275,6 +275,22 @@ def tuning_record(e: Experiment, task: str) -> Dict[str, object]:
     }
 
 
+def start_tuning(e: Experiment, task: str) -> None:
+    """Before a tuning's commands run: a tuning folder left by other commands or inputs (another
+    text, a changed biLM) is removed, so that `pretrain --resume` starts afresh rather than refusing
+    the changed settings (or continuing from weights trained on something else); one left by an
+    interrupted run of these same commands and inputs is kept, to resume. The record written here
+    says which it is next time; it is complete (``is_tuned``) once the commands have succeeded."""
+    planned = tuning_record(e, task)
+    try:
+        stored = json.loads(Path(e.tuning_record(task)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stored = None
+    if stored is not None and (stored.get("commands"), stored.get("inputs")) != (planned["commands"], planned["inputs"]):
+        shutil.rmtree(e.tuning_dir(task), ignore_errors=True)
+    write_atomic(e.tuning_record(task), json.dumps({**planned, "outputs": None}, indent=1) + "\n")
+
+
 def is_tuned(e: Experiment, task: str) -> bool:
     try:
         stored = json.loads(Path(e.tuning_record(task)).read_text(encoding="utf-8"))
@@ -396,6 +412,9 @@ def experiment(
     variants: str, reuse_tuned_from: Optional[str], title: Optional[str], published: str = "",
     tune_texts: Sequence[str] = (),
 ) -> Experiment:
+    if reuse_tuned_from and _tune_texts(tune_texts):
+        raise typer.BadParameter(f"a profile that reuses {reuse_tuned_from}'s tuned biLMs tunes none: leave "
+                                 "--tune-text out, or tune in that profile", param_hint="--tune-text")
     return Experiment(profile=profile, seeds=_numbers(seeds), steps=steps, eval_frequency=eval_frequency,
                       tune_steps=tune_steps, bilm=bilm, gpu_id=gpu_id, variants=_variants(variants),
                       reuse_tuned_from=reuse_tuned_from, title=title, published=published,
@@ -512,6 +531,7 @@ def tune_cli(
         typer.echo(f"{e.tuned_bilm(task)}: {e.source_bilm} as it is (a published model is not tuned)")
         return
     Path(e.metrics).mkdir(parents=True, exist_ok=True)
+    start_tuning(e, task)
     for command in tuning_commands(e, task):
         typer.echo(f"$ {shlex.join(['python', *command[1:]])}")
         sys.stdout.flush()

@@ -240,7 +240,42 @@ def test_the_tune_command_runs_the_three_commands_and_records_them(project, monk
     Path(e.tuning_record("ner")).unlink()
     result = CliRunner().invoke(full.app, ["tune", "ner"])
     assert result.exit_code == 5 and "exited with status 5" in result.output
-    assert not Path(e.tuning_record("ner")).exists()  # a failed tuning is not recorded
+    assert not full.is_tuned(e, "ner")  # a failed tuning is not done
+
+
+def test_a_tuning_of_other_text_starts_afresh_and_an_interrupted_one_resumes(project, monkeypatch):
+    ran = []
+    tuning = project / "training" / "full" / "bilm_ner"
+
+    def call(command):
+        if command[3] == "pretrain":
+            ran.append(sorted(p.name for p in tuning.iterdir()) if tuning.exists() else [])
+            (tuning / "model").mkdir(parents=True, exist_ok=True)
+            (tuning / "checkpoint.pt").write_bytes(b"trained on " + Path(args_of(command, "--paths.train")).read_bytes())
+        return 0
+
+    monkeypatch.setattr(full.subprocess, "call", call)
+    monkeypatch.setattr(full, "ROOT", project)
+    assert CliRunner().invoke(full.app, ["tune", "ner"]).exit_code == 0
+    assert CliRunner().invoke(full.app, ["tune", "ner"]).exit_code == 0  # the same tuning again: resumed
+    assert ran == [[], ["checkpoint.pt", "model"]]
+    tweets = project / "tweets.txt"
+    tweets.write_text("an unlabelled tweet\n")
+    assert CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "tweets.txt"]).exit_code == 0
+    assert ran[2] == []  # other text: the folder of the split's tuning was removed first
+    assert (tuning / "checkpoint.pt").read_bytes() == b"trained on an unlabelled tweet\n"
+    tweets.write_text("other tweets\n")
+    assert CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "tweets.txt"]).exit_code == 0
+    assert ran[3] == []  # the same path with other contents: afresh too
+
+    monkeypatch.setattr(full.subprocess, "call", lambda command: 9 if command[3] == "pretrain" else call(command))
+    tweets.write_text("yet other tweets\n")
+    assert CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "tweets.txt"]).exit_code == 9
+    (tuning / "model").mkdir(parents=True)  # what the interrupted pretrain left
+    (tuning / "checkpoint.pt").write_bytes(b"interrupted")
+    monkeypatch.setattr(full.subprocess, "call", call)
+    assert CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "tweets.txt"]).exit_code == 0
+    assert ran[4] == ["checkpoint.pt", "model"]  # an interrupted run of the same tuning: kept, to resume
 
 
 def test_the_biLM_is_tuned_on_unlabelled_text_when_given_one(project, monkeypatch):
@@ -281,6 +316,8 @@ def test_a_tune_text_names_its_task():
     for bad in ("a.txt", "pos=a.txt"):
         with pytest.raises(typer.BadParameter, match="expected TASK=PATH"):
             full._tune_texts([bad])
+    with pytest.raises(typer.BadParameter, match="reuses full's tuned biLMs tunes none"):
+        full.experiment("long", "0", 10, 5, 1, "b", -1, "baseline,elmo", "full", None, "", ["ner=a.txt"])
 
 
 def test_a_seed_is_scored_again_only_when_its_model_or_the_test_split_changed(project, monkeypatch):
