@@ -5,9 +5,11 @@
 #   bash benchmarks/run_gpu.sh finish WORK OUT  # waits for the trainings, copies results into OUT
 #   bash benchmarks/run_gpu.sh pretrain-speed WORK  # tokens/s of pretraining per config and precision
 #
+#   bash benchmarks/run_gpu.sh v2-check WORK       # the cuDNN path's tests on this GPU (exit 1 if they fail), its speed
 #   bash benchmarks/run_gpu.sh v2-start WORK       # the release biLM on corpus v2, two sizes, in the background
 #   bash benchmarks/run_gpu.sh wait WORK SECONDS   # until they are done, or SECONDS have passed
-#   bash benchmarks/run_gpu.sh v2-finish WORK OUT  # their weights (float16 where large), logs and scores into OUT (V2_MINUTES: 16 a size, side by side)
+#   bash benchmarks/run_gpu.sh v2-finish WORK OUT  # their weights (float16 where large), logs and scores into OUT
+#   (V2_MINUTES: 16 a size, side by side; each phase fits one 10-minute command)
 #
 # WORK is a scratch folder that lives as long as the machine. Needs spaCy and this package
 # importable, the release corpus in corpus/release/pretrain and the PTB text in assets/ptb; the
@@ -56,21 +58,29 @@ finish)
     ptb/model/options.json ptb/model/pretrain.json ptb/log.jsonl ptb/budget_run.json ptb/curves.png ptb/config.cfg)
   ls -la "$out"
   ;;
-v2-start)
-  # Both sizes without clipping (cell_clip = proj_clip = 0), so that their LSTM layers run as
-  # cuDNN (spacy_elmo/bilm/lstm_torch.py); v1's vocabulary, so that perplexities compare.
+v2-check)
   [ -e corpus/v2/pretrain/train.txt ] || tar xJf .whl/corpus_v2.tar.xz
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  # The cuDNN path against the step-by-step one on this GPU (values, gradients, export), then,
-  # alone on the GPU: the whole pretraining step through cuDNN against the step-by-step LSTMs.
-  OMP_NUM_THREADS=4 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/bilm/test_lstm_torch.py 2>&1 \
-    | tee "$work/pytest_lstm_torch.log" | tail -n 3
+  # The cuDNN path against the step-by-step one on this GPU (values, gradients, autocast, export):
+  # if it fails, nothing is trained through it.
+  OMP_NUM_THREADS=4 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/bilm/test_lstm_torch.py \
+    >"$work/pytest_lstm_torch.log" 2>&1
+  status=$?
+  tail -n 3 "$work/pytest_lstm_torch.log"
+  [ "$status" = 0 ] || { echo "the cuDNN path's tests failed (exit $status): see $work/pytest_lstm_torch.log"; exit 1; }
+  # Alone on the GPU: the whole pretraining step through cuDNN against the step-by-step LSTMs.
   for size in "" "--set model.lstm_dim=1024 --set model.projection_dim=256"; do
-    timeout 240 python3 benchmarks/bench_pretrain.py --text corpus/v2/pretrain/train.txt --configs bilm_release \
-      --device cuda --precisions fp32 --threads 1 --reference none --lstm-paths own torch --steps 60 --warmup 15 \
+    timeout 200 python3 benchmarks/bench_pretrain.py --text corpus/v2/pretrain/train.txt --configs bilm_release \
+      --device cuda --precisions fp32 --threads 1 --reference none --lstm-paths own torch --steps 40 --warmup 10 \
       --set model.cell_clip=0 --set model.proj_clip=0 $size --output "$work/bench_pretrain_v2${size:+_large}.json" \
       2>&1 | grep -E "tokens/s|Error|error" | tee -a "$work/bench_pretrain_v2.log"
   done
+  ;;
+v2-start)
+  # Both sizes without clipping (cell_clip = proj_clip = 0), so that their LSTM layers run as
+  # cuDNN (spacy_elmo/bilm/lstm_torch.py); v1's vocabulary, so that perplexities compare.
+  [ -e "$work/pytest_lstm_torch.log" ] && grep -q " passed" "$work/pytest_lstm_torch.log" \
+    && ! grep -q "failed" "$work/pytest_lstm_torch.log" || { echo "run v2-check first, and green"; exit 1; }
   scores=()
   for f in corpus/v2/pretrain/dev*.txt; do scores+=(--score "$f"); done
   common=(--minutes "${V2_MINUTES:-16}" --device cuda --paths.train corpus/v2/pretrain/train.txt
@@ -83,7 +93,7 @@ v2-start)
     python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_large' \
       ${common[*]} --model.lstm_dim 1024 --model.projection_dim 256 ${scores[*]} >'$work/v2_large.log' 2>&1 &
     wait; touch '$work/DONE_v2'" >/dev/null 2>&1 < /dev/null &
-  sleep 60
+  sleep 90
   tail -n 3 "$work/v2_base.log" "$work/v2_large.log"
   ;;
 wait)
@@ -93,14 +103,18 @@ wait)
 v2-finish)
   out=$3
   tail -n 20 "$work/v2_base.log" "$work/v2_large.log"
+  [ -e "$work/DONE_v2" ] || { echo "the trainings are still running: wait first"; exit 1; }
   for size in base large; do
     dtype=float32
     [ "$size" = large ] && dtype=float16  # 40 MB as float32; the card may ship float16 (loaded back as float32)
     python3 -c "import sys; from spacy_elmo.training import export_model, load_model; \
 lm, vocab, info = load_model(sys.argv[1]); export_model(lm, vocab, info, sys.argv[2], sys.argv[3])" \
       "$work/v2_$size/model" "$work/v2_${size}_export" "$dtype"
+    # The perplexity of the weights as they ship (float16 for the large one), not as they trained.
+    python3 -m spacy_elmo perplexity "$work/v2_${size}_export" corpus/v2/pretrain/dev.txt --device cuda \
+      --output "$work/v2_${size}_export_dev.json" 2>&1 | tail -n 2
     (cd "$work" && tar cf "$out/v2_$size.tar" "v2_${size}_export" "v2_$size/log.jsonl" "v2_$size/budget_run.json" \
-      "v2_$size/config.cfg" "v2_$size.log" bench_pretrain_v2* pytest_lstm_torch.log)
+      "v2_$size/config.cfg" "v2_$size.log" "v2_${size}_export_dev.json" bench_pretrain_v2* pytest_lstm_torch.log)
   done
   # A result file may hold 16 MiB at most: the large biLM's weights come in parts (cat them back).
   (cd "$out" && split -b 15M -d v2_large.tar v2_large.tar.part && rm v2_large.tar)

@@ -272,7 +272,10 @@ def storage_dtype(dtype: str) -> numpy.dtype:
 
 
 def as_storage(value: numpy.ndarray, storage: numpy.dtype, name: str) -> numpy.ndarray:
-    """`value` as `storage`, contiguous; float16 only for values within its range (E532)."""
+    """`value` as `storage`, contiguous: finite values only, and float16 only for values within
+    its range (E532)."""
+    if not numpy.isfinite(value).all():
+        raise ConfigError("E532", found=str(storage), why=f"'{name}' holds NaN or infinite values")
     if storage == numpy.float16 and value.size:
         largest = float(numpy.max(numpy.abs(value)))
         if largest > float(numpy.finfo(numpy.float16).max):

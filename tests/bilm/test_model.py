@@ -118,6 +118,11 @@ def test_float16_storage_refuses_weights_beyond_its_range(fixture_paths, tmp_pat
     assert not (tmp_path / "half" / "weights.hdf5").exists()
     with pytest.raises(ConfigError, match="E532.*'bfloat16'"):
         model.save_allennlp(tmp_path / "other", dtype="bfloat16")
+    with torch.no_grad():
+        model.lstm.W_proj[0][0, 0, 0] = float("nan")
+    for dtype in ("float16", "float32"):
+        with pytest.raises(ConfigError, match="E532.*NaN or infinite"):
+            model.save_allennlp(tmp_path / dtype, dtype=dtype)
 
 
 def test_sentence_alone_equals_sentence_in_a_padded_batch(fixture_paths, fixture_dir):

@@ -30,6 +30,7 @@ def test_loss_falls_and_the_export_is_the_trained_model(tmp_path, tiny_config):
     assert result.dev.forward == pytest.approx(dev[-1]["ppl_forward"])
     for name in ("options.json", "weights.hdf5", "vocab.txt", "softmax.hdf5", "pretrain.json"):
         assert (run / "model" / name).exists()
+    assert json.loads((run / "model" / "pretrain.json").read_text())["weights_dtype"] == "float32"
     assert (run / "curves.png").stat().st_size > 0
 
     trained = result.model.bilm.eval()

@@ -33,7 +33,7 @@ def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], direct
         lm.bilm.save_allennlp(tmp, dtype)
         vocab.to_file(tmp / VOCAB_NAME)
         lm.softmax.save(tmp / SOFTMAX_NAME, dtype)
-        (tmp / INFO_NAME).write_text(json.dumps(info, indent=2), encoding="utf8")
+        (tmp / INFO_NAME).write_text(json.dumps({**info, "weights_dtype": dtype}, indent=2), encoding="utf8")
 
 
 def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Tuple[
