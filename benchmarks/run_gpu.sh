@@ -78,7 +78,9 @@ v2-check)
   ;;
 v2-start)
   # Both sizes without clipping (cell_clip = proj_clip = 0), so that their LSTM layers run as
-  # cuDNN (spacy_elmo/bilm/lstm_torch.py); v1's vocabulary, so that perplexities compare.
+  # cuDNN (spacy_elmo/bilm/lstm_torch.py); v1's vocabulary, so that perplexities compare. Today's
+  # size continues the shipped biLM (the release line, at v2's lower learning rate); the large one
+  # starts from scratch (no biLM of its shape exists).
   [ -e "$work/pytest_lstm_torch.log" ] && grep -q " passed" "$work/pytest_lstm_torch.log" \
     && ! grep -q "failed" "$work/pytest_lstm_torch.log" || { echo "run v2-check first, and green"; exit 1; }
   scores=()
@@ -89,7 +91,7 @@ v2-start)
           --training.eval_every 1000 --training.checkpoint_every 1000 --training.log_every 200)
   rm -f "$work/DONE_v2"
   setsid nohup bash -c "python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_base' \
-      ${common[*]} ${scores[*]} >'$work/v2_base.log' 2>&1 &
+      ${common[*]} --paths.init pretrained/elmo-en-small --training.optimizer.learn_rate 0.001 ${scores[*]} >'$work/v2_base.log' 2>&1 &
     python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_large' \
       ${common[*]} --model.lstm_dim 1024 --model.projection_dim 256 ${scores[*]} >'$work/v2_large.log' 2>&1 &
     wait; touch '$work/DONE_v2'" >/dev/null 2>&1 < /dev/null &
