@@ -272,12 +272,12 @@ def storage_dtype(dtype: str) -> numpy.dtype:
 
 
 def as_storage(value: numpy.ndarray, storage: numpy.dtype, name: str) -> numpy.ndarray:
-    """`value` as `storage`, contiguous: finite values only, and float16 only for values within
-    its range (E532)."""
-    if not numpy.isfinite(value).all():
-        raise ConfigError("E532", found=str(storage), why=f"'{name}' holds NaN or infinite values")
-    if storage == numpy.float16 and value.size:
-        largest = float(numpy.max(numpy.abs(value)))
+    """`value` as `storage`, contiguous; float16 only where every finite value is within its range
+    (E532), so that no finite weight becomes infinite. (Weights that are already NaN or infinite
+    are written as they are, in either type: loading refuses them, E502.)"""
+    if storage == numpy.float16:
+        finite = numpy.abs(value[numpy.isfinite(value)])
+        largest = float(finite.max()) if finite.size else 0.0
         if largest > float(numpy.finfo(numpy.float16).max):
             raise ConfigError("E532", found="float16",
                               why=f"'{name}' holds {largest:.6g}, beyond float16's +-65504")

@@ -118,11 +118,22 @@ def test_float16_storage_refuses_weights_beyond_its_range(fixture_paths, tmp_pat
     assert not (tmp_path / "half" / "weights.hdf5").exists()
     with pytest.raises(ConfigError, match="E532.*'bfloat16'"):
         model.save_allennlp(tmp_path / "other", dtype="bfloat16")
+    with torch.no_grad():  # a NaN beside it hides nothing: the range is checked over the finite values
+        model.lstm.W_proj[0][0, 0, 1] = float("nan")
+    with pytest.raises(ConfigError, match="E532.*beyond float16"):
+        model.save_allennlp(tmp_path / "half", dtype="float16")
+
+
+def test_non_finite_weights_stored_as_float16_are_refused_at_load_as_float32_ones_are(fixture_paths, tmp_path):
+    from spacy_elmo.errors import DamagedFileError
+
+    model = BiLM.from_allennlp(*fixture_paths)
     with torch.no_grad():
-        model.lstm.W_proj[0][0, 0, 0] = float("nan")
-    for dtype in ("float16", "float32"):
-        with pytest.raises(ConfigError, match="E532.*NaN or infinite"):
-            model.save_allennlp(tmp_path / dtype, dtype=dtype)
+        model.lstm.W_proj[0][0, 0, 0] = float("inf")
+    for dtype in ("float32", "float16"):
+        model.save_allennlp(tmp_path / dtype, dtype=dtype)
+        with pytest.raises(DamagedFileError, match="E502"):
+            BiLM.from_allennlp(tmp_path / dtype)
 
 
 def test_sentence_alone_equals_sentence_in_a_padded_batch(fixture_paths, fixture_dir):
