@@ -281,22 +281,22 @@ def start_tuning(e: Experiment, task: str) -> None:
     the changed settings (or continuing from weights trained on something else); one left by an
     interrupted run of these same commands and inputs is kept, to resume. The record written here
     says which it is next time; it is complete (``is_tuned``) once the commands have succeeded."""
-    planned = tuning_record(e, task)
-    try:
-        stored = json.loads(Path(e.tuning_record(task)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        stored = None
+    planned, stored = tuning_record(e, task), stored_tuning_record(e, task)
     if stored is not None and (stored.get("commands"), stored.get("inputs")) != (planned["commands"], planned["inputs"]):
         shutil.rmtree(e.tuning_dir(task), ignore_errors=True)
     write_atomic(e.tuning_record(task), json.dumps({**planned, "outputs": None}, indent=1) + "\n")
 
 
-def is_tuned(e: Experiment, task: str) -> bool:
+def stored_tuning_record(e: Experiment, task: str) -> Optional[Dict[str, object]]:
+    """The record a task's last tuning left (``start_tuning``, ``tune``), or None."""
     try:
-        stored = json.loads(Path(e.tuning_record(task)).read_text(encoding="utf-8"))
+        return json.loads(Path(e.tuning_record(task)).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return stored == tuning_record(e, task)
+        return None
+
+
+def is_tuned(e: Experiment, task: str) -> bool:
+    return stored_tuning_record(e, task) == tuning_record(e, task)
 
 
 def is_trained(e: Experiment, task: str, variant: str, seed: int) -> bool:

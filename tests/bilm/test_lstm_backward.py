@@ -99,12 +99,11 @@ def test_pretraining_steps_give_the_same_weights():
     """A few Adam steps of the pretraining model, hand-written backward pass
     against autograd through the steps, float32: the same weights within
     float32 tolerance."""
-    words = WORDS
     batches = pretraining_batches()
 
     def train(hand_written: bool):
         torch.manual_seed(0)
-        lm = PretrainingLM(BiLM(BiLMOptions(**OPTIONS)), SoftmaxHead(10, len(words) + 2), dropout=0.1)
+        lm = PretrainingLM(BiLM(BiLMOptions(**OPTIONS)), SoftmaxHead(10, len(WORDS) + 2), dropout=0.1)
         lm.bilm.lstm.hand_written_backward = hand_written
         optimizer = torch.optim.Adam(lm.parameters(), lr=0.01)
         for batch in batches:

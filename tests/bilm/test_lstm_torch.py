@@ -118,11 +118,11 @@ def test_pretraining_with_the_path_gives_weights_that_export_and_load(tmp_path, 
     """Adam steps of the pretraining model through torch.nn.LSTM and through the biLM's own
     steps end at the same weights; the exported biLM, loaded back, computes at inference (its
     own steps) the layers the trained model computes through torch.nn.LSTM."""
-    words, batches = WORDS, pretraining_batches()
+    batches = pretraining_batches()
 
     def train(torch_lstm: bool) -> PretrainingLM:
         torch.manual_seed(0)
-        lm = PretrainingLM(BiLM(BiLMOptions(**OPTIONS)), SoftmaxHead(10, len(words) + 2), dropout=0.1)
+        lm = PretrainingLM(BiLM(BiLMOptions(**OPTIONS)), SoftmaxHead(10, len(WORDS) + 2), dropout=0.1)
         optimizer = torch.optim.Adam(lm.parameters(), lr=0.01)
         with path(lm.bilm.lstm, torch_lstm, "cpu"):
             for batch in batches:
