@@ -64,7 +64,7 @@ class InputError(ElmoError):
 
     codes = frozenset({
         "E006", "E101", "E102", "E103", "E203", "E301", "E309", "E311", "E316", "E319", "E402", "E410",
-        "E504", "E505", "E509", "E511", "E530", "E602",
+        "E504", "E505", "E509", "E511", "E530", "E533", "E602",
     })
 
 
@@ -98,7 +98,7 @@ class OutputError(ElmoError):
     is full or read-only. What was there is as it was."""
 
     codes = frozenset({
-        "E202", "E302", "E306", "E307", "E503", "E510", "E513", "E514", "E515", "E520", "E525",
+        "E202", "E302", "E306", "E307", "E503", "E510", "E513", "E514", "E515", "E520", "E525", "E534",
     })
 
 
@@ -477,6 +477,16 @@ class Errors(metaclass=ErrorsWithCodes):
     E532 = (
         "Cannot store the weights as {found!r}: {why}. Store them as \"float32\" (the "
         "default) or \"float16\" (half the size, loaded back as float32)."
+    )
+    E533 = (
+        "Cannot export from '{path}': {reason}. Pass the OUTPUT_DIR of a pretrain run "
+        "that has saved a checkpoint (checkpoint.pt), e.g. training/my_bilm; a finished "
+        "run's model is already in its model/ folder."
+    )
+    E534 = (
+        "The export's output '{path}' already exists and holds {found}: the model is "
+        "written to a new or empty folder only, so nothing was written. Choose another "
+        "folder, or remove this one first."
     )
     # Several processes (E6xx)
     E601 = (

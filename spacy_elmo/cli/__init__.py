@@ -7,12 +7,12 @@ import typer
 
 app = typer.Typer(
     name="spacy-elmo",
-    help="ELMo for spaCy: embed text, train a biLM, inspect layer mixes.",
+    help="ELMo for spaCy: embed text, train and export a biLM, inspect layer mixes.",
     no_args_is_help=True,
     add_completion=False,
 )
 
 # Command modules (each adds its commands to `app`).
 from . import embed  # noqa: E402,F401
-from . import pretrain, perplexity  # noqa
+from . import pretrain, perplexity, export  # noqa
 from . import mix_weights  # noqa: E402,F401

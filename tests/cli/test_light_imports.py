@@ -1,5 +1,5 @@
 """The core stands alone: the pure-PyTorch biLM and the commands that need
-no pipeline (embed, pretrain and perplexity on pre-tokenised text) import
+no pipeline (embed, pretrain, export and perplexity on pre-tokenised text) import
 neither spaCy nor Thinc. Each check runs in a fresh interpreter, since this
 one has loaded both already."""
 import json
@@ -61,7 +61,7 @@ def test_embed_imports_no_spacy_or_thinc(tmp_path, fixture_paths):
         assert fin["0"].shape == (4, 32) and fin["1"].shape == (3, 32)
 
 
-def test_pretrain_and_perplexity_on_pretokenised_text_import_no_spacy_or_thinc(tmp_path):
+def test_pretrain_export_and_perplexity_on_pretokenised_text_import_no_spacy_or_thinc(tmp_path):
     train, dev = write_corpus(tmp_path / "train.txt", 60), write_corpus(tmp_path / "dev.txt", 10, seed=1)
     settings = tiny_settings(train, dev, training={"max_steps": 2, "eval_every": 2, "checkpoint_every": 2})
     assert settings["corpus"]["tokenizer"] == "whitespace"
@@ -73,3 +73,5 @@ def test_pretrain_and_perplexity_on_pretokenised_text_import_no_spacy_or_thinc(t
     ppl = tmp_path / "ppl.json"
     assert heavy_imports("perplexity", str(run / "model"), str(dev), "--output", str(ppl)) == []
     assert json.loads(ppl.read_text())["tokens"] > 0
+    assert heavy_imports("export", str(run), str(tmp_path / "snapshot")) == []
+    assert (tmp_path / "snapshot" / "weights.hdf5").is_file()

@@ -125,7 +125,7 @@ class RunDir:
             raise OutputError("E306", path=self.path, found=", ".join(entries[:5]))
         if not resume:
             raise OutputError("E307", path=self.path)
-        differences = _differences(self._stored_config().to_dict(), config.to_dict())
+        differences = _differences(self.stored_config().to_dict(), config.to_dict())
         fixed = [d for section, key, d in differences if (section, key) not in _FREE_SETTINGS
                  and (section, None) not in _FREE_SETTINGS]
         if fixed:
@@ -138,7 +138,7 @@ class RunDir:
             self._write_inputs(files)
         return [d for _, _, d in differences]
 
-    def _stored_config(self) -> PretrainConfig:
+    def stored_config(self) -> PretrainConfig:
         """The config the run was started with; E317 if the file is damaged."""
         def damaged(reason: str) -> DamagedFileError:
             return self._damaged("config", self.config, reason, fix=(

@@ -1,0 +1,97 @@
+"""A pretraining run's last checkpoint as a model folder: the function behind
+``python -m spacy_elmo export RUN_DIR OUTPUT``.
+
+A long run can be measured, tried in a pipeline or shipped at any of its
+checkpoints, while it trains or after it stopped, and the run is not touched:
+the checkpoint is replaced whole by each save (see run/checkpoint.py), so it
+is read whole, and nothing is written into the run's folder. The output is
+what the run's own export would be at that step (options.json, weights.hdf5,
+vocab.txt, softmax.hdf5, pretrain.json), in a new folder of its own.
+"""
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+from ..bilm import BiLM
+from ..errors import DamagedFileError, InputError, OutputError
+from .data.vocab import LMVocab
+from .objective.lm import PretrainingLM
+from .run.checkpoint import damaged_checkpoint, load_checkpoint
+from .run.config import softmax_factory
+from .run.export import export_model
+from .run.run_dir import RunDir
+from .run.train_log import TrainLog
+
+PathLike = Union[str, Path]
+
+
+def export_checkpoint(run_dir: PathLike, output: PathLike, dtype: str = "float32") -> Dict[str, Any]:
+    """Write the biLM of `run_dir`'s last checkpoint to the new folder `output`.
+
+    RETURNS: what goes into its pretrain.json (`steps` is the checkpoint's
+        step; `dev` the dev perplexity the run logged at that step, if it
+        evaluated there).
+    Raises E533 for a folder with no pretraining run or no checkpoint yet,
+    E534 for an `output` that exists and is not an empty folder, and E317 for
+    a checkpoint or vocabulary that is damaged or does not fit the run.
+    """
+    run = RunDir(run_dir)
+    if not run.config.exists():
+        raise InputError("E533", path=run.path, reason="it has no config.cfg, so it holds no pretraining run")
+    if not run.checkpoint.exists():
+        raise InputError("E533", path=run.path, reason="it has no checkpoint.pt yet (a run writes one every "
+                                                       "training.checkpoint_every steps)")
+    output = Path(output)
+    if output.exists() and not (output.is_dir() and not any(output.iterdir())):
+        raise OutputError("E534", path=output, found="a file" if not output.is_dir() else "files")
+    config = run.stored_config()
+    vocab = _run_vocab(run)
+    payload = load_checkpoint(run.checkpoint)
+    if payload.get("vocab_sha256") not in (None, vocab.sha256):
+        raise run.damaged_vocab(f"its {len(vocab):,} entries are not those the checkpoint '{run.checkpoint}' "
+                                "was trained with (their SHA-256 differs)")
+    softmax = softmax_factory(config.softmax)(config.model.projection_dim, len(vocab))
+    lm = PretrainingLM(BiLM(config.model.options), softmax)
+    try:
+        lm.load_state_dict(payload["model"])
+    except RuntimeError as err:
+        raise damaged_checkpoint(run.checkpoint, f"it does not fit the run's model ({str(err).strip()[:300]})") from err
+    lm.eval()
+    state = payload["state"]
+    info = {
+        "tokenizer": config.corpus.tokenizer,
+        "max_length": config.corpus.max_length,
+        "vocab_size": len(vocab),
+        "softmax": lm.softmax.kind,
+        "parameters": sum(p.numel() for p in lm.parameters()),
+        "steps": state.step,
+        "train_tokens": state.tokens,
+        **_logged_at(TrainLog(run.log).records(), state.step),
+        "checkpoint_of": str(run.path),
+    }
+    export_model(lm, vocab, info, output, dtype)
+    return info
+
+
+def _run_vocab(run: RunDir) -> LMVocab:
+    if not run.vocab.exists():
+        raise run.damaged_vocab("it is missing")
+    try:
+        return LMVocab.from_file(run.vocab)
+    except DamagedFileError as err:
+        raise run.damaged_vocab(str(err)) from err
+
+
+def _logged_at(records, step: int) -> Dict[str, Any]:
+    """The training perplexity the log last recorded up to `step`, and the dev
+    perplexity recorded at `step` (None where the log has none)."""
+    train: Optional[float] = None
+    dev: Optional[Dict[str, Any]] = None
+    for record in records:
+        if record.get("step", step + 1) > step:
+            continue
+        if record.get("kind") == "train":
+            train = record.get("ppl")
+        elif record.get("kind") == "dev" and record["step"] == step:
+            dev = {"forward": record["ppl_forward"], "backward": record["ppl_backward"], "mean": record["ppl"],
+                   "tokens": record["dev_tokens"]}
+    return {"train_perplexity": train, "dev": dev}
