@@ -81,6 +81,10 @@ def _run_vocab(run: RunDir) -> LMVocab:
         raise run.damaged_vocab(str(err)) from err
 
 
+# pretrain.json's names for a dev record's figures (the trainer's export writes the same).
+_DEV_KEYS = {"forward": "ppl_forward", "backward": "ppl_backward", "mean": "ppl", "tokens": "dev_tokens"}
+
+
 def _logged_at(records, step: int) -> Dict[str, Any]:
     """The training perplexity the log last recorded up to `step`, and the dev
     perplexity recorded at `step` (None where the log has none)."""
@@ -91,7 +95,6 @@ def _logged_at(records, step: int) -> Dict[str, Any]:
             continue
         if record.get("kind") == "train":
             train = record.get("ppl")
-        elif record.get("kind") == "dev" and record["step"] == step:
-            dev = {"forward": record["ppl_forward"], "backward": record["ppl_backward"], "mean": record["ppl"],
-                   "tokens": record["dev_tokens"]}
+        elif record.get("kind") == "dev" and record["step"] == step and set(_DEV_KEYS.values()) <= record.keys():
+            dev = {name: record[key] for name, key in _DEV_KEYS.items()}
     return {"train_perplexity": train, "dev": dev}
