@@ -484,9 +484,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "run's model is already in its model/ folder."
     )
     E534 = (
-        "The export's output '{path}' already exists and holds {found}: the model is "
-        "written to a new or empty folder only, so nothing was written. Choose another "
-        "folder, or remove this one first."
+        "The export's output '{path}' already exists ({found}): the model is written to "
+        "a new or empty folder only, so nothing was written. Choose another folder, or "
+        "remove this one first."
     )
     # Several processes (E6xx)
     E601 = (

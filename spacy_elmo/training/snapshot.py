@@ -42,7 +42,7 @@ def export_checkpoint(run_dir: PathLike, output: PathLike, dtype: str = "float32
                                                        "training.checkpoint_every steps)")
     output = Path(output)
     if output.exists() and not (output.is_dir() and not any(output.iterdir())):
-        raise OutputError("E534", path=output, found="a file" if not output.is_dir() else "files")
+        raise OutputError("E534", path=output, found="a folder with files in it" if output.is_dir() else "a file")
     config = run.stored_config()
     vocab = _run_vocab(run)
     payload = load_checkpoint(run.checkpoint)
