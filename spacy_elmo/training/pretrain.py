@@ -23,7 +23,7 @@ from wasabi import Printer
 from ..bilm import BiLM, BiLMOptions
 from ..bilm.weights import resolve_paths
 from ..device import check_device
-from ..errors import DamagedFileError, DivergedRunError, InputError
+from ..errors import DivergedRunError, InputError
 from ..util import atomic_path
 from .data.lm_batches import CorpusBatches
 from .data.prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
@@ -37,7 +37,7 @@ from .run.config import (
     ModelSettings, PretrainConfig, load_config, optimizer_factory, schedule_factory, softmax_factory,
 )
 from .run.distributed import Distributed
-from .run.export import SOFTMAX_NAME, VOCAB_NAME
+from .run.export import SOFTMAX_NAME, VOCAB_NAME, text_info
 from .run.optim import OptimizerFactory, ScheduleFactory
 from .run.run_dir import RunDir
 from .run.trainer import PretrainResult, StepHook, Trainer
@@ -158,7 +158,7 @@ def _run(
 
         trainer = Trainer(
             lm, vocab, config.training, seed=config.system.seed, optimizer=parts.optimizer, schedule=parts.schedule,
-            export_info={"tokenizer": config.corpus.tokenizer, "max_length": config.corpus.max_length},
+            export_info=text_info(config),
             run=run, train=batches(train), dev=batches(dev) if dev else None, dist=dist, printer=printer,
         )
         if continuing:
@@ -198,10 +198,7 @@ def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Dis
     """The run's output vocabulary, kept in the run folder once chosen
     (the checkpoint checks that it is the one it was trained with)."""
     if continuing and run.vocab.exists():
-        try:
-            return LMVocab.from_file(run.vocab)
-        except DamagedFileError as err:  # not a vocabulary
-            raise run.damaged_vocab(str(err)) from err
+        return run.read_vocab()
     if config.vocab.path:
         vocab = LMVocab.from_file(config.vocab.path)
     else:

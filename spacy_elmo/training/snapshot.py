@@ -9,15 +9,14 @@ what the run's own export would be at that step (options.json, weights.hdf5,
 vocab.txt, softmax.hdf5, pretrain.json), in a new folder of its own.
 """
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Union
 
 from ..bilm import BiLM
-from ..errors import DamagedFileError, InputError, OutputError
-from .data.vocab import LMVocab
+from ..errors import InputError, OutputError
 from .objective.lm import PretrainingLM
 from .run.checkpoint import damaged_checkpoint, load_checkpoint
 from .run.config import softmax_factory
-from .run.export import export_model
+from .run.export import export_model, text_info, training_info
 from .run.run_dir import RunDir
 from .run.train_log import TrainLog
 
@@ -44,57 +43,20 @@ def export_checkpoint(run_dir: PathLike, output: PathLike, dtype: str = "float32
     if output.exists() and not (output.is_dir() and not any(output.iterdir())):
         raise OutputError("E534", path=output, found="a folder with files in it" if output.is_dir() else "a file")
     config = run.stored_config()
-    vocab = _run_vocab(run)
+    vocab = run.read_vocab()
     payload = load_checkpoint(run.checkpoint)
-    if payload.get("vocab_sha256") not in (None, vocab.sha256):
-        raise run.damaged_vocab(f"its {len(vocab):,} entries are not those the checkpoint '{run.checkpoint}' "
-                                "was trained with (their SHA-256 differs)")
     softmax = softmax_factory(config.softmax)(config.model.projection_dim, len(vocab))
     lm = PretrainingLM(BiLM(config.model.options), softmax)
+    run.check_checkpoint_vocab(payload, vocab, lm)
     try:
         lm.load_state_dict(payload["model"])
     except RuntimeError as err:
         raise damaged_checkpoint(run.checkpoint, f"it does not fit the run's model ({str(err).strip()[:300]})") from err
-    lm.eval()
-    state = payload["state"]
+    state, log = payload["state"], TrainLog(run.log)
     info = {
-        "tokenizer": config.corpus.tokenizer,
-        "max_length": config.corpus.max_length,
-        "vocab_size": len(vocab),
-        "softmax": lm.softmax.kind,
-        "parameters": sum(p.numel() for p in lm.parameters()),
-        "steps": state.step,
-        "train_tokens": state.tokens,
-        **_logged_at(TrainLog(run.log).records(), state.step),
+        **text_info(config),
+        **training_info(lm, vocab, state, log.train_perplexity_at(state.step), log.dev_at(state.step)),
         "checkpoint_of": str(run.path),
     }
     export_model(lm, vocab, info, output, dtype)
     return info
-
-
-def _run_vocab(run: RunDir) -> LMVocab:
-    if not run.vocab.exists():
-        raise run.damaged_vocab("it is missing")
-    try:
-        return LMVocab.from_file(run.vocab)
-    except DamagedFileError as err:
-        raise run.damaged_vocab(str(err)) from err
-
-
-# pretrain.json's names for a dev record's figures (the trainer's export writes the same).
-_DEV_KEYS = {"forward": "ppl_forward", "backward": "ppl_backward", "mean": "ppl", "tokens": "dev_tokens"}
-
-
-def _logged_at(records, step: int) -> Dict[str, Any]:
-    """The training perplexity the log last recorded up to `step`, and the dev
-    perplexity recorded at `step` (None where the log has none)."""
-    train: Optional[float] = None
-    dev: Optional[Dict[str, Any]] = None
-    for record in records:
-        if record.get("step", step + 1) > step:
-            continue
-        if record.get("kind") == "train":
-            train = record.get("ppl")
-        elif record.get("kind") == "dev" and record["step"] == step and set(_DEV_KEYS.values()) <= record.keys():
-            dev = {name: record[key] for name, key in _DEV_KEYS.items()}
-    return {"train_perplexity": train, "dev": dev}

@@ -50,8 +50,8 @@ def test_the_export_of_a_finished_run_s_checkpoint_is_its_model(tmp_path, tiny_c
     assert written.pop("checkpoint_of") == str(run)
     assert written == own  # the same step, tokens, perplexities and settings
     assert (tmp_path / "snapshot" / "vocab.txt").read_bytes() == (run / "model" / "vocab.txt").read_bytes()
-    for text in (tmp_path / "dev.txt",):
-        assert perplexity(tmp_path / "snapshot", text).perplexity == perplexity(run / "model", text).perplexity
+    dev = tmp_path / "dev.txt"
+    assert perplexity(tmp_path / "snapshot", dev).perplexity == perplexity(run / "model", dev).perplexity
 
 
 def test_a_stopped_run_exports_its_last_checkpoint_and_is_left_as_it_was(tmp_path, stopped_run):

@@ -8,7 +8,7 @@
 """
 import json
 from pathlib import Path
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
 
@@ -18,10 +18,33 @@ from ...util import swap_directory
 from ..objective.lm import PretrainingLM
 from ..objective.softmax import SoftmaxHead
 from ..data.vocab import LMVocab
+from ..objective.scoring import Perplexity
+from .checkpoint import TrainState
+from .config import PretrainConfig
 
 VOCAB_NAME = "vocab.txt"
 SOFTMAX_NAME = "softmax.hdf5"
 INFO_NAME = "pretrain.json"
+
+
+def text_info(config: PretrainConfig) -> Dict[str, Any]:
+    """How the run read its text, for pretrain.json (the perplexity command reads it the same way)."""
+    return {"tokenizer": config.corpus.tokenizer, "max_length": config.corpus.max_length}
+
+
+def training_info(lm: PretrainingLM, vocab: LMVocab, state: TrainState, train_perplexity: Optional[float],
+                  dev: Optional[Perplexity]) -> Dict[str, Any]:
+    """What pretrain.json says of the model at `state`: its size and vocabulary, the steps and tokens
+    it was trained for, its last training perplexity and its dev perplexity there."""
+    return {
+        "vocab_size": len(vocab),
+        "softmax": lm.softmax.kind,
+        "parameters": sum(p.numel() for p in lm.parameters()),
+        "steps": state.step,
+        "train_tokens": state.tokens,
+        "train_perplexity": train_perplexity,
+        "dev": dev.to_dict() if dev else None,
+    }
 
 
 def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], directory: Union[str, Path],

@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple, Union
 
+import torch
 from confection import ConfigValidationError
 from filelock import FileLock, Timeout
 
@@ -47,6 +48,7 @@ from ...util import atomic_path, make_parent_dir
 from .config import PretrainConfig, read_cfg
 from ..disk import writing
 from ..data.reader import find_files
+from ..data.vocab import LMVocab
 
 LOCK_NAME = ".lock"
 HOLDER_NAME = ".lock.holder"
@@ -181,6 +183,33 @@ class RunDir:
     def _changed(self, key: str, path: str, change: str, detail: str) -> InputError:
         return InputError("E316", which=f"paths.{key}", path=path, change=change,
                                                     run=self.path, detail=detail, record=self.inputs)
+
+    def read_vocab(self) -> LMVocab:
+        """The run's output vocabulary; E317 if it is missing or not a vocabulary."""
+        if not self.vocab.exists():
+            raise self.damaged_vocab("it is missing")
+        try:
+            return LMVocab.from_file(self.vocab)
+        except DamagedFileError as err:
+            raise self.damaged_vocab(str(err)) from err
+
+    def check_checkpoint_vocab(self, payload: Dict[str, Any], vocab: LMVocab, lm: torch.nn.Module) -> None:
+        """E317 unless `vocab` (the run's vocab.txt) is the one the checkpoint `payload` was
+        trained with: by its digest, or, in a checkpoint with none, by the softmax's shapes."""
+        saved = payload.get("vocab_sha256")
+        if saved is not None and saved != vocab.sha256:
+            raise self.damaged_vocab(
+                f"its {len(vocab):,} entries are not those the checkpoint '{self.checkpoint}' was "
+                "trained with (their SHA-256 differs)"
+            )
+        own = lm.state_dict()
+        misfits = [name for name, value in payload["model"].items()
+                   if name in own and tuple(own[name].shape) != tuple(value.shape)]
+        if misfits and all(name.startswith("softmax.") for name in misfits):  # a checkpoint with no digest
+            raise self.damaged_vocab(
+                f"its {len(vocab):,} entries do not fit the softmax of the checkpoint "
+                f"'{self.checkpoint}' ({misfits[0]}: {tuple(payload['model'][misfits[0]].shape)})"
+            )
 
     def damaged_vocab(self, reason: str) -> DamagedFileError:
         return self._damaged("vocabulary", self.vocab, reason, fix=(

@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 
 from ...util import atomic_path
 from ..disk import writing
+from ..objective.scoring import Perplexity
 
 
 class TrainLog:
@@ -37,6 +38,18 @@ class TrainLog:
                     self.skipped += 1
         return records
 
+    def train_perplexity_at(self, step: int) -> Optional[float]:
+        """The training perplexity last recorded at or before `step` (None if none was)."""
+        train = [r for r in self.records() if r.get("kind") == "train" and r.get("step", 0) <= step]
+        return float(train[-1]["ppl"]) if train else None
+
+    def dev_at(self, step: int) -> Optional[Perplexity]:
+        """The dev perplexity recorded at `step` (None where the run did not evaluate there)."""
+        for r in self.records():
+            if r.get("kind") == "dev" and r.get("step") == step and set(_DEV_FIELDS.values()) <= r.keys():
+                return Perplexity(**{field: r[key] for field, key in _DEV_FIELDS.items()})
+        return None
+
     def truncate(self, step: int) -> None:
         """Forget the records after `step` (a resumed run writes them again)."""
         kept = [r for r in self.records() if r.get("step", 0) <= step]
@@ -50,6 +63,10 @@ class TrainLog:
             # A line cut short by a kill gets its end, so that this record starts a line of its own.
             cut = size > 0 and f.read(1) != b"\n"
             f.write((("\n" if cut else "") + _lines([record])).encode("utf8"))
+
+
+# A dev record's names for the figures of its Perplexity (Trainer._evaluate_and_log writes them).
+_DEV_FIELDS = {"forward": "ppl_forward", "backward": "ppl_backward", "mean": "ppl", "tokens": "dev_tokens"}
 
 
 def _parse(line: bytes) -> Optional[Dict[str, Any]]:

@@ -15,7 +15,7 @@ from .config import TrainingSettings
 from ..disk import writing
 from .distributed import Distributed
 from ..objective.scoring import Perplexity, nll_sums
-from .export import export_model
+from .export import export_model, training_info
 from ..objective.lm import PretrainingLM
 from .optim import OptimizerFactory, ScheduleFactory
 from .plot import plot_curves
@@ -119,7 +119,7 @@ class Trainer:
         random state and the position in the data."""
         path = self.run.checkpoint
         payload = load_checkpoint(path)
-        self._check_vocab(payload)
+        self.run.check_checkpoint_vocab(payload, self.vocab, self.lm)
         try:
             self.lm.load_state_dict(payload["model"])
             self.optimizer.load_state_dict(payload["optimizer"])
@@ -155,23 +155,6 @@ class Trainer:
                 self.printer.warn(f"Left out {self.log.skipped} damaged line(s) of {self.log.path}: "
                                   "not a JSON record in UTF-8")
         self.printer.info(f"Resuming from {self.run.checkpoint} at step {state.step:,} (epoch {state.epoch})")
-
-    def _check_vocab(self, payload) -> None:
-        """The run's vocab.txt is the one the checkpoint was trained with."""
-        saved = payload.get("vocab_sha256")
-        if saved is not None and saved != self.vocab.sha256:
-            raise self.run.damaged_vocab(
-                f"its {len(self.vocab):,} entries are not those the checkpoint '{self.run.checkpoint}' was "
-                "trained with (their SHA-256 differs)"
-            )
-        own = self.lm.state_dict()
-        misfits = [name for name, value in payload["model"].items()
-                   if name in own and tuple(own[name].shape) != tuple(value.shape)]
-        if misfits and all(name.startswith("softmax.") for name in misfits):  # a checkpoint with no digest
-            raise self.run.damaged_vocab(
-                f"its {len(self.vocab):,} entries do not fit the softmax of the checkpoint "
-                f"'{self.run.checkpoint}' ({misfits[0]}: {tuple(payload['model'][misfits[0]].shape)})"
-            )
 
     def fit(self, progress: bool = True, on_step: Optional[StepHook] = None) -> PretrainResult:
         """Train until max_steps or max_epochs, then evaluate, save and export."""
@@ -309,8 +292,7 @@ class Trainer:
         """The training perplexity the run's log last recorded (None for a new run)."""
         if not self.dist.is_main or self.state.step == 0:
             return None
-        train = [r for r in self.log.records() if r.get("kind") == "train" and r.get("step", 0) <= self.state.step]
-        return float(train[-1]["ppl"]) if train else None
+        return self.log.train_perplexity_at(self.state.step)
 
     def _log_train(self, window: _Window, lr: float, bar) -> float:
         nll_f, nll_b, n = (float(v) for v in window.nll)
@@ -358,16 +340,7 @@ class Trainer:
 
     def _export(self, train_ppl: Optional[float], dev: Optional[Perplexity]) -> None:
         state = self.state
-        info = {
-            **self.export_info,
-            "vocab_size": len(self.vocab),
-            "softmax": self.lm.softmax.kind,
-            "parameters": self.parameters,
-            "steps": state.step,
-            "train_tokens": state.tokens,
-            "train_perplexity": train_ppl,
-            "dev": dev.to_dict() if dev else None,
-        }
+        info = {**self.export_info, **training_info(self.lm, self.vocab, state, train_ppl, dev)}
         with writing(self.run.model):
             export_model(self.lm, self.vocab, info, self.run.model)
         with writing(self.run.plot):
