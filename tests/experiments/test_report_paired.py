@@ -60,3 +60,33 @@ def test_a_run_with_fewer_seeds_is_compared_over_the_seeds_both_have():
     assert gain["absolute"] == pytest.approx(2.0, rel=1e-9)  # (1 + 2 + 3) / 3, not 42.0 − 52.5
     assert gain["ci95_low"] <= gain["absolute"] <= gain["ci95_high"]
     assert gain["relative_error_reduction"] == pytest.approx(100 * 2 / 60, rel=1e-9)  # error 60 → 58 on those seeds
+
+
+def test_a_run_can_be_read_from_an_earlier_record(tmp_path):
+    """RECORD.json:RUN pairs a new run with the seeds an earlier --json kept, as if its folder were there."""
+    write(tmp_path / "base", [0.40, 0.50, 0.45])
+    write(tmp_path / "elmo", [0.44, 0.49, 0.47])
+    app = typer.Typer()
+    app.command()(paired.main)
+    record = tmp_path / "record.json"
+    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"), "--json", str(record)])
+    assert result.exit_code == 0, result.output
+    write(tmp_path / "new", [0.45, 0.55, 0.40])
+    from_record = CliRunner().invoke(app, ["ents_f", f"{record}:{tmp_path / 'base'}", str(tmp_path / "new")])
+    from_folder = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "new")])
+    assert from_record.exit_code == 0, from_record.output
+    # the same numbers either way: the record keeps each seed's score
+    assert from_record.output.replace(f"{record}:", "") == from_folder.output
+    assert "+1.67" in from_record.output.splitlines()[1]
+
+
+def test_a_record_of_another_score_or_without_the_run_is_refused(tmp_path):
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"key": "cats_macro_f", "runs": {"base": {"by_seed": {"seed0": 40.0}}}}))
+    with pytest.raises(typer.BadParameter, match="records the score 'cats_macro_f', not 'ents_f'"):
+        paired.seed_row(f"{record}:base", "ents_f")
+    with pytest.raises(typer.BadParameter, match="holds no run 'elmo' \\(it holds: base\\)"):
+        paired.seed_row(f"{record}:elmo", "cats_macro_f")
+    with pytest.raises(typer.BadParameter, match="is not a file"):
+        paired.seed_row(f"{tmp_path / 'absent.json'}:base", "cats_macro_f")
+    assert paired.seed_row(f"{record}:base", "cats_macro_f")["by_seed"] == {"seed0": 40.0}
