@@ -13,7 +13,7 @@ comparison to FILE (the record behind a README table: metrics/ is not kept in th
 """
 import json
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 import srsly
 import typer
@@ -52,11 +52,12 @@ def recorded_scores(source: str, key: str) -> Dict[str, float]:
     return {seed: float(score) for seed, score in runs[run]["by_seed"].items()}
 
 
-def seed_row(source: str, key: str) -> Dict[str, object]:
+def seed_row(source: Union[str, Path], key: str) -> Dict[str, object]:
     """Mean ± std of a run's scores over seeds, with each seed's score (what ``comparison.gains`` pairs).
 
     ``source`` is a folder of seedN.json files or ``RECORD.json:RUN``.
     """
+    source = str(source)
     found = recorded_scores(source, key) if ".json:" in source else scores(Path(source), key)
     return {**mean_std(list(found.values())), "by_seed": found}
 
