@@ -24,6 +24,9 @@ from spacy_elmo.util import atomic_path
 
 def scores(folder: Path, key: str) -> Dict[str, float]:
     """{seed name: 100 × the score} of a folder's seedN.json files; exits with a message if there are none."""
+    if not folder.is_dir():
+        raise typer.BadParameter(f"{folder} is not a folder: expected a folder of seedN.json "
+                                 "(experiments.run.evaluate_seeds) or RECORD.json:RUN (a record --json wrote)")
     files = sorted(folder.glob("seed*.json"))
     if not files:
         raise typer.BadParameter(f"{folder} holds no seedN.json: score the runs with experiments.run.evaluate_seeds")

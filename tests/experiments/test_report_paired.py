@@ -89,4 +89,8 @@ def test_a_record_of_another_score_or_without_the_run_is_refused(tmp_path):
         paired.seed_row(f"{record}:elmo", "cats_macro_f")
     with pytest.raises(typer.BadParameter, match="is not a file"):
         paired.seed_row(f"{tmp_path / 'absent.json'}:base", "cats_macro_f")
+    # a record named without its run, or a misspelt folder, is not read as a folder without seeds
+    for source in (record, tmp_path / "absent"):
+        with pytest.raises(typer.BadParameter, match="is not a folder: expected a folder of seedN.json"):
+            paired.seed_row(source, "cats_macro_f")
     assert paired.seed_row(f"{record}:base", "cats_macro_f")["by_seed"] == {"seed0": 40.0}
