@@ -1,0 +1,52 @@
+"""Run the runs of a plan that are not done: each a job (``experiments.run.jobs``) of its own.
+
+    summary = run_plan(runs, records=Path("docs/results/cv/records"), work=Path("training/cv"),
+                       logs=Path("logs/cv"), jobs=1)
+
+Runs start in the plan's order, ``jobs`` at a time, each in its own process on one thread
+(``experiments.engine.execute``); a run whose record holds its current fingerprint is skipped
+(``experiments.engine.run.is_done``), so the same call after a stop does only what is left. Each
+line a run prints (spaCy's progress table among them) goes to its log and, after the run's id, to
+this process's output.
+"""
+import os
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+from experiments.engine.run import Run, is_done
+from experiments.errors import ExperimentError
+from experiments.run.jobs import Job, Summary, run_jobs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def check_unique(runs: Sequence[Run]) -> None:
+    seen = set()
+    for run in runs:
+        if run.id in seen:
+            raise ExperimentError("the plan", expected="one run per id", found=f"two runs named {run.id}",
+                                  fix="give each run of a plan its own id")
+        seen.add(run.id)
+
+
+def run_job(run: Run, records: Path, work: Path, logs: Path, keep_model: bool = False) -> Job:
+    """A run as a job: ``experiments.engine.execute`` in a process of its own, done when ``is_done``."""
+    command = (sys.executable, "-m", "experiments.engine.execute", str(records), str(work), "--run", run.to_json(),
+               *(("--keep-model",) if keep_model else ()))
+    return Job(run.id, command, logs / f"{run.id}.log", done=lambda: is_done(run, records))
+
+
+def importable() -> dict:
+    """The environment under which a job imports this project's modules."""
+    path = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
+
+
+def run_plan(runs: Sequence[Run], records: Path, work: Path, logs: Path, jobs: int = 1,
+             minutes: Optional[float] = None, keep_model: bool = False, follow: bool = True,
+             echo: Callable[[str], None] = print) -> Summary:
+    """Every run not done, ``jobs`` at a time; no run starts after ``minutes`` (None: no deadline)."""
+    check_unique(runs)
+    planned: List[Job] = [run_job(run, records, work, logs, keep_model) for run in runs]
+    return run_jobs(planned, n_jobs=jobs, minutes=minutes, env=importable(), echo=echo, follow=follow)
