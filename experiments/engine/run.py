@@ -53,8 +53,8 @@ class Run:
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        parts = Path(self.id).parts
-        if not parts or Path(self.id).is_absolute() or any(p in ("", ".", "..") for p in parts):
+        parts = self.id.replace("\\", "/").split("/")
+        if any(p in ("", ".", "..") for p in parts):
             raise ExperimentError("a run id", expected="a relative path such as cv/ner/elmo/fold0/seed0",
                                   found=repr(self.id), fix="name each run by a path of plain parts")
 
