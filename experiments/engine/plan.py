@@ -49,4 +49,5 @@ def run_plan(runs: Sequence[Run], records: Path, work: Path, logs: Path, jobs: i
     """Every run not done, ``jobs`` at a time; no run starts after ``minutes`` (None: no deadline)."""
     check_unique(runs)
     planned: List[Job] = [run_job(run, records, work, logs, keep_model) for run in runs]
-    return run_jobs(planned, n_jobs=jobs, minutes=minutes, env=importable(), echo=echo, follow=follow)
+    return run_jobs(planned, n_jobs=jobs, minutes=minutes, env=importable(), echo=echo, follow=follow,
+                    poll_seconds=0.5)

@@ -126,27 +126,34 @@ def read_paths(config: Mapping[str, Any]) -> Dict[str, Path]:
     return found
 
 
-def fingerprint(run: Run) -> Dict[str, str]:
-    """The digests of everything ``run`` depends on (see the module's docstring)."""
+def config_fingerprint(config_path: str, settings: Mapping[str, Any], where: str = "") -> Dict[str, str]:
+    """The digests of what training ``config_path`` with ``settings`` depends on: the resolved config,
+    the versions, and every file or folder the resolved config reads (``reads <key>``)."""
     from spacy.util import load_config
 
     try:
-        config = load_config(run.config, overrides=run.settings, interpolate=True)
+        config = load_config(config_path, overrides=dict(settings), interpolate=True)
     except (OSError, ValueError) as err:  # confection's ConfigValidationError is a ValueError
-        raise ExperimentError(run.config, expected="a spaCy config that takes the run's overrides",
+        raise ExperimentError(config_path, expected="a spaCy config that takes the run's overrides",
                               found=f"{type(err).__name__}: {err}".splitlines()[0],
-                              fix=f"check the config and the overrides of run {run.id}") from None
+                              fix=f"check the config and the overrides{' of run ' + where if where else ''}") from None
+    result = {
+        "config": hashlib.sha256(config.to_str().encode("utf-8")).hexdigest(),
+        "versions": f"spacy {spacy.__version__}, spacy-elmo {spacy_elmo.__version__}",
+    }
+    for key, path in sorted(read_paths(config).items()):
+        result[f"reads {key}"] = digest(path)
+    return result
+
+
+def fingerprint(run: Run) -> Dict[str, str]:
+    """The digests of everything ``run`` depends on (see the module's docstring)."""
+    training = config_fingerprint(run.config, run.settings, run.id)
     test = Path(run.test)
     if not test.exists():
         raise ExperimentError(test, expected=f"the test split of run {run.id}", found="nothing",
                               fix="convert or cut the data first")
-    result = {
-        "config": hashlib.sha256(config.to_str().encode("utf-8")).hexdigest(),
-        "versions": f"spacy {spacy.__version__}, spacy-elmo {spacy_elmo.__version__}",
-        "test": digest(test),
-    }
-    for key, path in sorted(read_paths(config).items()):
-        result[f"reads {key}"] = digest(path)
+    result = {**training, "test": digest(test)}
     for path in run.inputs:
         if not Path(path).exists():
             raise ExperimentError(path, expected=f"an input of run {run.id}", found="nothing",
@@ -158,7 +165,7 @@ def fingerprint(run: Run) -> Dict[str, str]:
 def changed(stored: Optional[Mapping[str, str]], current: Mapping[str, str]) -> List[str]:
     """The parts of ``current`` that ``stored`` does not match (all of them when nothing is stored)."""
     if stored is None:
-        return ["no record"]
+        return ["no fingerprint stored with the run"]
     return [key for key in sorted(set(stored) | set(current)) if stored.get(key) != current.get(key)]
 
 
