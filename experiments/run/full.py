@@ -53,9 +53,9 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from experiments.errors import ExperimentError
 from experiments.files import write_atomic
 from experiments.run.jobs import Job, is_done, run_jobs
-from spacy_elmo.errors import ConfigError, ElmoError, InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -192,14 +192,21 @@ def tuning_commands(e: Experiment, task: str) -> List[List[str]]:
 
 
 def published_bilm(name: str) -> Path:
-    """The folder of a published model, checked: E531 for a name that is not one of
-    PUBLISHED, E530 (what to do, in one line) where its files have not been downloaded."""
+    """The folder of a published model, checked: an `ExperimentError` for a name that is not one
+    of PUBLISHED, and one saying what to do where its files have not been downloaded."""
     if name not in PUBLISHED:
-        raise ConfigError("E531", found=name, expected=", ".join(PUBLISHED))
+        raise ExperimentError("--published", expected=f"one of this project's published ELMo models, "
+                              f"{', '.join(PUBLISHED)} (vars.published, or full's --published)", found=repr(name),
+                              fix="name one of them, or \"\" for the project's own biLM")
     folder = Path(PUBLISHED_DIR) / name
     missing = [str(folder / file) for file in PUBLISHED_FILES if not (folder / file).is_file()]
     if missing:
-        raise InputError("E530", missing=" and ".join(missing), verb="are" if len(missing) > 1 else "is", name=name)
+        raise ExperimentError(" and ".join(missing), expected=f"the published model {name}'s "
+                              f"{' and '.join(PUBLISHED_FILES)}", found="no such file" if len(missing) == 1 else "neither",
+                              fix="run `python -m spacy project assets --extra` on a machine with internet access (the "
+                                  "published ELMo models are downloaded from allennlp.s3.amazonaws.com), or copy the two "
+                                  f"files there (the model's elmo_{name}_options.json and elmo_{name}_weights.hdf5, as "
+                                  "options.json and weights.hdf5)")
     return folder
 
 
@@ -426,8 +433,8 @@ def check_published(e: Experiment) -> None:
     if e.published:
         try:
             published_bilm(e.published)
-        except ElmoError as err:
-            typer.echo(str(err), err=True)
+        except ExperimentError as err:
+            typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)
 
 

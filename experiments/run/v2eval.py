@@ -230,13 +230,13 @@ def main(
                                  f"`python -m spacy project run fetch-glove`, then `python -m experiments.data.glove "
                                  f"assets/glove {GLOVE}`", param_hint="--groups")
     if published:
+        from experiments.errors import ExperimentError
         from experiments.run.full import published_bilm
-        from spacy_elmo.errors import ElmoError
 
         try:
             bilm = published_bilm(published)
-        except ElmoError as err:  # E531 for an unknown name, E530 (what to do, one line) where not downloaded
-            typer.echo(str(err), err=True)
+        except ExperimentError as err:  # an unknown name, or (what to do, one line) not downloaded
+            typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)
     sync_bilm(bilm)
     only = [r.strip() for r in runs.split(",") if r.strip()]

@@ -466,14 +466,16 @@ def test_a_published_model_not_downloaded_fails_in_one_line_saying_what_to_do(tm
         return
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     (line,) = result.output.strip().splitlines()
-    assert line.startswith(f"[E530] assets/published/{PUBLISHED}/options.json and "
-                           f"assets/published/{PUBLISHED}/weights.hdf5 are missing: run "
+    assert line.startswith(f"error: assets/published/{PUBLISHED}/options.json and "
+                           f"assets/published/{PUBLISHED}/weights.hdf5: expected the published model {PUBLISHED}'s "
+                           "options.json and weights.hdf5, found neither; run "
                            "`python -m spacy project assets --extra` on a machine with internet access")
     assert "allennlp.s3.amazonaws.com" in line and "copy the two files there" in line
     (tmp_path / full.PUBLISHED_DIR / PUBLISHED).mkdir(parents=True)
     shutil.copy(FIXTURE / "options.json", tmp_path / full.PUBLISHED_DIR / PUBLISHED / "options.json")
     result = CliRunner().invoke(full.app, [*command, "--published", PUBLISHED])
-    assert result.exit_code == 1 and f"[E530] assets/published/{PUBLISHED}/weights.hdf5 is missing" in result.output
+    assert result.exit_code == 1 and f"error: assets/published/{PUBLISHED}/weights.hdf5: expected" in result.output
+    assert "found no such file" in result.output
 
 
 def test_an_unknown_published_model_is_named_with_the_known_ones(tmp_path, monkeypatch):
@@ -482,4 +484,5 @@ def test_an_unknown_published_model_is_named_with_the_known_ones(tmp_path, monke
     result = CliRunner().invoke(full.app, ["tune", "ner", "--published", "elmo_large"])
     assert result.exit_code == 1
     (line,) = result.output.strip().splitlines()
-    assert line.startswith("[E531]") and all(name in line for name in full.PUBLISHED)
+    assert line.startswith("error: --published: expected one of this project's published ELMo models")
+    assert "found 'elmo_large'" in line and all(name in line for name in full.PUBLISHED)
