@@ -117,13 +117,11 @@ def accuracy(matrix: List[List[int]]) -> float:
     return sum(matrix[k][k] for k in range(len(matrix))) / total if total else 0.0
 
 
-def evaluate(model_dir: Path, test: Path) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """spaCy's scores of ``model_dir`` on ``test`` and the counts they come from (checked to agree)."""
-    import spacy
+def evaluate(nlp, test: Path) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """spaCy's scores of the pipeline ``nlp`` on ``test`` and the counts they come from (checked to agree)."""
     from spacy.scorer import Scorer
     from spacy.training import Corpus
 
-    nlp = spacy.load(model_dir)
     examples = list(Corpus(str(test))(nlp))
     for eg, doc in zip(examples, nlp.pipe(eg.predicted for eg in examples)):
         eg.predicted = doc
@@ -140,7 +138,7 @@ def evaluate(model_dir: Path, test: Path) -> Tuple[Dict[str, Any], Dict[str, Any
         counts = ner_counts(examples)
         ours, theirs = f1(**counts), scores.get("ents_f")
     else:
-        raise ExperimentError(model_dir, expected="a pipeline with a textcat or an ner to score",
+        raise ExperimentError(test, expected="a pipeline with a textcat or an ner to score on it",
                               found=f"the components {', '.join(nlp.pipe_names)}",
                               fix="score other pipelines with `spacy evaluate`")
     if theirs is None or abs(ours - theirs) > AGREE:
@@ -150,10 +148,28 @@ def evaluate(model_dir: Path, test: Path) -> Tuple[Dict[str, Any], Dict[str, Any
     return scores, counts
 
 
+def count_docs(path: Path) -> int:
+    from spacy.tokens import DocBin
+
+    return len(DocBin().from_disk(path))
+
+
+def sizes(run: Run) -> Dict[str, int]:
+    """The number of docs of the run's training split (``paths.train``, when it is a .spacy file) and test split."""
+    result = {"test": count_docs(Path(run.test))}
+    train = run.settings.get("paths.train")
+    if isinstance(train, str) and train.endswith(".spacy") and Path(train).is_file():
+        result["train"] = count_docs(Path(train))
+    return result
+
+
 def execute(run: Run, records: Path, work: Path, keep_model: bool = False) -> Path:
     """Train, score and record ``run``; returns the record's path."""
+    import spacy
     import torch
     from spacy.cli.train import train
+
+    from spacy_elmo.inspect import listener_mixes
 
     torch.set_num_threads(1)
     before = fingerprint(run)
@@ -168,7 +184,8 @@ def execute(run: Run, records: Path, work: Path, keep_model: bool = False) -> Pa
     minutes = (time.time() - started) / 60
     model = partial / "model-best"
     print(f"{run.id}: trained in {minutes:.1f} min; scoring {model} on {run.test}", flush=True)
-    scores, counts = evaluate(model, Path(run.test))
+    nlp = spacy.load(model)
+    scores, counts = evaluate(nlp, Path(run.test))
     after = fingerprint(run)
     moved = changed(before, after)
     if moved:
@@ -178,7 +195,8 @@ def execute(run: Run, records: Path, work: Path, keep_model: bool = False) -> Pa
         run=run.id, config=run.config, overrides=dict(run.overrides), seed=run.seed, test=run.test,
         labels=dict(run.labels), fingerprint=after,
         evaluated={"model": digest(model), "test": after["test"]}, scores=scores, counts=counts,
-        dev_curve=read_dev_curve(partial), train_minutes=round(minutes, 2),
+        dev_curve=read_dev_curve(partial), mixes=listener_mixes(nlp), sizes=sizes(run),
+        train_minutes=round(minutes, 2),
         finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     )
     path = write_record(records, record)

@@ -182,6 +182,8 @@ class Record(BaseModel):
     scores: Dict[str, Any]
     counts: Dict[str, Any]  # NER: {"tp", "fp", "fn"}; textcat: {"labels", "confusion" (gold rows, predicted columns)}
     dev_curve: List[Dict[str, float]] = []
+    mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
+    sizes: Dict[str, int] = {}  # docs in the training and test splits
     train_minutes: float
     finished: str
 

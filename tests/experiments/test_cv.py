@@ -152,3 +152,15 @@ def test_a_comparison_pools_counts_and_pairs_runs():
     assert result["relative_error_reduction"] == pytest.approx((pooled_b - pooled_a) / (100 - pooled_a))
     assert result["interval"][0] <= result["gain"] <= result["interval"][1]
     assert result["p"] == pytest.approx(0.5) and result["p_error"] is None  # 2 pairs, both up: 2 of 4 patterns
+
+
+def test_an_elmo_run_records_its_learned_layer_mix_and_the_split_sizes(tiny, tmp_path):
+    study = cv.Study(**{**tiny.__dict__, "arms": ("elmo",), "steps": 2, "eval_frequency": 1})
+    cv.write_folds(study, "ner")
+    run = cv.plan_runs(study)[0]
+    assert run.id == "ner/elmo/fold0/seed0"
+    execute(run, Path(study.records), tmp_path / "work")
+    record = Record.model_validate_json(record_path(Path(study.records), run.id).read_text(encoding="utf-8"))
+    weights = record.mixes["ner"]["weights"]
+    assert len(weights) == 3 and sum(weights) == pytest.approx(1.0, rel=1e-6)
+    assert record.sizes == {"test": 6, "train": N_TWEETS - 6 - 6}
