@@ -85,6 +85,28 @@ def ner_counts(examples) -> Dict[str, int]:
     return {"tp": tp, "fp": fp, "fn": fn}
 
 
+def tag_counts(examples) -> Dict[str, int]:
+    """Tokens tagged right (tp), tagged wrong (fp, and fn for the gold tag missed), untagged (fn), counted
+    by spaCy's rules (``Scorer.score_token_attr``: a predicted token counts where it aligns to exactly one
+    reference token that has a tag; whitespace tokens are left out); tag_acc is F1 of these counts."""
+    tp = fp = fn = 0
+    for eg in examples:
+        gold = {(i, t.tag_) for i, t in enumerate(eg.reference) if t.tag_}
+        missing = {i for i, t in enumerate(eg.reference) if not t.tag_}
+        lengths = eg.alignment.x2y.lengths
+        pred = set()
+        for token in eg.predicted:
+            if token.orth_.isspace() or lengths[token.i] != 1:
+                continue
+            i = int(eg.alignment.x2y[token.i][0])
+            if i not in missing:
+                pred.add((i, token.tag_))
+        tp += len(gold & pred)
+        fp += len(pred - gold)
+        fn += len(gold - pred)
+    return {"tp": tp, "fp": fp, "fn": fn}
+
+
 def confusion(examples, labels: List[str]) -> List[List[int]]:
     """Gold class (rows) by predicted class (columns): each doc's highest-scoring category."""
     index = {label: i for i, label in enumerate(labels)}
@@ -137,8 +159,11 @@ def evaluate(nlp, test: Path) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     elif "ner" in nlp.pipe_names:
         counts = ner_counts(examples)
         ours, theirs = f1(**counts), scores.get("ents_f")
+    elif "tagger" in nlp.pipe_names:
+        counts = tag_counts(examples)
+        ours, theirs = f1(**counts), scores.get("tag_acc")
     else:
-        raise ExperimentError(test, expected="a pipeline with a textcat or an ner to score on it",
+        raise ExperimentError(test, expected="a pipeline with a textcat, an ner or a tagger to score on it",
                               found=f"the components {', '.join(nlp.pipe_names)}",
                               fix="score other pipelines with `spacy evaluate`")
     if theirs is None or abs(ours - theirs) > AGREE:

@@ -180,7 +180,7 @@ class Record(BaseModel):
     fingerprint: Dict[str, str]
     evaluated: Dict[str, str]  # {"model": digest of the model scored, "test": digest of the test split}
     scores: Dict[str, Any]
-    counts: Dict[str, Any]  # NER: {"tp", "fp", "fn"}; textcat: {"labels", "confusion" (gold rows, predicted columns)}
+    counts: Dict[str, Any]  # NER, tagger: {"tp", "fp", "fn"}; textcat: {"labels", "confusion" (gold rows, predicted columns)}
     dev_curve: List[Dict[str, float]] = []
     mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
     sizes: Dict[str, int] = {}  # docs in the training and test splits
