@@ -173,6 +173,19 @@ def evaluate(nlp, test: Path) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     return scores, counts
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo; the platform's processor string elsewhere)."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def count_docs(path: Path) -> int:
     from spacy.tokens import DocBin
 
@@ -221,7 +234,7 @@ def execute(run: Run, records: Path, work: Path, keep_model: bool = False) -> Pa
         labels=dict(run.labels), fingerprint=after,
         evaluated={"model": digest(model), "test": after["test"]}, scores=scores, counts=counts,
         dev_curve=read_dev_curve(partial), mixes=listener_mixes(nlp), sizes=sizes(run),
-        train_minutes=round(minutes, 2),
+        train_minutes=round(minutes, 2), cpu=cpu_model(),
         finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     )
     path = write_record(records, record)

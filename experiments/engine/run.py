@@ -185,6 +185,7 @@ class Record(BaseModel):
     mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
     sizes: Dict[str, int] = {}  # docs in the training and test splits
     train_minutes: float
+    cpu: str = ""  # the CPU model that trained it (train_minutes are its minutes, on a machine maybe shared)
     finished: str
 
     @field_validator("counts")

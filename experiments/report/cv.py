@@ -132,6 +132,7 @@ def build(runs: Sequence[Run], records: Path, comparisons: Sequence[Tuple[str, s
             entry["pooled"] = metrics_of(sum_counts(recs))
             entry["runs"] = {f"fold{f}/seed{s}": metrics_of(r.counts) for (f, s), r in sorted(done.items())}
             entry["train_minutes"] = sum(r.train_minutes for r in recs)
+            entry["cpus"] = sorted({r.cpu for r in recs if r.cpu})
         arms[f"{task}/{arm}"] = entry
     results = []
     for task, a, b in comparisons:
@@ -169,10 +170,14 @@ def markdown(report: Dict[str, Any]) -> str:
     lines += ["", "Pooled over all test examples of the pairs' runs (NER: F1 over all entities; sentiment: "
               "macro-F and accuracy over all snippets); the interval resamples (fold, seed) pairs; p: two-sided "
               "sign-flip test over the pairs' run-level differences.", "", "## Arms", "",
-              "| arm | runs | pooled | CPU minutes |", "| --- | --- | --- | --- |"]
+              "| arm | runs | pooled | training minutes |", "| --- | --- | --- | --- |"]
     for name, arm in report["arms"].items():
         pooled = ", ".join(f"{k} {v:.2f}" for k, v in arm.get("pooled", {}).items())
         lines.append(f"| {name} | {arm['done']} of {arm['planned']} | {pooled} | {arm.get('train_minutes', 0):.0f} |")
+    cpus = sorted({cpu for arm in report["arms"].values() for cpu in arm.get("cpus", [])})
+    lines += ["", f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one run at a time on one thread, on machines shared "
+              "with other work (the minutes are wall-clock). Runs: `python -m experiments.run.cv run --jobs 1` "
+              "(resumes; records in docs/results/cv/records); this page: `python -m experiments.run.cv report`."]
     return "\n".join(lines) + "\n"
 
 

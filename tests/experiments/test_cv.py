@@ -164,3 +164,23 @@ def test_an_elmo_run_records_its_learned_layer_mix_and_the_split_sizes(tiny, tmp
     weights = record.mixes["ner"]["weights"]
     assert len(weights) == 3 and sum(weights) == pytest.approx(1.0, rel=1e-6)
     assert record.sizes == {"test": 6, "train": N_TWEETS - 6 - 6}
+
+
+def test_the_report_pairs_finished_runs_by_fold_and_seed_and_says_when_it_is_partial(tmp_path):
+    from experiments.engine.run import write_record
+
+    study = cv.Study(k=3, seeds=(0, 1), tasks=("ner",), arms=("baseline", "elmo"), records=str(tmp_path / "r"))
+    runs = cv.plan_runs(study)
+    for run in runs:
+        fold, arm = int(run.labels["fold"]), run.labels["arm"]
+        if run.labels["seed"] == "1" and fold == 2 and arm == "elmo":
+            continue  # not run yet: its baseline has no partner
+        tp = 10 + fold + (2 if arm == "elmo" else 0)
+        write_record(Path(study.records), fake_record(run.id, tp, 5, 5).model_copy(update={"cpu": "a CPU"}))
+    built = report.build(runs, Path(study.records), cv.COMPARISONS)
+    (comparison,) = built["comparisons"]
+    assert comparison["pairs"] == 5 and comparison["planned_pairs"] == 6
+    assert "fold2/seed1" not in comparison["pair_keys"] and comparison["gain"] > 0
+    assert built["arms"]["ner/baseline"]["done"] == 6 and built["arms"]["ner/elmo"]["done"] == 5
+    text = report.markdown(built)
+    assert "**Partial**" in text and "| ner | baseline → elmo | f1 | 5 of 6 |" in text and "a CPU" in text
