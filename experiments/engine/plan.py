@@ -8,9 +8,15 @@ Runs start in the plan's order, ``jobs`` at a time, each in its own process on o
 (``experiments.engine.run.is_done``), so the same call after a stop does only what is left. Each
 line a run prints (spaCy's progress table among them) goes to its log and, after the run's id, to
 this process's output.
+
+One runner at a time trains into a work folder: a second one started on the same folder (the
+same command run twice) is refused while the first holds the folder's lock, rather than both
+training the same runs into the same places.
 """
+import fcntl
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
@@ -43,11 +49,35 @@ def importable() -> dict:
     return {"PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
 
 
+@contextmanager
+def work_lock(work: Path):
+    """Hold ``WORK/.lock`` for as long as the runs train there; `ExperimentError` when another process holds it."""
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / ".lock"
+    with open(path, "a+", encoding="utf-8") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise ExperimentError(work, expected="no other runner training here", found=f"process {holder} runs there",
+                                  fix="wait for it, or stop it (its runs resume when started again)") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def run_plan(runs: Sequence[Run], records: Path, work: Path, logs: Path, jobs: int = 1,
              minutes: Optional[float] = None, keep_model: bool = False, follow: bool = True,
              echo: Callable[[str], None] = print) -> Summary:
     """Every run not done, ``jobs`` at a time; no run starts after ``minutes`` (None: no deadline)."""
     check_unique(runs)
     planned: List[Job] = [run_job(run, records, work, logs, keep_model) for run in runs]
-    return run_jobs(planned, n_jobs=jobs, minutes=minutes, env=importable(), echo=echo, follow=follow,
-                    poll_seconds=0.5)
+    with work_lock(work):
+        return run_jobs(planned, n_jobs=jobs, minutes=minutes, env=importable(), echo=echo, follow=follow,
+                        poll_seconds=0.5)

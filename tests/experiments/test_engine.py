@@ -115,3 +115,14 @@ def test_scores_from_a_confusion_matrix():
     f = [2 * 3 / (6 + 1), 2 * 2 / (4 + 1 + 2), 0.0]
     assert macro_f(matrix) == pytest.approx(sum(f) / 3, rel=1e-12)
     assert accuracy(matrix) == pytest.approx(5 / 8, rel=1e-12)
+
+
+def test_a_second_runner_on_the_same_work_folder_is_refused(tmp_path):
+    from experiments.engine.plan import work_lock
+
+    with work_lock(tmp_path / "work"):
+        with pytest.raises(ExperimentError, match="no other runner training here"):
+            with work_lock(tmp_path / "work"):
+                pass
+    with work_lock(tmp_path / "work"):  # free again once the first is done
+        pass
