@@ -36,11 +36,14 @@ def check_unique(runs: Sequence[Run]) -> None:
         seen.add(run.id)
 
 
-def run_job(run: Run, records: Path, work: Path, logs: Path, keep_model: bool = False) -> Job:
-    """A run as a job: ``experiments.engine.execute`` in a process of its own, done when ``is_done``."""
+def run_job(run: Run, records: Path, work: Path, logs: Path, keep_model: bool = False, name: str = "",
+            needs: Sequence[str] = ()) -> Job:
+    """A run as a job (named ``name``, else by the run's id): ``experiments.engine.execute`` in a process
+    of its own, done when ``is_done``."""
     command = (sys.executable, "-m", "experiments.engine.execute", str(records), str(work), "--run", run.to_json(),
                *(("--keep-model",) if keep_model else ()))
-    return Job(run.id, command, logs / f"{run.id}.log", done=lambda: is_done(run, records))
+    return Job(name or run.id, command, logs / f"{name or run.id}.log", done=lambda: is_done(run, records),
+               needs=tuple(needs))
 
 
 def importable() -> dict:
