@@ -10,6 +10,7 @@ import srsly
 import typer
 from typer.testing import CliRunner
 
+from experiments.engine.execute import TRAIN_LOG
 from experiments.run import evaluate_seeds
 from experiments.run import full
 from experiments.run import train_seeds as train_seeds_module
@@ -187,7 +188,7 @@ def test_each_run_keeps_its_dev_curve_and_the_logger_is_not_in_the_fingerprint(p
     (settings,) = fake_train
     assert settings["training.logger.@loggers"] == "spacy.ConsoleLogger.v3"
     log = Path(settings["training.logger.output_file"])
-    assert log.name == train_seeds_module.TRAIN_LOG and log.parent.name == ".seed4.partial"  # moved with the run
+    assert log.name == TRAIN_LOG and log.parent.name == ".seed4.partial"  # moved with the run
     assert job.done()  # the fingerprint is of the user's settings alone, so the run is not stale
 
 
