@@ -201,7 +201,7 @@ def sizes(run: Run) -> Dict[str, int]:
     return result
 
 
-def execute(run: Run, records: Path, work: Path, keep_model: bool = False) -> Path:
+def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_id: int = -1) -> Path:
     """Train, score and record ``run``; returns the record's path."""
     import spacy
     import torch
@@ -217,7 +217,7 @@ def execute(run: Run, records: Path, work: Path, keep_model: bool = False) -> Pa
     print(f"{run.id}: training {run.config} (seed {run.seed}) in {partial}", flush=True)
     started = time.time()
     settings = run.settings
-    train(Path(run.config), partial, use_gpu=-1,
+    train(Path(run.config), partial, use_gpu=gpu_id,
           overrides={**settings, **dev_log_overrides(Path(run.config), settings, partial)})
     minutes = (time.time() - started) / 60
     model = partial / "model-best"
@@ -256,8 +256,9 @@ def main(
     work: Path = typer.Argument(..., help="Scratch folder of the trainings"),
     run: str = typer.Option(..., "--run", help="The run, as Run.to_json writes it"),
     keep_model: bool = typer.Option(False, "--keep-model", help="Keep the trained pipeline in WORK/<id>"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU id to train on, or -1 for the CPU"),
 ) -> None:
-    execute(Run.from_json(run), records, work, keep_model)
+    execute(Run.from_json(run), records, work, keep_model, gpu_id)
 
 
 if __name__ == "__main__":

@@ -37,11 +37,11 @@ def check_unique(runs: Sequence[Run]) -> None:
 
 
 def run_job(run: Run, records: Path, work: Path, logs: Path, keep_model: bool = False, name: str = "",
-            needs: Sequence[str] = ()) -> Job:
+            needs: Sequence[str] = (), gpu_id: int = -1) -> Job:
     """A run as a job (named ``name``, else by the run's id): ``experiments.engine.execute`` in a process
     of its own, done when ``is_done``."""
     command = (sys.executable, "-m", "experiments.engine.execute", str(records), str(work), "--run", run.to_json(),
-               *(("--keep-model",) if keep_model else ()))
+               *(("--keep-model",) if keep_model else ()), *(("--gpu-id", str(gpu_id)) if gpu_id >= 0 else ()))
     return Job(name or run.id, command, logs / f"{name or run.id}.log", done=lambda: is_done(run, records),
                needs=tuple(needs))
 
