@@ -143,9 +143,11 @@ def build(runs: Sequence[Run], records: Path, comparisons: Sequence[Tuple[str, s
         planned = len(by_arm[task, a])
         for metric in (("f1",) if task == "ner" else ("macro_f", "accuracy")):
             entry = {"task": task, "a": a, "b": b, "metric": metric, "planned_pairs": planned, "pairs": len(pairs)}
-            if len(pairs) >= 2:
+            if pairs:
                 entry.update(compare([done_a[k] for k in pairs], [done_b[k] for k in pairs], metric))
                 entry["pair_keys"] = [f"fold{f}/seed{s}" for f, s in pairs]
+            if len(pairs) == 1:  # one pair gives a gain, but no interval and no test
+                entry.update(interval=None, p=None, p_error=None)
             results.append(entry)
     return {"arms": arms, "comparisons": results}
 
@@ -163,10 +165,13 @@ def markdown(report: Dict[str, Any]) -> str:
         if "gain" not in c:
             lines.append(head + " | | | | |")
             continue
-        p = f"{c['p']:.3f}" + (f" ± {c['p_error']:.3f} (Monte Carlo)" if c["p_error"] is not None else " (exact)")
+        if c["p"] is None:
+            p, interval = "one pair: no test", "(one pair: no interval)"
+        else:
+            p = f"{c['p']:.3f}" + (f" ± {c['p_error']:.3f} (Monte Carlo)" if c["p_error"] is not None else " (exact)")
+            interval = f"[{c['interval'][0]:+.2f}, {c['interval'][1]:+.2f}]"
         rer = f"{100 * c['relative_error_reduction']:+.1f}%" if c["relative_error_reduction"] is not None else ""
-        lines.append(head + f" {c['score_a']:.2f} | {c['score_b']:.2f} | "
-                            f"{c['gain']:+.2f} [{c['interval'][0]:+.2f}, {c['interval'][1]:+.2f}] | {rer} | {p} |")
+        lines.append(head + f" {c['score_a']:.2f} | {c['score_b']:.2f} | {c['gain']:+.2f} {interval} | {rer} | {p} |")
     lines += ["", "Pooled over all test examples of the pairs' runs (NER: F1 over all entities; sentiment: "
               "macro-F and accuracy over all snippets); the interval resamples (fold, seed) pairs; p: two-sided "
               "sign-flip test over the pairs' run-level differences.", "", "## Arms", "",

@@ -184,3 +184,16 @@ def test_the_report_pairs_finished_runs_by_fold_and_seed_and_says_when_it_is_par
     assert built["arms"]["ner/baseline"]["done"] == 6 and built["arms"]["ner/elmo"]["done"] == 5
     text = report.markdown(built)
     assert "**Partial**" in text and "| ner | baseline → elmo | f1 | 5 of 6 |" in text and "a CPU" in text
+
+
+def test_one_pair_gives_a_gain_but_no_interval_and_no_test(tmp_path):
+    from experiments.engine.run import write_record
+
+    study = cv.Study(k=3, seeds=(0,), tasks=("ner",), arms=("baseline", "elmo"), records=str(tmp_path / "r"))
+    runs = cv.plan_runs(study)[:2]
+    for run, tp in zip(runs, (10, 12)):
+        write_record(Path(study.records), fake_record(run.id, tp, 5, 5))
+    (comparison,) = report.build(cv.plan_runs(study), Path(study.records), cv.COMPARISONS)["comparisons"]
+    assert comparison["pairs"] == 1 and comparison["gain"] > 0
+    assert comparison["interval"] is None and comparison["p"] is None
+    assert "(one pair: no interval)" in report.markdown(report.build(runs, Path(study.records), cv.COMPARISONS))
