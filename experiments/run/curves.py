@@ -110,6 +110,9 @@ def subset_path(corpus: Path, task: str, share: float, seed: int) -> Path:
     converted again gets new subsets rather than the old ones.
     """
     train = corpus / task / "train.spacy"
+    if not train.exists():
+        raise ExperimentError(train, expected=f"the {task} training split", found="nothing",
+                              fix="convert the tasks first (`python -m spacy project run convert-curves`)")
     if share == 1.0:
         return train
     path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}_{file_digest(train)[:12]}.spacy"

@@ -15,6 +15,7 @@ from experiments.convert import pos as convert_pos
 from experiments.data import corpus as prepare_corpus
 from experiments.data import fetch as fetch_data
 from experiments.data import glove as glove_vectors
+from experiments.errors import ExperimentError
 from experiments.report import curves as report_curves
 from experiments.run import curves as run_curves
 
@@ -168,6 +169,10 @@ def test_plan_and_runs(tmp_path):
     assert len({r.name for r in runs}) == len(runs) == 2 * 4 * 5 + 5 * 3 + 2 * 2 * 4 * 3
     curve = {(r.task, r.variant) for r in runs if r.share < 1}
     assert curve == {(t, v) for t in ("ner", "sentiment5") for v in ("baseline", "elmo")}
+    with pytest.raises(ExperimentError, match="convert-curves"):
+        run_curves.engine_run(run_curves.Run("ner", "baseline", 1.0, 0), tmp_path, 1000, 200)
+    splits(tmp_path)
+    splits(tmp_path, task="pos")
     glove_elmo = run_curves.engine_run(run_curves.Run("ner", "glove_elmo", 1.0, 2), tmp_path, 1000, 200)
     settings = glove_elmo.settings
     assert glove_elmo.id == "ner/glove_elmo/f1_seed2" and glove_elmo.config.endswith("ner_elmo.cfg")
