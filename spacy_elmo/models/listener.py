@@ -22,6 +22,7 @@ from thinc.types import Floats2d, Floats3d
 
 from ..errors import ConfigError
 from ..extensions import install_extensions
+from .bilm import SETTINGS
 from .scalar_mix import ScalarMix
 from .settings import DropoutSettings, check_settings
 
@@ -265,7 +266,7 @@ def replace_listener(bilm_copy: Model, listener: ElmoListenerModel, component: A
     """A standalone model: the copied biLM feeding the listener's own trained
     mix, reading the sentences the `elmo` component read (as its config says,
     see `replace_listener_cfg`)."""
-    bilm_copy.attrs["sentences"] = "upstream"
+    bilm_copy.attrs[SETTINGS] = bilm_copy.attrs[SETTINGS].replace(sentences="upstream")
     return chain(bilm_copy, listener.layers[0])
 
 

@@ -19,7 +19,7 @@ from ..bilm import BiLM
 from ..data_classes import ElmoDocData
 from ..errors import ConfigError, DamagedFileError, ElmoError
 from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
-from ..models.bilm import get_bilm, sentence_starts, set_bilm
+from ..models.bilm import SETTINGS, get_bilm, sentence_starts, set_bilm
 from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
 from ..models.settings import check_component_settings
 from .layer_cache import LayerCache
@@ -143,7 +143,7 @@ class Elmo(TrainablePipe):
         """Store the layers as ``doc._.elmo``."""
         bilm = self._require_bilm()
         mix = fixed_mix_weights(self.vector_mix, bilm.n_layers)
-        sentences = self.model.attrs.get("sentences", "doc")
+        sentences = self.model.attrs[SETTINGS]["sentences"]
         for doc, layers in zip(docs, outputs):
             doc._.elmo = ElmoDocData(
                 layers=layers.astype(self.store_dtype, copy=False), mix=numpy.asarray(mix, dtype="float32"),
