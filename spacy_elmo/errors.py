@@ -77,7 +77,7 @@ class ConfigError(ElmoError):
 
     codes = frozenset({
         "E104", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E508", "E526", "E531", "E532",
+        "E409", "E411", "E412", "E508", "E526", "E531", "E532",
     })
 
 
@@ -259,6 +259,15 @@ class Errors(metaclass=ErrorsWithCodes):
     E411 = (
         "{where} has {n} setting(s) out of range or of the wrong type: {problems}. "
         "Fix them in the config ({section}) or in the call."
+    )
+    E412 = (
+        "The segmenter {segmenter} cut the doc '{text}' ({n_tokens} tokens) into "
+        "windows that {problem}. Expected a list of windows (start, end, keep_start, "
+        "keep_end) with 0 <= start <= keep_start <= keep_end <= end <= {n_tokens}, "
+        "whose kept ranges keep_start..keep_end cover every token exactly once "
+        "(a token in no kept range would get no vectors, one in two would get "
+        "two). Fix the segmenter, or set another in [components.elmo.model.segmenter] "
+        "(e.g. spacy-elmo.sentences.v1 or spacy-elmo.windows.v1)."
     )
     # Pretraining (E3xx)
     E301 = (

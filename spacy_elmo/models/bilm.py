@@ -46,7 +46,7 @@ from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
 from ..errors import ConfigError
 from ..extensions import install_extensions
-from .segmenters import Segmenter, read_sentences
+from .segmenters import Segmenter, checked_windows, read_sentences
 from .settings import BiLMSettings, ConfigSettings, check_settings
 
 BILM_ARCH = "spacy-elmo.BiLM.v1"
@@ -223,9 +223,11 @@ def sentence_starts(doc: Doc, sentences: str = "doc") -> List[int]:
 
 def _segments(docs: List[Doc], segmenter: Segmenter, window_size: int, sentences: str = "doc") -> List[Segment]:
     """Token ranges the biLM reads as sentences, as `segmenter` cuts each doc
-    (given the sentences `sentence_starts` reads)."""
+    (given the sentences `sentence_starts` reads), each token kept from
+    exactly one (checked: E412)."""
     return [
-        (d, *window) for d, doc in enumerate(docs) for window in segmenter(doc, sentence_starts(doc, sentences), window_size)
+        (d, *window) for d, doc in enumerate(docs)
+        for window in checked_windows(segmenter, doc, sentence_starts(doc, sentences), window_size)
     ]
 
 
