@@ -215,7 +215,8 @@ class Elmo(TrainablePipe):
         return losses
 
     def _frozen_outputs(self, docs: List[Doc]) -> List[Floats3d]:
-        """The biLM's layers for docs, from the cache where seen before."""
+        """The biLM's layers for docs, from the cache where seen before (by this biLM)."""
+        self.train_cache.bind(self._require_bilm())
         keys = [self.train_cache.key(doc) for doc in docs]
         outputs: List[Optional[Floats3d]] = [self.train_cache.get(key) for key in keys]
         missing = [i for i, out in enumerate(outputs) if out is None]
@@ -285,7 +286,8 @@ class Elmo(TrainablePipe):
         """Load the component saved in `path` (its `model` file, and `vocab` unless excluded).
 
         A missing or damaged file is a coded error naming it (E507); a
-        `vector_mix` that does not fit the loaded biLM is E401. A `cfg` file,
+        `vector_mix` that does not fit the loaded biLM is E401. The training
+        cache of the old weights' layers is emptied. A `cfg` file,
         which earlier versions saved beside the model, is not read: the
         settings are those of the pipeline's config (and of any override
         given to `spacy.load`), which held the same values when it was saved.
@@ -303,7 +305,7 @@ class Elmo(TrainablePipe):
                 self.vocab.from_disk(p, exclude=exclude)
 
         util.from_disk(path, {"vocab": load_vocab, "model": load_model}, exclude)
-        self._check_mix()
+        self._weights_loaded()
         return self
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "Elmo":
@@ -328,11 +330,13 @@ class Elmo(TrainablePipe):
         for key, setter in setters.items():
             if key not in exclude and key in msg:
                 setter(msg[key])
-        self._check_mix()
+        self._weights_loaded()
         return self
 
-    def _check_mix(self) -> None:
-        """The `vector_mix` fits the loaded biLM (E401)."""
+    def _weights_loaded(self) -> None:
+        """After a load: the training cache holds the old weights' layers (emptied),
+        and the `vector_mix` must fit the loaded biLM (E401)."""
+        self.train_cache.clear()
         bilm = get_bilm(self.model)
         if bilm is not None:
             fixed_mix_weights(self.vector_mix, bilm.n_layers)

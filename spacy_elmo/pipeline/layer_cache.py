@@ -1,4 +1,5 @@
 """The training cache of a frozen biLM's outputs."""
+import weakref
 from typing import Any, Dict, Hashable, Optional
 
 from spacy.tokens import Doc
@@ -13,6 +14,9 @@ class LayerCache:
     biLM reads sentences). When the budget is spent, new docs are simply not
     added: training visits every doc once an epoch, and under that access
     pattern keeping a fixed set beats evicting (an LRU would never hit).
+
+    The layers are those of one biLM: `bind` names it before each use, and a
+    cache filled from another biLM (new weights loaded) is emptied first.
     """
 
     def __init__(self, max_bytes: int, dtype: str = "float32"):
@@ -22,6 +26,7 @@ class LayerCache:
         self.hits = 0
         self.misses = 0
         self._store: Dict[Hashable, Any] = {}
+        self._source: Optional[weakref.ref] = None  # the biLM the layers come from
 
     def __len__(self) -> int:
         return len(self._store)
@@ -29,6 +34,12 @@ class LayerCache:
     def clear(self) -> None:
         self._store.clear()
         self.n_bytes = self.hits = self.misses = 0
+
+    def bind(self, source: Any) -> None:
+        """Serve the layers of `source` (the biLM): if the cache holds another's, empty it."""
+        if self._source is None or self._source() is not source:
+            self.clear()
+            self._source = weakref.ref(source)
 
     @staticmethod
     def key(doc: Doc) -> Hashable:
