@@ -110,6 +110,20 @@ class DivergedRunError(ElmoError):
     codes = frozenset({"E312", "E506", "E512"})
 
 
+class Warnings(metaclass=ErrorsWithCodes):
+    """What spacy-elmo warns about, with codes as the errors have
+    (``warnings.warn(Warnings.W001.format(...))``): something was done
+    otherwise than asked, and the result is right."""
+
+    W001 = (
+        "store_dtype is 'float16', but the layers of {n_docs} of the {batch} docs "
+        "in this batch hold values beyond float16's range (up to {largest:,.0f}; "
+        "float16 holds at most 65,504), which float16 would store as inf. Those "
+        "docs' layers are stored as float32 (doc._.elmo.layers.dtype says which). "
+        "Set store_dtype = \"float32\" in [components.{name}] to store every doc alike."
+    )
+
+
 class Errors(metaclass=ErrorsWithCodes):
     # Weight files (E0xx)
     E001 = (

@@ -1,4 +1,5 @@
 """The `elmo` pipeline component: runs the biLM and shares its layers."""
+import warnings
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -17,12 +18,12 @@ from thinc.types import Floats3d
 
 from ..bilm import BiLM
 from ..data_classes import ElmoDocData
-from ..errors import ConfigError, DamagedFileError, ElmoError
+from ..errors import ConfigError, DamagedFileError, ElmoError, Warnings
 from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
 from ..models.bilm import SETTINGS, get_bilm, sentence_starts, set_bilm
 from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
 from ..models.settings import check_component_settings
-from .layer_cache import LayerCache
+from .layer_cache import LayerCache, as_stored
 
 DEFAULT_CONFIG = {
     "model": {"@architectures": "spacy-elmo.BiLM.v1", "max_batch_tokens": 4096, "window_size": 128},
@@ -61,6 +62,10 @@ class Elmo(TrainablePipe):
     its outputs for a doc seen before come from a cache; its backprop does
     nothing. Not frozen, the listeners' gradients fine-tune it, with one
     backward pass per batch.
+
+    store_dtype "float16" halves the memory of ``doc._.elmo``; a doc whose
+    layers hold a value beyond float16's range (65,504), which would be stored
+    as inf, keeps float32 layers instead, with a warning (W001).
 
     The settings are the factory's arguments, kept as attributes and nowhere
     else: `nlp.config` is what the component does, and a saved pipeline holds
@@ -144,14 +149,26 @@ class Elmo(TrainablePipe):
         bilm = self._require_bilm()
         mix = fixed_mix_weights(self.vector_mix, bilm.n_layers)
         sentences = self.model.attrs[SETTINGS]["sentences"]
-        for doc, layers in zip(docs, outputs):
+        for doc, layers in zip(docs, self._in_store_dtype(outputs)):
             doc._.elmo = ElmoDocData(
-                layers=layers.astype(self.store_dtype, copy=False), mix=numpy.asarray(mix, dtype="float32"),
+                layers=layers, mix=numpy.asarray(mix, dtype="float32"),
                 vector_hooks=self.set_vector_hooks, token_offsets=token_offsets(doc),
                 sentence_starts=numpy.asarray(sentence_starts(doc, sentences), dtype="int32"),
             )
             if self.set_vector_hooks:
                 set_vector_hooks(doc)
+
+    def _in_store_dtype(self, outputs: List[Floats3d]) -> List[Floats3d]:
+        """Each doc's layers in `store_dtype`, but float32 for a doc whose
+        values float16 cannot hold (never inf), with one warning (W001)."""
+        stored = [as_stored(layers, self.store_dtype) for layers in outputs]
+        kept_float32 = [layers for layers, (_, too_large) in zip(outputs, stored) if too_large]
+        if kept_float32:
+            largest = max(float(numpy.abs(layers).max()) for layers in kept_float32)
+            warnings.warn(Warnings.W001.format(
+                n_docs=len(kept_float32), batch=len(outputs), largest=largest, name=self.name,
+            ), stacklevel=3)
+        return [layers for layers, _ in stored]
 
     # Training.
 

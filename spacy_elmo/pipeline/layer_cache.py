@@ -1,9 +1,24 @@
 """The training cache of a frozen biLM's outputs."""
 import weakref
-from typing import Any, Dict, Hashable, Optional
+from typing import Any, Dict, Hashable, Optional, Tuple
 
+import numpy
 from spacy.tokens import Doc
+from thinc.api import get_array_module
 from thinc.types import Floats3d
+
+
+def as_stored(layers: Floats3d, dtype: str) -> Tuple[Any, bool]:
+    """`layers` (float32) in the storage `dtype`, unless float16 cannot hold
+    them: (the layers as stored, whether they were kept as float32 because a
+    value is beyond float16's range, where it would become inf)."""
+    if numpy.dtype(dtype) != numpy.float16:
+        return layers.astype(dtype, copy=False), False
+    with numpy.errstate(over="ignore"):  # detected below, on the result
+        stored = layers.astype(dtype)
+    if bool(get_array_module(stored).isfinite(stored).all()):
+        return stored, False
+    return layers, True
 
 
 class LayerCache:
@@ -57,7 +72,7 @@ class LayerCache:
         return stored.astype("float32")
 
     def add(self, key: Hashable, layers: Floats3d) -> None:
-        stored = layers.astype(self.dtype)
+        stored, _ = as_stored(layers, self.dtype)
         if self.n_bytes + stored.nbytes <= self.max_bytes and key not in self._store:
             self._store[key] = stored
             self.n_bytes += stored.nbytes
