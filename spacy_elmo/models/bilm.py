@@ -47,13 +47,9 @@ from ..bilm.weights import load_weights, write_weights
 from ..errors import ConfigError
 from ..extensions import install_extensions
 from .segmenters import Segmenter, checked_windows, read_sentences
-from .settings import BiLMSettings, ConfigSettings, check_settings
+from .settings import SETTINGS, BiLMSettings, ConfigSettings, check_settings
 
 BILM_ARCH = "spacy-elmo.BiLM.v1"
-# The attr that holds the settings above but the segmenter (a function, which
-# attrs cannot hold: they are serialised); the config is their one store, so a
-# saved model's values never override those of the config that loads it.
-SETTINGS = "settings"
 # (doc index, start token, end token, first and end token kept): see models/segmenters.py
 Segment = Tuple[int, int, int, int, int]
 

@@ -166,9 +166,13 @@ def _explain(error: Dict[str, Any]) -> str:
     return f"{setting} = {error.get('input')!r} ({expected})"
 
 
+# The attr of our models' runtime settings (a `ConfigSettings`).
+SETTINGS = "settings"
+
+
 class ConfigSettings(Mapping[str, Any]):
     """A model's runtime settings (those that do not change its weights), as
-    its config gave them: kept in `model.attrs`, read-only.
+    its config gave them: kept in `model.attrs[SETTINGS]`, read-only.
 
     Thinc saves a model's attrs with its weights and, on loading, sets the
     saved values back over those the model was built with; for these that

@@ -20,9 +20,9 @@ from ..bilm import BiLM
 from ..data_classes import ElmoDocData
 from ..errors import ConfigError, DamagedFileError, ElmoError, Warnings
 from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
-from ..models.bilm import SETTINGS, get_bilm, sentence_starts, set_bilm
+from ..models.bilm import get_bilm, sentence_starts, set_bilm
 from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
-from ..models.settings import check_component_settings
+from ..models.settings import SETTINGS, check_component_settings
 from .layer_cache import LayerCache, as_stored
 
 DEFAULT_CONFIG = {

@@ -1,18 +1,23 @@
-"""The biLM model's runtime settings (those that do not change its weights)
-live in the config alone: an override at `spacy.load`, or an edit of the saved
-config.cfg, is what the model does, whatever the saved model holds."""
+"""The runtime settings of our models (those that do not change the weights:
+the biLM's, a listener's mix and dropout) live in the config alone: an
+override at `spacy.load`, or an edit of the saved config.cfg, is what the
+model does, whatever the saved model holds."""
+import copy
 import warnings
 
+import numpy
 import pytest
 import spacy
 import torch
-from thinc.api import Config
+from thinc.api import Config, fix_random_seed
 
 from spacy_elmo.bilm.precision import cpu_has_bf16
 from spacy_elmo.models.bilm import get_bilm
+from spacy_elmo.models.listener import ELMO_DROPOUT_NAME
 
 from ..numeric import assert_close_to_scale
-from .test_elmo_component import elmo_pipeline
+from .test_elmo_component import NER_ELMO, elmo_pipeline
+from .util import examples_of, make_docs
 
 BILM = "spacy-elmo.BiLM.v1"
 # 14 tokens, no sentence boundaries: read as windows of window_size tokens.
@@ -103,3 +108,89 @@ def test_sentences_at_load_is_what_the_model_reads(tmp_path, bilm_dir):
     assert differ(as_one_text, layers(saved, texts))
     for got, expected in zip(layers(loaded, texts), as_one_text):
         assert_close_to_scale(got, expected)
+
+
+# The listener's mix and dropout: settings of the downstream component's model.
+MIX = "spacy-elmo.ScalarMix.v1"
+
+
+@pytest.fixture(scope="module")
+def saved_ner(tmp_path_factory, fixture_paths):
+    """A pipeline whose ner listens with an explicit mix (all settings off, its
+    layer scalars moved off uniform) and an ELMo dropout of 0.1."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    ner = copy.deepcopy(NER_ELMO)
+    ner["tok2vec"]["elmo"].update(mix={"@layers": MIX}, dropout=0.1)
+    nlp.add_pipe("ner", config={"model": ner})
+    examples = examples_of(nlp, make_docs(nlp, 8))
+    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(fixture_paths[0].parent), "weights_file": None}
+    nlp.initialize(lambda: examples)
+    mix = nlp.get_pipe("elmo").listeners[0].mix
+    mix.set_param("s", numpy.asarray([1.0, 0.0, -1.0], dtype="float32"))
+    mix.set_param("gamma", numpy.asarray([2.0], dtype="float32"))
+    path = tmp_path_factory.mktemp("ner") / "pipeline"
+    nlp.to_disk(path)
+    return path
+
+
+def load_listener(path, mix=None, **listener):
+    elmo = {**listener, **({"mix": mix} if mix else {})}
+    nlp = spacy.load(path, config={"components": {"ner": {"model": {"tok2vec": {"elmo": elmo}}}}})
+    return nlp, nlp.get_pipe("elmo").listeners[0]
+
+
+def mixed(listener, doc):
+    return listener.predict([doc])[0]
+
+
+@pytest.mark.parametrize("setting,expected", [
+    ({"layer": 0}, lambda H: H[0]),
+    ({"average": True}, lambda H: H.mean(axis=0)),
+    ({"layer_norm": True}, lambda H: numpy.tensordot(softmax([1.0, 0.0, -1.0]), normalised(H), axes=1)),
+], ids=["layer", "average", "layer_norm"])
+def test_a_mix_setting_at_load_is_the_mix_applied(saved_ner, setting, expected):
+    nlp, listener = load_listener(saved_ner, mix=setting)
+    doc = nlp("Bob went to Paris .")
+    H = doc._.elmo.layers
+    assert differ([mixed(load_listener(saved_ner)[1], doc)], [2.0 * expected(H)])
+    assert_close_to_scale(mixed(listener, doc), 2.0 * expected(H), rtol=1e-5)
+
+
+def test_layer_dropout_at_load_drops_layers_in_training(saved_ner):
+    _, listener = load_listener(saved_ner, mix={"layer_dropout": 0.9})
+    _, unchanged = load_listener(saved_ner)
+    H = numpy.random.default_rng(0).normal(size=(3, 5, 32)).astype("float32")
+    full = unchanged.mix.predict(H)
+    fix_random_seed(0)
+    assert_close_to_scale(unchanged.mix.begin_update(H)[0], full)  # the saved rate, 0: every layer in training
+    dropped = sum(differ([listener.mix.begin_update(H)[0]], [full]) for _ in range(10))
+    assert dropped >= 8  # each of the two layers not kept for sure stays with probability 0.1
+
+
+def test_l2_to_uniform_at_load_pulls_the_layer_scalars_to_uniform(saved_ner):
+    _, listener = load_listener(saved_ner, mix={"l2_to_uniform": 10.0})
+    mix = listener.mix
+    H = numpy.ones((3, 4, 32), dtype="float32")
+    _, backprop = mix.begin_update(H)
+    backprop(numpy.zeros((4, 32), dtype="float32"))  # no task gradient: the penalty's alone
+    assert_close_to_scale(mix.get_grad("s"), 2.0 * 10.0 * numpy.asarray([1.0, 0.0, -1.0]), rtol=1e-5)
+
+
+def test_the_listeners_dropout_at_load_is_the_rate_in_training(saved_ner):
+    _, listener = load_listener(saved_ner, dropout=0.5)
+    dropout = next(node for node in listener.walk() if node.name == ELMO_DROPOUT_NAME)
+    fix_random_seed(0)
+    Y, _ = dropout.begin_update(numpy.ones((200, 32), dtype="float32"))
+    assert 0.45 < float((Y == 0).mean()) < 0.55  # the saved model's rate is 0.1
+    assert numpy.allclose(Y[Y != 0], 2.0)  # kept values scaled by 1 / (1 - 0.5)
+
+
+def softmax(s):
+    e = numpy.exp(numpy.asarray(s) - max(s))
+    return (e / e.sum()).astype("float32")
+
+
+def normalised(H):
+    mean = H.mean(axis=(1, 2), keepdims=True)
+    return (H - mean) / numpy.sqrt(((H - mean) ** 2).mean(axis=(1, 2), keepdims=True) + 1e-12)
