@@ -8,6 +8,7 @@ import warnings
 import numpy
 import pytest
 import spacy
+import srsly
 import torch
 from thinc.api import Config, fix_random_seed
 
@@ -67,6 +68,20 @@ def test_window_size_at_load_is_the_window_read(tmp_path, bilm_dir, how):
     want = layers(fresh)
     assert differ(want, layers(saved))  # windows of 4 read a 14-token doc otherwise than one of 128
     for got, expected in zip(layers(loaded), want):
+        assert_close_to_scale(got, expected)
+
+
+def test_a_save_with_the_settings_as_separate_attrs_loads_with_the_configs(tmp_path, bilm_dir):
+    # Pipelines saved before the settings were one attr hold each as an attr of its own.
+    path = save(tmp_path, bilm_dir, max_batch_tokens=4096, window_size=128)
+    msg = srsly.msgpack_loads((path / "elmo" / "model").read_bytes())
+    assert list(msg["attrs"][0]) == ["settings"]  # the biLM's node: the settings, saved for the record
+    old = {"max_batch_tokens": 4096, "window_size": 128, "precision": "fp32", "sentences": "doc"}
+    msg["attrs"][0] = {name: srsly.msgpack_dumps(value) for name, value in old.items()}
+    (path / "elmo" / "model").write_bytes(srsly.msgpack_dumps(msg))
+    loaded = spacy.load(path, config=override(window_size=4))
+    fresh, _ = elmo_pipeline(bilm_dir, with_ner=False, model={"@architectures": BILM, "max_batch_tokens": 4096, "window_size": 4})
+    for got, expected in zip(layers(loaded), layers(fresh)):
         assert_close_to_scale(got, expected)
 
 
