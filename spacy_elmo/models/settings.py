@@ -5,9 +5,10 @@ function checks its settings against a pydantic model here, whether it was
 built from a config or called from Python: any setting of the wrong type or
 out of range is one coded error (E411) that lists them all.
 
-A model keeps the settings that do not change its weights (how docs are cut
-and batched, the arithmetic) as one `ConfigSettings` attr: the config that
-built it is their one store, whatever a saved model holds.
+A model keeps the settings that do not change its weights (how the biLM cuts,
+batches and computes, how a mix mixes, a dropout rate) as one
+`ConfigSettings` attr: the config that built it is their one store, whatever
+a saved model holds.
 """
 import math
 from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Type, Union
@@ -198,7 +199,7 @@ class ConfigSettings(Mapping[str, Any]):
         return f"ConfigSettings({self._values!r})"
 
     def replace(self, **changes: Any) -> "ConfigSettings":
-        """A copy with `changes` made (the original is shared by model copies)."""
+        """A copy with `changes` made (settings are never changed in place)."""
         return ConfigSettings(**{**self._values, **changes})
 
 
