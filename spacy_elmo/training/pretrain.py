@@ -30,7 +30,7 @@ from .data.prepared import PreparedCorpus, fingerprint, is_prepared, prepare_cor
 from .data.reader import find_files, is_binary
 from .data.tokenizers import Tokenizer, make_tokenizer
 from .data.vocab import LMVocab
-from .disk import writing
+from ..disk import RUN_FILE, writing
 from .objective.lm import PretrainingLM
 from .objective.softmax import SoftmaxFactory, SoftmaxHead
 from .run.config import (
@@ -204,7 +204,7 @@ def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Dis
     else:
         vocab = LMVocab.from_counts(train.words, train.counts, config.vocab.size, config.vocab.min_count)
     if dist.is_main:
-        with writing(run.vocab), atomic_path(run.vocab) as tmp:
+        with writing(run.vocab, code=RUN_FILE), atomic_path(run.vocab) as tmp:
             vocab.to_file(tmp)
     return vocab
 

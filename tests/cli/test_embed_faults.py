@@ -16,7 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from spacy_elmo.cli import app
-from spacy_elmo.embed import _hdf5_writer, embed_file
+from spacy_elmo.embed import embed_file
 from spacy_elmo.errors import ElmoError
 
 
@@ -109,15 +109,6 @@ def test_a_full_disk_is_a_coded_error_and_leaves_nothing(fixture_paths, tmp_path
     assert list(out.iterdir()) == []
 
 
-def test_an_hdf5_write_that_fails_is_a_coded_error(tmp_path):
-    # /dev/full fails every write with ENOSPC, as a full disk does.
-    with pytest.raises(ElmoError, match=r"E513.*out\.hdf5.*No space left on device"):
-        with _hdf5_writer(Path("/dev/full"), tmp_path / "out.hdf5", lambda: None) as (fout, check):
-            for i in range(100):
-                fout.create_dataset(str(i), data=numpy.ones((3, 100, 32), dtype="float32"))
-                check()
-
-
 def read_only_folder(tmp_path, how):
     """A folder that this process cannot write to, even as root."""
     if how == "chmod":
@@ -168,7 +159,7 @@ def test_an_output_that_names_a_folder_is_refused(fixture_paths, tmp_path, make)
     assert sorted(p.name for p in tmp_path.iterdir()) == (["OUT", "in.txt"] if make else ["in.txt"])
 
 
-@pytest.mark.parametrize("name", ["embed_file", "LAYER_CHOICES", "SENTENCE_TO_INDEX", "_hdf5_writer", "_WriteGuard"])
+@pytest.mark.parametrize("name", ["embed_file", "LAYER_CHOICES", "SENTENCE_TO_INDEX"])
 def test_the_old_import_path_still_works_with_a_deprecation_warning(name):
     import spacy_elmo.embed
 

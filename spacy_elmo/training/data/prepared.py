@@ -23,7 +23,7 @@ import numpy
 
 from ...errors import OutputError
 from ...util import swap_directory
-from ..disk import writing
+from ...disk import RUN_FILE, writing
 from .reader import MAX_LINE_BYTES, ReadStats, find_files, read_lines
 from .tokenizers import Tokenizer, make_tokenizer
 
@@ -128,7 +128,7 @@ def prepare_corpus(
     files = find_files(paths)
     tokenize = tokenize if tokenize is not None else make_tokenizer(tokenizer)
     # No room: E525, and the temporary folder goes.
-    with writing(directory), swap_directory(directory) as tmp:
+    with writing(directory, code=RUN_FILE), swap_directory(directory) as tmp:
         stats = _write(files, tokenize, tmp, expected, progress)
     corpus = PreparedCorpus.load(directory)
     log(

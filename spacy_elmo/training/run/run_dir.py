@@ -46,7 +46,7 @@ from filelock import FileLock, Timeout
 from ...errors import ConfigError, DamagedFileError, InputError, OutputError
 from ...util import atomic_path, make_parent_dir
 from .config import PretrainConfig, read_cfg
-from ..disk import writing
+from ...disk import RUN_FILE, writing
 from ..data.reader import find_files
 from ..data.vocab import LMVocab
 
@@ -222,11 +222,11 @@ class RunDir:
         return DamagedFileError("E317", what=what, path=path, reason=reason, fix=fix)
 
     def _write_config(self, config: PretrainConfig) -> None:
-        with writing(self.config), atomic_path(self.config) as tmp:
+        with writing(self.config, code=RUN_FILE), atomic_path(self.config) as tmp:
             config.to_config().to_disk(tmp)
 
     def _write_inputs(self, files: Dict[str, List[Dict[str, Any]]]) -> None:
-        with writing(self.inputs), atomic_path(self.inputs) as tmp:
+        with writing(self.inputs, code=RUN_FILE), atomic_path(self.inputs) as tmp:
             tmp.write_text(json.dumps(files, indent=1), encoding="utf8")
 
 
