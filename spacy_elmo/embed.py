@@ -20,7 +20,7 @@ from .device import check_device
 from .disk import hdf5_writer
 from .errors import ConfigError, ElmoError, InputError, OutputError
 from .training.run.distributed import Distributed
-from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path
+from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path, split_lines
 
 PathLike = Union[str, Path]
 LAYER_CHOICES = ("all", "top", "average")
@@ -236,10 +236,13 @@ def _refuse_existing(path: Path) -> None:
 
 
 def _read_lines(path: Path) -> List[str]:
-    """The file's lines, split as text files are (\\n, \\r\\n or \\r), without line
-    ends and without a byte-order mark."""
+    """The file's lines, split as every reader splits them (`split_lines`:
+    at \\n, \\r\\n or a lone \\r), without line ends and without a byte-order mark."""
     try:
-        with path.open(encoding="utf-8-sig") as fin:
-            return [line.rstrip("\n") for line in fin]
+        with path.open("rb") as fin:
+            lines = [raw.decode("utf-8").rstrip("\r\n") for raw in split_lines(fin)]
     except (OSError, UnicodeDecodeError) as err:
         raise InputError("E203", path=path, reason=err) from err
+    if lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]
+    return lines
