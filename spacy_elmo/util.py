@@ -1,6 +1,7 @@
 """Small helpers shared across the package (standard library only)."""
 import errno
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -10,7 +11,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, List, Optional, Union
+from typing import BinaryIO, Callable, Dict, Iterator, List, Optional, Union
 
 from .errors import OutputError
 
@@ -157,6 +158,14 @@ def check_writable(path: Union[str, Path]) -> None:
         _new_temporary(path).unlink()
     except OSError as err:
         raise OutputError("E514", path=path, reason=err.strerror or err, folder=path.parent) from err
+
+
+def file_digest(path: Union[str, Path]) -> Dict[str, object]:
+    """The file's size and SHA-256, read in one pass: {"size": bytes, "sha256": hex}."""
+    with open(path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+        size = os.fstat(f.fileno()).st_size
+    return {"size": size, "sha256": digest}
 
 
 @contextmanager
