@@ -66,13 +66,19 @@ def _coded(err: BaseException, path: Path, code: str, any_failure: bool = False)
     """The coded error for a failed write of `path`, or `err` itself when it is no write failure."""
     number = _errno(err)
     if number in NO_ROOM:
-        return OutputError(code, path=path, reason=os.strerror(number))
+        return _no_room(code, path, os.strerror(number))
     if number in NOT_WRITABLE:
         folder = next((p for p in path.parents if p.is_dir()), path.parent)
         return OutputError("E514", path=path, reason=os.strerror(number), folder=folder)
     if number is None and any_failure and isinstance(err, RuntimeError):
-        return OutputError(code, path=path, reason=f"the write failed ({str(err).strip()})")
+        return _no_room(code, path, f"the write failed ({str(err).strip()})")
     return err
+
+
+def _no_room(code: str, path: Path, reason: str) -> OutputError:
+    if code == RUN_FILE:
+        return OutputError("E525", path=path, reason=reason)
+    return OutputError("E513", path=path, reason=reason)
 
 
 def _errno(err: BaseException) -> Optional[int]:
@@ -151,7 +157,7 @@ def hdf5_writer(
     def failed() -> ElmoError:
         err = guard.error
         coded = _coded(err, output_path, code)
-        return coded if isinstance(coded, ElmoError) else OutputError(code, path=output_path, reason=err.strerror or err)
+        return coded if isinstance(coded, ElmoError) else _no_room(code, output_path, err.strerror or str(err))
 
     def check() -> None:
         check_stop()
