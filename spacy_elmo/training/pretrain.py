@@ -23,7 +23,7 @@ from wasabi import Printer
 from ..bilm import BiLM, BiLMOptions
 from ..bilm.weights import resolve_paths
 from ..device import check_device
-from ..errors import DivergedRunError, InputError
+from ..errors import DamagedFileError, DivergedRunError, InputError
 from ..util import atomic_path
 from .data.lm_batches import CorpusBatches
 from .data.prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
@@ -211,9 +211,13 @@ def _prepared(
     if dist.is_main:
         return prepare_corpus(files, name, directory, tokenize=tokenizer, progress=progress, log=printer.info)
     expected = fingerprint(files, name)
-    while not is_prepared(directory, expected):
+    while True:
+        if is_prepared(directory, expected):
+            try:
+                return PreparedCorpus.load(directory)
+            except DamagedFileError:
+                pass  # damaged since: process 0 prepares it again
         time.sleep(1.0)
-    return PreparedCorpus.load(directory)
 
 
 def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Distributed, continuing: bool) -> LMVocab:

@@ -122,14 +122,18 @@ def fingerprint(files: Iterable[Union[str, Path]], tokenizer: str) -> Dict:
 
 
 def is_prepared(directory: Union[str, Path], expected: Dict) -> bool:
-    meta_path = Path(directory) / "meta.json"
-    if not meta_path.exists():
-        return False
+    """Whether `directory` holds a corpus prepared from the sources `expected` fingerprints."""
+    meta = _read_meta(Path(directory))
+    return meta is not None and meta.get("fingerprint") == expected
+
+
+def _read_meta(directory: Path) -> Optional[Dict]:
+    """The corpus's meta.json, or None where there is none that reads as a JSON object."""
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf8"))
-    except (OSError, json.JSONDecodeError):
-        return False
-    return meta.get("fingerprint") == expected
+        meta = json.loads((directory / "meta.json").read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 def prepare_corpus(
@@ -152,13 +156,12 @@ def prepare_corpus(
     files = [Path(p) for p in files]
     expected = fingerprint(files, tokenizer)
     if is_prepared(directory, expected):
-        try:
+        damage = _damage(directory, _read_meta(directory) or {})
+        if damage is None:
             corpus = PreparedCorpus.load(directory)
-        except DamagedFileError as err:
-            log(f"{err} Preparing it again.")
-        else:
             log(f"Reusing the prepared corpus in {directory} ({corpus.n_tokens:,} tokens)")
             return corpus
+        log(f"The prepared corpus in {directory} is damaged ({damage}): preparing it again")
     if directory.exists() and not (directory / "meta.json").exists():
         raise OutputError("E302", path=directory)
     tokenize = tokenize if tokenize is not None else make_tokenizer(tokenizer)
