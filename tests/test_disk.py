@@ -10,7 +10,6 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy
@@ -19,6 +18,8 @@ import pytest
 from spacy_elmo.bilm import BiLM
 from spacy_elmo.disk import hdf5_writer, writing
 from spacy_elmo.errors import ElmoError
+
+from .cli.test_embed_faults import read_only_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,23 +82,9 @@ def test_softmax_save_on_a_full_disk_is_a_coded_error(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def read_only_folder(tmp_path: Path) -> Path:
-    """A folder no new file can be made in, even by root."""
-    if os.geteuid() != 0:
-        folder = tmp_path / "ro"
-        folder.mkdir()
-        folder.chmod(0o555)
-        return folder
-    folder = Path("/sys")  # sysfs: no new files, even for root
-    try:
-        tempfile.TemporaryFile(dir=folder).close()
-    except OSError:
-        return folder
-    pytest.skip("no /sys here, or one where files can be created")
-
-
-def test_save_allennlp_into_a_read_only_folder_is_a_coded_error(fixture_paths, tmp_path):
-    folder = read_only_folder(tmp_path)
+@pytest.mark.parametrize("how", ["chmod", "sysfs"])
+def test_save_allennlp_into_a_read_only_folder_is_a_coded_error(fixture_paths, tmp_path, how):
+    folder = read_only_folder(tmp_path, how)
     with pytest.raises(ElmoError, match=rf"E514.*'{folder}/out"):
         BiLM.from_allennlp(*fixture_paths).save_allennlp(folder / "out")
 

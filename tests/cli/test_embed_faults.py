@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import h5py
-import numpy
 import pytest
 import torch
 from typer.testing import CliRunner

@@ -16,7 +16,8 @@ from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import load_model, perplexity, pretrain
 from spacy_elmo.training.snapshot import export_checkpoint
 
-from ..test_disk import ROOT, check_coded, leftovers, read_only_folder
+from ..cli.test_embed_faults import read_only_folder
+from ..test_disk import ROOT, check_coded, leftovers
 from .test_pretrain import Stop, stop_at
 
 SENTENCES = [["the", "cat", "sat", "."], ["a", "zebra"], ["the"]]
@@ -154,9 +155,10 @@ def test_export_onto_a_tiny_disk_is_a_coded_error_and_leaves_nothing(tmp_path, s
     assert leftovers(out) == []
 
 
-def test_export_into_a_read_only_folder_is_refused_before_anything_is_read(tmp_path, stopped_run):
+@pytest.mark.parametrize("how", ["chmod", "sysfs"])
+def test_export_into_a_read_only_folder_is_refused_before_anything_is_read(tmp_path, stopped_run, how):
     _, run = stopped_run
-    folder = read_only_folder(tmp_path)
+    folder = read_only_folder(tmp_path, how)
     with pytest.raises(ElmoError, match=rf"E514.*'{folder}/model'.*make '{folder}' writable"):
         export_checkpoint(run, folder / "model")
     result = CliRunner().invoke(app, ["export", str(run), str(folder / "model")])
