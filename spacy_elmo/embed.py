@@ -8,7 +8,7 @@ together. The command itself (its arguments, messages and exit codes) is in
 import json
 import os
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, TypeVar, Union
+from typing import Callable, Dict, List, Optional, Sequence, TypeVar, Union
 
 import h5py
 import torch

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import h5py
+import numpy
 import pytest
 import torch
 from typer.testing import CliRunner
