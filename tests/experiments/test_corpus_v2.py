@@ -187,7 +187,7 @@ def test_corpus_v2_keeps_v1_split_and_adds_each_source(tmp_path):
     corpus_v1.prepare_corpus(tmp_path / "assets", tmp_path / "v1", dev_fraction=0.1, seed=0)
     v1, v2 = tmp_path / "v1", tmp_path / "v2"
     # v1's dev documents are v2's dev documents of the same sources, byte for byte.
-    for source in corpus_v1.SOURCES:
+    for source in corpus_v1.ASSET_SOURCES:
         assert (v2 / f"dev_{source}.txt").read_bytes() == (v1 / f"dev_{source}.txt").read_bytes()
     assert (v2 / "dev.txt").read_text().startswith((v1 / "dev.txt").read_text())
     # v1's training text is all in v2's training text.
@@ -211,7 +211,7 @@ def test_corpus_v2_keeps_v1_split_and_adds_each_source(tmp_path):
     # Deterministic: the same inputs and seed give the same files.
     for name in ("train.txt", "dev.txt", "stats.json", "leakage.json"):
         assert (v2 / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
-    assert report.sources == (*corpus_v1.SOURCES, *(s.name for s in corpus_sources.SOURCES))
+    assert report.sources == (*corpus_v1.ASSET_SOURCES, *(s.name for s in corpus_sources.SOURCES))
 
 
 def test_corpus_v2_removes_downstream_snippets_and_tweets(tmp_path):

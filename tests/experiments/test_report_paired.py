@@ -215,7 +215,7 @@ def test_a_damaged_seed_file_is_one_line_naming_it(tmp_path, capsys, content, fo
     bad.write_bytes(content)
     code, err = run_paired(["ents_f", base, elmo], capsys)
     assert code == 1
-    assert err.count("\n") == 1 and err.startswith(f"error: {bad}: expected ")
+    assert err.count("\n") == 1 and err.startswith(f"error: {bad}") and ": expected " in err
     assert found in err
 
 
