@@ -6,6 +6,7 @@ half-written output and there is one implementation of the swap. ``read_utf8`` a
 ``read_json`` read an input file and turn what can be wrong with it (missing, a folder,
 not UTF-8, a cut JSON text) into an ``ExperimentError`` naming the file.
 """
+import codecs
 import json
 from pathlib import Path
 from typing import Any, Union
@@ -35,10 +36,11 @@ def read_utf8(path: Union[str, Path], what: str, encoding: str = "utf-8") -> str
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
+        offset = err.start + (len(codecs.BOM_UTF8) if encoding == "utf-8-sig" and data.startswith(codecs.BOM_UTF8) else 0)
+        line = data[:offset].count(b"\n") + 1
         raise ExperimentError(
             f"{path}:{line}", expected=f"{what} in UTF-8",
-            found=f"the byte {data[err.start:err.start + 1]!r} at offset {err.start}",
+            found=f"the byte {data[offset:offset + 1]!r} at offset {offset}",
             fix="convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`) or fetch it again",
         ) from None
 
