@@ -39,7 +39,7 @@ def read_utf8(path: Union[str, Path], what: str, encoding: str = "utf-8") -> str
         offset = err.start + (len(codecs.BOM_UTF8) if encoding == "utf-8-sig" and data.startswith(codecs.BOM_UTF8) else 0)
         line = data[:offset].count(b"\n") + 1
         raise ExperimentError(
-            f"{path}:{line}", expected=f"{what} in UTF-8",
+            f"{path}:{line}", expected=f"UTF-8 text ({what})",
             found=f"the byte {data[offset:offset + 1]!r} at offset {offset}",
             fix="convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`) or fetch it again",
         ) from None

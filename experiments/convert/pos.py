@@ -25,9 +25,11 @@ import typer
 from spacy.tokens import Doc
 
 from experiments.data.corpus import corpus_split
+from experiments.data.inputs import exit_on_bad_input
 from experiments.data.sources import ASSET_SOURCES
 from experiments.data.sources.oanc import OANC_SENTENCES_PER_DOC, read_oanc, read_tagged
 from experiments.data.splits import write_splits
+from experiments.errors import ExperimentError
 
 OANC_PATH = ASSET_SOURCES["oanc"][0]
 
@@ -39,7 +41,10 @@ def held_out_blocks(assets_dir: Path, dev_fraction: float = 0.02, seed: int = 0)
     held = [tuple(doc) for source, doc in dev if source == "oanc"]
     missing = [doc for doc in held if doc not in blocks]
     if missing:
-        raise ValueError(f"{len(missing)} held-out OANC block(s) were changed by the leakage filter")
+        raise ExperimentError(
+            assets_dir / OANC_PATH, expected="held-out OANC blocks the leakage filter left whole",
+            found=f"{len(missing)} block(s) it changed", fix="pick the test blocks with --test-blocks",
+        )
     return sorted(blocks[doc] for doc in held)
 
 
@@ -64,7 +69,8 @@ def convert_pos(
     sentences = read_tagged(tagged_path)
     blocks = [sentences[i : i + OANC_SENTENCES_PER_DOC] for i in range(0, len(sentences), OANC_SENTENCES_PER_DOC)]
     if any(not 0 <= i < len(blocks) for i in test_blocks):
-        raise ValueError(f"test block index out of range 0..{len(blocks) - 1}: {test_blocks}")
+        raise ExperimentError("--test-blocks", expected=f"block indices in 0..{len(blocks) - 1}",
+                              found=f"{test_blocks} (out of range)")
     split = split_blocks(len(blocks), test_blocks, dev_blocks, seed)
     vocab = spacy.blank("en").vocab
     splits, counts = {}, {}
@@ -89,8 +95,9 @@ def main(
     ] = None,
 ) -> None:
     """OANC part-of-speech train/dev/test, tested on the text the shipped biLM held out."""
-    tests = test_blocks if test_blocks else held_out_blocks(assets_dir)
-    counts = convert_pos(assets_dir / OANC_PATH, output_dir, tests, dev_blocks, train_sentences, seed)
+    with exit_on_bad_input():
+        tests = test_blocks if test_blocks else held_out_blocks(assets_dir)
+        counts = convert_pos(assets_dir / OANC_PATH, output_dir, tests, dev_blocks, train_sentences, seed)
     for name, c in counts.items():
         typer.echo(f"{name}: {c['sentences']:,} sentences, {c['tokens']:,} tokens ({c['blocks']} blocks)")
 

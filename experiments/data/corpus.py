@@ -64,9 +64,8 @@ def load_documents(assets_dir: Path) -> tuple[list[tuple[str, Document]], int]:
     for source, (rel_path, reader) in ASSET_SOURCES.items():
         path = assets_dir / rel_path
         if not path.exists():
-            raise FileNotFoundError(
-                f"{path} is missing: run `python -m experiments.data.fetch {assets_dir}` first"
-            )
+            raise ExperimentError(path, expected=f"the {source} source", found="nothing (it is missing)",
+                                  fix=f"run `python -m experiments.data.fetch {assets_dir}` first")
         for doc in reader(path):
             key = tuple(doc)
             if key in seen:
@@ -164,7 +163,7 @@ def main(
     max_docs = max_docs or None  # 0 keeps everything
     try:
         report = prepare_corpus(assets_dir, output_dir, max_docs, dev_fraction, seed)
-    except (FileNotFoundError, ValueError, ExperimentError) as err:
+    except ExperimentError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(code=1)
     echo_report(report, output_dir)

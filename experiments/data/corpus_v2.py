@@ -39,7 +39,6 @@ from typing import Annotated, Iterable, Optional
 
 import typer
 
-from experiments.data.archive import FetchError
 from experiments.data.corpus import CorpusReport, corpus_split, echo_report
 from experiments.data.leakage import downstream_filter, remove_leakage
 from experiments.data.sources import ASSET_SOURCES, SOURCES, Source, read_sources
@@ -170,7 +169,7 @@ def main(
     """Write corpus v2 (corpus v1 plus the package sources) for pretraining the biLM."""
     try:
         report = prepare_corpus_v2(assets_dir, output_dir, packages_dir, dev_fraction, seed)
-    except (FetchError, FileNotFoundError, ValueError, ExperimentError) as err:
+    except ExperimentError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(code=1)
     lines = ", ".join(f"{name} {n:,}" for name, n in report.duplicate_lines.items())

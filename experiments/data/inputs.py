@@ -1,8 +1,10 @@
-"""What every task converter checks in its input, with one error class for all of them.
+"""What every task converter does with a wrong input: one line, exit 1.
 
-A converter's command prints a ``FormatError`` as ``error: PATH:LINE: ...`` and
-exits with 1, so a wrong file ends in one line saying what was expected and what
-was found, never in a traceback or in empty splits reported as written.
+The readers (``experiments.data.tasks``, ``experiments.files.read_utf8``) raise
+``experiments.errors.ExperimentError`` naming the file and line, what was expected and what
+was found; a converter's command body runs inside `exit_on_bad_input`, which prints it as
+``error: PATH:LINE: expected ..., found ...`` and exits with 1, so a wrong file never ends
+in a traceback or in empty splits reported as written.
 """
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,36 +12,21 @@ from typing import Iterator, Sized, Union
 
 import typer
 
-
-class FormatError(ValueError):
-    """A converter's input is not in the format that converter reads."""
-
-
-def read_text(path: Union[str, Path], encoding: str = "utf-8") -> str:
-    """A converter's input as text; bytes that are not UTF-8 are a ``FormatError`` naming the line."""
-    data = Path(path).read_bytes()
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise FormatError(
-            f"{path}:{line}: expected UTF-8 text, found the byte {data[err.start:err.start + 1]!r} "
-            f"at offset {err.start}. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`) "
-            f"or check that it is the right file."
-        ) from None
+from experiments.errors import ExperimentError
 
 
 def require_items(items: Sized, path: Union[str, Path], what: str) -> None:
-    """A ``FormatError`` when the input held nothing to convert (an empty or wrong file)."""
+    """An ``ExperimentError`` when the input held nothing to convert (an empty or wrong file)."""
     if len(items) == 0:
-        raise FormatError(f"{path}: found no {what}: the file is empty or not in the expected format.")
+        raise ExperimentError(path, expected=f"{what} to convert", found=f"no {what}",
+                              fix="the file is empty or not in the expected format")
 
 
 @contextmanager
 def exit_on_bad_input() -> Iterator[None]:
-    """A converter command's body: a ``FormatError`` or an unreadable file ends it in one line, exit 1."""
+    """A converter command's body: an ``ExperimentError`` or an unwritable output ends it in one line, exit 1."""
     try:
         yield
-    except (FormatError, OSError) as err:
+    except (ExperimentError, OSError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(code=1)

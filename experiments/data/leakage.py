@@ -25,6 +25,7 @@ from typing import Iterable
 
 from experiments.data.tasks import DOWNSTREAM
 from experiments.data.text import Document, count_words, normalize_for_match, normalize_space, split_sentences
+from experiments.errors import ExperimentError
 
 # Downstream texts (and their sentences) shorter than this many words do not
 # take part in the sentence match: "Great ." must not remove every "Great .".
@@ -102,9 +103,9 @@ def load_downstream_texts(assets_dir: Path) -> dict[str, list[str]]:
     for name, (rel_path, read_texts) in DOWNSTREAM.items():
         path = assets_dir / rel_path
         if not path.exists():
-            raise FileNotFoundError(
-                f"{path} is missing (needed to keep downstream sentences out of the "
-                f"corpus): run `python -m experiments.data.fetch {assets_dir}` first"
+            raise ExperimentError(
+                path, expected=f"the downstream set {name} (kept out of the corpus)", found="nothing (it is missing)",
+                fix=f"run `python -m experiments.data.fetch {assets_dir}` first",
             )
         texts[name] = read_texts(path)
     return texts

@@ -15,6 +15,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 from spacy.tokens import Doc, DocBin
 
 from experiments.data.text import Document
+from experiments.errors import ExperimentError
 from experiments.files import write_atomic
 
 SPLIT_NAMES = ("train", "dev", "test")
@@ -84,9 +85,9 @@ def split_documents(
     first, the others after them in name order).
     """
     if not 0 <= dev_fraction < 1:
-        raise ValueError(f"dev_fraction must be in [0, 1), got {dev_fraction}")
+        raise ExperimentError("--dev-fraction", expected="a share in [0, 1)", found=str(dev_fraction))
     if max_docs is not None and max_docs < 1:
-        raise ValueError(f"max_docs must be at least 1, got {max_docs}")
+        raise ExperimentError("--max-docs", expected="at least 1 (or 0 for all)", found=str(max_docs))
     docs = list(docs)
     random.Random(seed).shuffle(docs)
     if max_docs is not None:

