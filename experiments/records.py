@@ -21,23 +21,34 @@ the Monte-Carlo sign-flip test (no ``sign_flip_se``/``sign_flip_method``) read a
 """
 import json
 import math
+import statistics
 from pathlib import Path
 from typing import Annotated, Any, Dict, List, Optional, Union
 
 import srsly
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
 from experiments.errors import ExperimentError
 from experiments.files import read_json
 from spacy_elmo.util import atomic_path
 
-# A score or statistic: a finite number (JSON's NaN and Infinity, and null, are refused).
+# A score or statistic: a finite number (JSON's NaN and Infinity, null, a string or a bool are refused).
 Finite = Field(allow_inf_nan=False)
-Score = Annotated[float, Field(allow_inf_nan=False)]
+Score = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+# Records keep 10 significant digits: a mean further than this from its seeds' mean is not theirs.
+MEAN_TOLERANCE = 1e-6
 
 
 class SeedMetrics(RootModel[Dict[str, Any]]):
     """A seedN.json: a JSON object of scores (entries a report does not read are kept as they are)."""
+
+    def score(self, key: str) -> float:
+        """The score ``key`` as a finite number (a `ValidationError` for null, NaN, a string...)."""
+        return _SeedScore(value=self.root[key]).value
+
+
+class _SeedScore(BaseModel):
+    value: Score
 
 
 class Comparison(BaseModel):
@@ -65,6 +76,14 @@ class RunRecord(BaseModel):
     n: int = Field(ge=1)
     by_seed: Dict[str, Score] = Field(min_length=1)
     against_first: Optional[Comparison] = None
+
+    @model_validator(mode="after")
+    def _agrees_with_its_seeds(self) -> "RunRecord":
+        mean = statistics.fmean(self.by_seed.values())
+        if self.n != len(self.by_seed) or abs(self.mean - mean) > MEAN_TOLERANCE * max(1.0, abs(mean)):
+            raise ValueError(f"n = {self.n} and mean = {self.mean} do not match by_seed ({len(self.by_seed)} seeds, "
+                             f"mean {mean})")
+        return self
 
 
 class Record(BaseModel):
@@ -106,13 +125,13 @@ def read_seed_score(path: Union[str, Path], key: str) -> float:
             path, expected=f"the score '{key}'", found=f"only the scores {', '.join(sorted(metrics)[:12])}" if metrics else "no score",
             fix="name a score the file holds, or evaluate the run for this task",
         )
-    value = metrics[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    try:
+        return 100.0 * SeedMetrics(metrics).score(key)
+    except ValidationError:
         raise ExperimentError(
-            path, expected=f"the score '{key}' as a finite number", found=_describe(value),
+            path, expected=f"the score '{key}' as a finite number", found=_describe(metrics[key]),
             fix="spaCy writes null when nothing was scored: check the run's dev/test data and evaluate it again",
-        )
-    return 100.0 * float(value)
+        ) from None
 
 
 def read_record(path: Union[str, Path]) -> Record:

@@ -230,8 +230,10 @@ def test_a_damaged_seed_file_is_one_line_naming_it(tmp_path, capsys, content, fo
         ({"key": "ents_f", "reference": "base", "runs": {"base": {"mean": 45.0, "std": 5.0, "n": 1, "by_seed": {"seed0": None}}}},
          "null at runs.base.by_seed.seed0"),
         ([1, 2], "list [1, 2] at the top level"),
+        ({"key": "ents_f", "reference": "base", "runs": {"base": {"mean": 99.0, "std": 5.0, "n": 2, "by_seed": {"seed0": 40.0, "seed1": 50.0}}}},
+         "mean = 99.0 do not match by_seed (2 seeds, mean 45.0)"),
     ],
-    ids=["cut", "no-by_seed", "by_seed-list", "null-score", "list"],
+    ids=["cut", "no-by_seed", "by_seed-list", "null-score", "list", "mean-edited"],
 )
 def test_a_damaged_record_is_one_line_naming_it(tmp_path, capsys, record, found):
     base, elmo = good_runs(tmp_path)
