@@ -36,7 +36,8 @@ def read_utf8(path: Union[str, Path], what: str, encoding: str = "utf-8") -> str
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as err:
-        offset = err.start + (len(codecs.BOM_UTF8) if encoding == "utf-8-sig" and data.startswith(codecs.BOM_UTF8) else 0)
+        bom = encoding == "utf-8-sig" and data.startswith(codecs.BOM_UTF8)
+        offset = err.start + (len(codecs.BOM_UTF8) if bom else 0)  # utf-8-sig counts after the BOM
         line = data[:offset].count(b"\n") + 1
         raise ExperimentError(
             f"{path}:{line}", expected=f"UTF-8 text ({what})",

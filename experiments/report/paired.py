@@ -26,8 +26,9 @@ from experiments.report.comparison import format_p, gains, mean_std
 def scores(folder: Path, key: str) -> Dict[str, float]:
     """{seed name: 100 × the score} of a folder's seedN.json files (each checked: ``experiments.records``)."""
     if not folder.is_dir():
-        raise ExperimentError(folder, expected="a folder of seedN.json (experiments.run.evaluate_seeds) or "
-                              "RECORD.json:RUN (a record --json wrote)", found="a file" if folder.exists() else "nothing")
+        raise ExperimentError(folder, found="a file" if folder.exists() else "nothing",
+                              expected="a folder of seedN.json (experiments.run.evaluate_seeds) or "
+                              "RECORD.json:RUN (a record --json wrote)")
     files = sorted(folder.glob("seed*.json"))
     if not files:
         raise ExperimentError(folder, expected="seedN.json files", found="none",

@@ -4,8 +4,9 @@
 extracted into the assets folder, each with its reader (``wiki``, ``bbc``, ``reviews``,
 ``oanc``; the OANC module also reads the tagged text of the part-of-speech task).
 
-``SOURCES`` is the text corpus v2 adds to corpus v1, read straight out of pinned package files: each entry names a source (its dev file is
-``dev_<name>.txt``), the package file it lies in, the members inside (see
+``SOURCES`` is the text corpus v2 adds to corpus v1, read straight out of pinned package
+files: each entry names a source (its dev file is ``dev_<name>.txt``), the package file it
+lies in, the members inside (see
 ``experiments.data.archive.read_members``: globs, ``::`` into a nested archive,
 ``.gz``/``.bz2`` decompressed), the reader that turns their bytes into documents
 (lists of plain-text lines), the licence of the text, and where the text comes

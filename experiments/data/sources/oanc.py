@@ -43,7 +43,8 @@ def read_tagged(path: Path) -> list[TaggedSentence]:
         for token in line.split():
             word, slash, tag = token.rpartition("/")
             if not slash or not word or not tag:
-                raise ExperimentError(f"{path}:{number}", expected="word/TAG tokens", found=f"{token!r} in {line[:80]!r}")
+                raise ExperimentError(f"{path}:{number}", expected="word/TAG tokens",
+                                      found=f"{token!r} in {line[:80]!r}")
             pairs.append((strip_pos_tag(token), tag))
         sentences.append(pairs)
     return sentences
