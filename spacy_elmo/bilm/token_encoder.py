@@ -6,7 +6,14 @@ from torch import nn
 
 from .char_ids import PAD_CHAR
 from .options import BiLMOptions
-from .row_padding import MIN_ROWS, pad_rows
+from .row_padding import pad_rows
+
+# The character CNN's products (oneDNN's convolutions, MKL's) take another
+# method, which rounds differently, for calls of fewer than 16 tokens; a call
+# with fewer is made up to this many with copies of a token (row_padding), so
+# that a token's vector never depends on how many others are encoded with it
+# (a warm token cache encodes only the few tokens it misses).
+MIN_ENCODER_ROWS = 16
 
 
 class Highway(nn.Module):
@@ -63,8 +70,8 @@ class CharCNNTokenEncoder(nn.Module):
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         """char_ids: (n_tokens, max_chars), real tokens only -> (n_tokens, projection_dim)."""
         n_tokens = char_ids.shape[0]
-        if 0 < n_tokens < MIN_ROWS:  # see row_padding
-            return self(pad_rows(char_ids, 0))[:n_tokens]
+        if 0 < n_tokens < MIN_ENCODER_ROWS:
+            return self(pad_rows(char_ids, 0, MIN_ENCODER_ROWS))[:n_tokens]
         pad_id = PAD_CHAR + 1
         # A token's length: begin-word, bytes and end-word (everything before the padding).
         lengths = (char_ids != pad_id).sum(dim=1)
@@ -75,14 +82,20 @@ class CharCNNTokenEncoder(nn.Module):
         pad_window = self.char_embed[pad_id].view(1, -1, 1)
         pooled = []
         for width, conv in zip(self.filter_widths, self.convs):
-            # (n_tokens, n_filters): the max over the windows we computed.
-            best = conv(embedded).amax(dim=2)
-            if n_positions < self.max_chars:
-                # A padding-only window exists in the full computation iff the
-                # token leaves at least `width` padding positions.
-                pad_value = conv(pad_window.expand(1, -1, width)).view(1, -1)
-                has_pad_window = (lengths <= self.max_chars - width).unsqueeze(1)
-                best = torch.where(has_pad_window, torch.maximum(best, pad_value), best)
+            windows = conv(embedded)  # (n_tokens, n_filters, n_positions - width + 1)
+            # A window that starts at or after the token's end sees only padding: its
+            # value is the same for every token, and is always taken from one product
+            # of its own, so that no token's vector depends on how long the others in
+            # its call are (where the windows reach `max_chars`, a padding-only window
+            # computed inside the wide product could round differently).
+            starts = torch.arange(windows.shape[2], device=char_ids.device)
+            padding_only = starts[None, :] >= lengths[:, None]  # (n_tokens, n_windows)
+            best = windows.masked_fill(padding_only.unsqueeze(1), float("-inf")).amax(dim=2)
+            # A padding-only window exists in the full computation iff the token
+            # leaves at least `width` padding positions.
+            pad_value = conv(pad_window.expand(1, -1, width)).view(1, -1)
+            has_pad_window = (lengths <= self.max_chars - width).unsqueeze(1)
+            best = torch.where(has_pad_window, torch.maximum(best, pad_value), best)
             pooled.append(best)
         x = self.activation(torch.cat(pooled, dim=1))  # (n_tokens, n_filters)
         for highway in self.highways:
