@@ -207,7 +207,18 @@ class BiLSTMStack(nn.Module):
         h0 = x.new_zeros(2, rows, p)
         gates = x.new_empty(2 * rows * N_GATES * c_dim)
         cell_out = x.new_empty(2 * rows * c_dim)
-        sigmoid_end = 3 * c_dim
+        views: dict = {}  # the buffers' views for m rows, made once per row count
+
+        def views_of(m: int):
+            if m not in views:
+                g = gates[: 2 * m * N_GATES * c_dim].view(2, m, N_GATES * c_dim)
+                views[m] = (
+                    g, g[:, :, : 3 * c_dim], g[:, :, 3 * c_dim :], g[:, :, :c_dim], g[:, :, c_dim : 2 * c_dim],
+                    g[:, :, 2 * c_dim : 3 * c_dim], c[:, :m], cell_out[: 2 * m * c_dim].view(2, m, c_dim),
+                )
+            return views[m]
+
+        cell_clip, proj_clip = self.cell_clip, self.proj_clip
         h = h0
         for first, end in blocks:
             block_start = offsets[first]
@@ -224,33 +235,33 @@ class BiLSTMStack(nn.Module):
             for t in range(first, end):
                 n, start = batch_sizes[t], offsets[t] - block_start
                 m = max(n, MIN_STEP_ROWS)  # see MIN_STEP_ROWS: rows beyond n are dropped
-                g = gates.view(-1)[: 2 * m * N_GATES * c_dim].view(2, m, N_GATES * c_dim)
+                g, sigmoid_gates, new_input, input_gate, forget_gate, output_gate, cell, cell_out_m = views_of(m)
                 step_x = gates_x[:, start : start + n]
                 if n < MIN_STEP_ROWS:
                     step_x = pad_rows(step_x, 1, MIN_STEP_ROWS)
                     h = pad_rows(h[:, :n], 1, MIN_STEP_ROWS)
-                torch.baddbmm(step_x, h[:, :m], W_hidden, out=g)
-                g[:, :, :sigmoid_end].sigmoid_()
-                g[:, :, sigmoid_end:].tanh_()
-                cell = c[:, :m]
-                cell.mul_(g[:, :, c_dim : 2 * c_dim])  # forget
-                cell_out_m = cell_out[: 2 * m * c_dim].view(2, m, c_dim)
-                torch.mul(g[:, :, :c_dim], g[:, :, sigmoid_end:], out=cell_out_m)  # input * new input
+                elif h.shape[1] != n:
+                    h = h[:, :n]
+                torch.baddbmm(step_x, h, W_hidden, out=g)
+                sigmoid_gates.sigmoid_()
+                new_input.tanh_()
+                cell.mul_(forget_gate)
+                torch.mul(input_gate, new_input, out=cell_out_m)
                 cell.add_(cell_out_m)
-                if self.cell_clip:
-                    cell.clamp_(-self.cell_clip, self.cell_clip)
+                if cell_clip:
+                    cell.clamp_(-cell_clip, cell_clip)
                 torch.tanh(cell, out=cell_out_m)
-                cell_out_m.mul_(g[:, :, 2 * c_dim : sigmoid_end])  # output gate
+                cell_out_m.mul_(output_gate)
                 if n < MIN_STEP_ROWS:
                     h = torch.bmm(cell_out_m, W_proj)
-                    if self.proj_clip:
-                        h.clamp_(-self.proj_clip, self.proj_clip)
+                    if proj_clip:
+                        h.clamp_(-proj_clip, proj_clip)
                     out[:, offsets[t] : offsets[t + 1]] = h[:, :n]
                 else:
                     h = out[:, offsets[t] : offsets[t + 1]]
                     torch.bmm(cell_out_m, W_proj, out=h)
-                    if self.proj_clip:
-                        h.clamp_(-self.proj_clip, self.proj_clip)
+                    if proj_clip:
+                        h.clamp_(-proj_clip, proj_clip)
         return out
 
     def layer_weights(self, layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:

@@ -6,7 +6,7 @@ softmax to train it.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Hashable, List, Optional, Sequence, Union
+from typing import Callable, Hashable, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -108,12 +108,13 @@ class BiLM(nn.Module):
         """Forget the carried-over state (stateful mode)."""
         self._states = None
 
-    def encode_tokens(self, char_ids: torch.Tensor) -> torch.Tensor:
+    def encode_tokens(self, char_ids: torch.Tensor, longest: Optional[int] = None) -> torch.Tensor:
         """The context-insensitive representation of tokens.
 
-        char_ids: (n, max_chars) -> (n, projection_dim).
+        char_ids: (n, max_chars) -> (n, projection_dim). longest: see
+        `CharCNNTokenEncoder.forward`.
         """
-        vectors = self.token_encoder(char_ids)
+        vectors = self.token_encoder(char_ids, longest)
         if vectors.requires_grad:  # a backward pass will give the encoder gradients: see _token_vectors
             vectors.register_hook(self._clear_token_cache_on_backward)
         return vectors
@@ -139,7 +140,9 @@ class BiLM(nn.Module):
         ids = torch.cat([self.boundary_ids.to(device), char_ids[mask]])
         keys, first, inverse_array = distinct_rows(ids)
         first_t = torch.from_numpy(first).to(device)
-        distinct = self._token_vectors(keys, lambda positions: ids[first_t[torch.from_numpy(positions).to(device)]])
+        distinct = self._token_vectors(
+            keys, lambda positions: (ids[first_t[torch.from_numpy(positions).to(device)]], None)
+        )
         inverse = torch.from_numpy(inverse_array).to(device)
         lengths = mask.sum(dim=1) + 2  # with <S> and </S>
         steps = n_tokens + 2
@@ -193,8 +196,10 @@ class BiLM(nn.Module):
         device = self.boundary_ids.device
         max_chars = self.options.max_characters_per_token
 
-        def char_ids(positions: numpy.ndarray) -> torch.Tensor:
-            return torch.from_numpy(words_to_ids([words[i] for i in positions.tolist()], max_chars)).to(device)
+        def char_ids(positions: numpy.ndarray) -> Tuple[torch.Tensor, int]:
+            ids = words_to_ids([words[i] for i in positions.tolist()], max_chars)
+            longest = int((ids != PAD_CHAR + 1).sum(axis=1).max(initial=1))  # known here: no read from the device
+            return torch.from_numpy(ids).to(device, non_blocking=True), longest
 
         vectors = self._token_vectors(words, char_ids)
         if not len(index):
@@ -224,16 +229,17 @@ class BiLM(nn.Module):
         ids = torch.cat([self.boundary_ids.to(char_ids.device), char_ids[char_ids[:, :, 0] > 0]])
         keys, first, _ = distinct_rows(ids)
         first_t = torch.from_numpy(first).to(ids.device)
-        self._token_vectors(keys, lambda positions: ids[first_t[torch.from_numpy(positions).to(ids.device)]])
+        self._token_vectors(keys, lambda positions: (ids[first_t[torch.from_numpy(positions).to(ids.device)]], None))
 
     def _token_vectors(
-        self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], torch.Tensor]
+        self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]]
     ) -> torch.Tensor:
         """Vectors of the distinct tokens `keys` (n_distinct, projection_dim),
         through the token cache where it is valid.
 
         char_ids: positions in `keys` (int64 array) -> their character ids
-            (n, max_chars), on the model's device.
+            (n, max_chars), on the model's device, and their longest token's
+            number of ids when known on the host (else None).
         """
         parameters = list(self.token_encoder.parameters())
         needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in parameters)
@@ -245,7 +251,7 @@ class BiLM(nn.Module):
         # loading weights empties it (load_weights, load_state_dict).
         if needs_grad or any(p.grad is not None for p in parameters):
             self.token_cache.clear()
-            return self.encode_tokens(char_ids(numpy.arange(len(keys))))
+            return self.encode_tokens(*char_ids(numpy.arange(len(keys))))
         # Nor are vectors valid across devices, dtypes, storage or arithmetic (autocast, TF32).
         device = self.boundary_ids.device.type
         arithmetic = (
@@ -254,7 +260,7 @@ class BiLM(nn.Module):
         )
         weights_key = tuple((p.data_ptr(), p.device, p.dtype) for p in parameters)
         return self.token_cache.lookup(
-            keys, lambda missing: self.token_encoder(char_ids(missing)), (weights_key, arithmetic)
+            keys, lambda missing: self.token_encoder(*char_ids(missing)), (weights_key, arithmetic)
         )
 
     def _check_ids(self, char_ids: torch.Tensor) -> None:
