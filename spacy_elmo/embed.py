@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
-import numpy
 import h5py
+import numpy
 import torch
 from tqdm import tqdm
 
@@ -20,7 +20,7 @@ from .bilm import BiLM, length_sorted_batches
 from .bilm.precision import precision as in_precision
 from .device import check_device
 from .errors import ConfigError, ElmoError, InputError, OutputError
-from .training.run.distributed import Distributed
+from .distributed import Distributed
 from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path
 
 PathLike = Union[str, Path]
@@ -31,7 +31,7 @@ T = TypeVar("T")
 
 def embed_file(
     options: PathLike,
-    weights: PathLike,
+    weights: Optional[PathLike],
     input_path: PathLike,
     output_path: PathLike,
     layers: str = "all",
@@ -42,7 +42,7 @@ def embed_file(
     """Write the ELMo vectors of every line of a text file to a new HDF5 file.
 
     options, weights: the biLM's ``options.json`` and ``weights.hdf5``
-        (AllenNLP/bilm-tf format).
+        (AllenNLP/bilm-tf format); or a folder holding both, and None.
     input_path: UTF-8 text, one sentence per line, tokens separated by
         whitespace. A blank line is an empty sentence; a byte-order mark at
         the start is not text.

@@ -77,7 +77,7 @@ class ConfigError(ElmoError):
 
     codes = frozenset({
         "E104", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E508", "E526", "E531", "E532",
+        "E409", "E411", "E412", "E508", "E526", "E531", "E532",
     })
 
 
@@ -108,6 +108,20 @@ class DivergedRunError(ElmoError):
     exported; all processes of a pretraining run raise it at the same step."""
 
     codes = frozenset({"E312", "E506", "E512"})
+
+
+class Warnings(metaclass=ErrorsWithCodes):
+    """What spacy-elmo warns about, with codes as the errors have
+    (``warnings.warn(Warnings.W001.format(...))``): something was done
+    otherwise than asked, and the result is right."""
+
+    W001 = (
+        "store_dtype is 'float16', but the layers of {n_docs} of the {batch} docs "
+        "in this batch hold values beyond float16's range (up to {largest:,.0f}; "
+        "float16 holds at most 65,504), which float16 would store as inf. Those "
+        "docs' layers are stored as float32 (doc._.elmo.layers.dtype says which). "
+        "Set store_dtype = \"float32\" in [components.{name}] to store every doc alike."
+    )
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -259,6 +273,15 @@ class Errors(metaclass=ErrorsWithCodes):
     E411 = (
         "{where} has {n} setting(s) out of range or of the wrong type: {problems}. "
         "Fix them in the config ({section}) or in the call."
+    )
+    E412 = (
+        "The segmenter {segmenter} cut the doc '{text}' ({n_tokens} tokens) into "
+        "windows that {problem}. Expected a list of windows (start, end, keep_start, "
+        "keep_end) with 0 <= start <= keep_start <= keep_end <= end <= {n_tokens}, "
+        "whose kept ranges keep_start..keep_end cover every token exactly once "
+        "(a token in no kept range would get no vectors, one in two would get "
+        "two). Fix the segmenter, or set another in [components.elmo.model.segmenter] "
+        "(e.g. spacy-elmo.sentences.v1 or spacy-elmo.windows.v1)."
     )
     # Pretraining (E3xx)
     E301 = (

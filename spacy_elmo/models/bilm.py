@@ -46,8 +46,8 @@ from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
 from ..errors import ConfigError
 from ..extensions import install_extensions
-from .segmenters import Segmenter, read_sentences
-from .settings import BiLMSettings, check_settings
+from .segmenters import Segmenter, checked_windows, read_sentences
+from .settings import SETTINGS, BiLMSettings, ConfigSettings, check_settings
 
 BILM_ARCH = "spacy-elmo.BiLM.v1"
 # (doc index, start token, end token, first and end token kept): see models/segmenters.py
@@ -75,6 +75,10 @@ def BiLMModel(
     segmenter: how docs are cut into segments, e.g. `spacy-elmo.sentences.v1`
         (unset: the same) or `spacy-elmo.windows.v1` (windows across sentence
         boundaries, which may overlap); see models/segmenters.py.
+
+    None of these changes the weights, and the config is their one store: a
+    saved model's values are not read back, so an override at `spacy.load` or
+    an edit of the saved config.cfg is what the model does (see ConfigSettings).
     """
     check_settings(
         BiLMSettings, {"max_batch_tokens": max_batch_tokens, "window_size": window_size, "sentences": sentences},
@@ -96,10 +100,9 @@ def BiLMModel(
         partial(forward, segmenter=segmenter if segmenter is not None else read_sentences),
         layers=[wrapper],
         dims={"nO": None, "nL": None},
-        attrs={
-            "max_batch_tokens": max_batch_tokens, "window_size": window_size, "precision": precision,
-            "sentences": sentences,
-        },
+        attrs={SETTINGS: ConfigSettings(
+            max_batch_tokens=max_batch_tokens, window_size=window_size, precision=precision, sentences=sentences,
+        )},
     )
 
 
@@ -159,16 +162,17 @@ def forward(
     # _convert_outputs): docs hold NumPy arrays whatever the device.
     xp = ops.xp if is_train else numpy
     outputs = [xp.zeros((n_layers, len(doc), width), dtype="float32") for doc in docs]
-    segments = _segments(docs, segmenter, model.attrs["window_size"], model.attrs.get("sentences", "doc"))
+    settings = model.attrs[SETTINGS]
+    segments = _segments(docs, segmenter, settings["window_size"], settings["sentences"])
     segments.sort(key=lambda s: s[2] - s[1], reverse=True)
     # In training, one batch: one graph, one backward pass.
-    batches = [segments] if is_train else list(_batches(segments, model.attrs["max_batch_tokens"]))
+    batches = [segments] if is_train else list(_batches(segments, settings["max_batch_tokens"]))
     if not is_train:
-        return _predict(bilm, docs, batches, outputs, model.attrs["precision"]), _no_backprop
+        return _predict(bilm, docs, batches, outputs, settings["precision"]), _no_backprop
     backprops = []
     for batch in batches:
         words = [[t.text for t in docs[d][start:end]] for d, start, end, _, _ in batch]
-        with in_precision(get_torch_default_device(), model.attrs["precision"]):
+        with in_precision(get_torch_default_device(), settings["precision"]):
             layers, backprop = wrapper(batch_to_ids(words, bilm.options.max_characters_per_token), is_train)
         for row, (d, start, _, keep_start, keep_end) in enumerate(batch):
             outputs[d][:, keep_start:keep_end] = layers[:, row, keep_start - start : keep_end - start]
@@ -237,9 +241,11 @@ def sentence_starts(doc: Doc, sentences: str = "doc") -> List[int]:
 
 def _segments(docs: List[Doc], segmenter: Segmenter, window_size: int, sentences: str = "doc") -> List[Segment]:
     """Token ranges the biLM reads as sentences, as `segmenter` cuts each doc
-    (given the sentences `sentence_starts` reads)."""
+    (given the sentences `sentence_starts` reads), each token kept from
+    exactly one (checked: E412)."""
     return [
-        (d, *window) for d, doc in enumerate(docs) for window in segmenter(doc, sentence_starts(doc, sentences), window_size)
+        (d, *window) for d, doc in enumerate(docs)
+        for window in checked_windows(segmenter, doc, sentence_starts(doc, sentences), window_size)
     ]
 
 

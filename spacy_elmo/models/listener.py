@@ -23,7 +23,7 @@ from thinc.types import Floats2d, Floats3d
 from ..errors import ConfigError
 from ..extensions import install_extensions
 from .scalar_mix import ScalarMix
-from .settings import DropoutSettings, check_settings
+from .settings import SETTINGS, ConfigSettings, DropoutSettings, check_settings
 
 LISTENER_ARCH = "spacy-elmo.ElmoListener.v1"
 STANDALONE_ARCH = "spacy-elmo.ElmoStandalone.v1"
@@ -34,7 +34,6 @@ MIX_REF = "mix"
 # The ELMo dropout's rate goes by a name of its own: spaCy sets every node's
 # "dropout_rate" to [training] dropout at each update (thinc's set_dropout_rate).
 ELMO_DROPOUT_NAME = "elmo-dropout"
-ELMO_DROPOUT_RATE = "elmo_dropout_rate"
 
 
 @registry.architectures(LISTENER_ARCH)
@@ -72,11 +71,11 @@ def elmo_dropout(rate: float) -> Model[Floats2d, Floats2d]:
     trainer's own dropout: the listener's `dropout` is the paper's ELMo dropout,
     a setting of its own, so thinc's Dropout (whose "dropout_rate" spaCy
     overwrites with [training] dropout at every update) will not do."""
-    return Model(ELMO_DROPOUT_NAME, _elmo_dropout_forward, attrs={ELMO_DROPOUT_RATE: rate})
+    return Model(ELMO_DROPOUT_NAME, _elmo_dropout_forward, attrs={SETTINGS: ConfigSettings(rate=rate)})
 
 
 def _elmo_dropout_forward(model: Model, X: Floats2d, is_train: bool) -> Tuple[Floats2d, Callable]:
-    rate = model.attrs[ELMO_DROPOUT_RATE]
+    rate = model.attrs[SETTINGS]["rate"]
     if not is_train or not rate:
         return X, lambda dY: dY
     mask = model.ops.get_dropout_mask(X.shape, rate)  # scaled by 1 / (1 - rate)
@@ -265,7 +264,7 @@ def replace_listener(bilm_copy: Model, listener: ElmoListenerModel, component: A
     """A standalone model: the copied biLM feeding the listener's own trained
     mix, reading the sentences the `elmo` component read (as its config says,
     see `replace_listener_cfg`)."""
-    bilm_copy.attrs["sentences"] = "upstream"
+    bilm_copy.attrs[SETTINGS] = bilm_copy.attrs[SETTINGS].replace(sentences="upstream")
     return chain(bilm_copy, listener.layers[0])
 
 

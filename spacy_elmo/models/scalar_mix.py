@@ -6,7 +6,7 @@ from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Floats3d
 
 from ..errors import ConfigError
-from .settings import ScalarMixSettings, check_settings
+from .settings import SETTINGS, ConfigSettings, ScalarMixSettings, check_settings
 
 LAYER_NORM_EPS = 1e-12
 # The Thinc name of the mix layer: how listeners, `mix-weights` and reports find it in a model.
@@ -58,13 +58,10 @@ def ScalarMix(
         init=init,
         params={"s": None, "gamma": None},
         dims={"nL": n_layers, "nO": None},
-        attrs={
-            "layer_norm": layer_norm,
-            "layer_dropout": layer_dropout,
-            "l2_to_uniform": l2_to_uniform,
-            "layer": layer,
-            "average": average,
-        },
+        attrs={SETTINGS: ConfigSettings(
+            layer_norm=layer_norm, layer_dropout=layer_dropout, l2_to_uniform=l2_to_uniform, layer=layer,
+            average=average,
+        )},
     )
 
 
@@ -73,7 +70,7 @@ def init(model: Model, X: Optional[Floats3d] = None, Y=None) -> None:
         model.set_dim("nL", X.shape[0])
         model.set_dim("nO", X.shape[2])
     n_layers = model.get_dim("nL")
-    layer = model.attrs.get("layer")
+    layer = model.attrs[SETTINGS]["layer"]
     if layer is not None and not 0 <= layer < n_layers:
         raise ConfigError("E408", layer=layer, n_layers=n_layers)
     model.set_param("s", model.ops.alloc1f(n_layers))
@@ -88,7 +85,8 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
     s = model.get_param("s")
     gamma = model.get_param("gamma")
     fixed = is_fixed(model)
-    rate = model.attrs["layer_dropout"]
+    settings = model.attrs[SETTINGS]
+    rate = settings["layer_dropout"]
     if fixed:
         weights = mix_weights(model)
     elif is_train and rate > 0.0:
@@ -98,7 +96,7 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
         weights /= weights.sum()  # the dropped layers' weight, renormalised away
     else:
         weights = ops.softmax(s)
-    if model.attrs["layer_norm"]:
+    if settings["layer_norm"]:
         H, normalise_backprop = _layer_norm(xp, X)
     else:
         H, normalise_backprop = X, None
@@ -110,7 +108,7 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
             dweights = gamma[0] * xp.tensordot(H, dY, axes=([1, 2], [0, 1]))  # (n_layers,)
             # A dropped layer has weight 0, so the softmax's backward leaves its scalar alone.
             ds = ops.backprop_softmax(weights, dweights)
-            lam = model.attrs["l2_to_uniform"]
+            lam = settings["l2_to_uniform"]
             if lam:
                 ds += 2.0 * lam * (s - s.mean())
             model.inc_grad("s", ds.astype(s.dtype))
@@ -123,15 +121,16 @@ def forward(model: Model, X: Floats3d, is_train: bool) -> Tuple[Floats2d, Callab
 
 def is_fixed(model: Model) -> bool:
     """True when the mix's weights are fixed (one `layer`, or the plain `average`), not learned."""
-    return model.attrs.get("layer") is not None or bool(model.attrs.get("average"))
+    settings = model.attrs[SETTINGS]
+    return settings["layer"] is not None or settings["average"]
 
 
 def mix_weights(model: Model) -> Floats1d:
     """The weights the mix applies at prediction: softmax(s), one-hot for a fixed `layer`,
     or 1 / (L + 1) each for the plain `average`."""
     s = model.get_param("s")
-    layer = model.attrs.get("layer")
-    if model.attrs.get("average"):
+    layer, average = model.attrs[SETTINGS]["layer"], model.attrs[SETTINGS]["average"]
+    if average:
         return model.ops.xp.full_like(s, 1.0 / s.shape[0])
     if layer is None:
         return model.ops.softmax(s)

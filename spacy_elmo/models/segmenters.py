@@ -6,13 +6,16 @@ A segmenter is called as ``segmenter(doc, sentence_starts, window_size)``
 `window_size`: the biLM's setting) and returns windows
 ``(start, end, keep_start, keep_end)``: the biLM reads tokens start..end as
 one sentence, and tokens keep_start..keep_end take their vectors from that
-reading. Every token of the doc is kept from exactly one window.
+reading. Every token of the doc is kept from exactly one window (checked by
+`checked_windows` where the biLM reads them: E412 names the segmenter).
 """
+import operator
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
 
+from ..errors import ConfigError
 from .settings import WindowsSettings, check_settings
 
 SENTENCES = "spacy-elmo.sentences.v1"
@@ -94,3 +97,42 @@ def overlapping_windows(n_tokens: int, size: int, stride: int) -> List[Window]:
         else:
             windows.append((start, end, token, token + 1))
     return windows
+
+
+def checked_windows(segmenter: Segmenter, doc: Doc, sentence_starts: Sequence[int], window_size: int) -> List[Window]:
+    """`segmenter`'s windows of `doc`, checked: each a range of the doc, and
+    their kept ranges covering every token exactly once (E412, naming the
+    segmenter). One pass over the windows, none over the tokens."""
+    windows = segmenter(doc, sentence_starts, window_size)
+    n_tokens = len(doc)
+
+    def refuse(problem: str) -> ConfigError:
+        name = getattr(segmenter, "__qualname__", None) or repr(segmenter)
+        module = getattr(segmenter, "__module__", None)
+        return ConfigError(
+            "E412", segmenter=f"'{module}.{name}'" if module else f"'{name}'", text=doc.text[:40],
+            n_tokens=n_tokens, problem=problem,
+        )
+
+    if not isinstance(windows, (list, tuple)):
+        raise refuse(f"are not a list but {type(windows).__name__}")
+    checked: List[Window] = []
+    for window in windows:
+        try:
+            start, end, keep_start, keep_end = (operator.index(i) for i in window)
+        except (TypeError, ValueError):
+            raise refuse(f"include {window!r}, not 4 whole numbers") from None
+        if not 0 <= start <= keep_start <= keep_end <= end <= n_tokens:
+            raise refuse(f"include {window!r}, which is not a range inside the doc with its kept range inside it")
+        checked.append((start, end, keep_start, keep_end))
+    kept = sorted((keep_start, keep_end) for _, _, keep_start, keep_end in checked if keep_start < keep_end)
+    covered = 0  # tokens 0..covered are kept from exactly one window so far
+    for keep_start, keep_end in kept:
+        if keep_start > covered:
+            raise refuse(f"keep no vectors for tokens {covered}..{keep_start}")
+        if keep_start < covered:
+            raise refuse(f"keep tokens {keep_start}..{min(covered, keep_end)} from more than one window")
+        covered = keep_end
+    if covered < n_tokens:
+        raise refuse(f"keep no vectors for tokens {covered}..{n_tokens}")
+    return checked

@@ -4,10 +4,16 @@ confection checks only the types of a registered function's arguments, so each
 function checks its settings against a pydantic model here, whether it was
 built from a config or called from Python: any setting of the wrong type or
 out of range is one coded error (E411) that lists them all.
+
+A model keeps the settings that do not change its weights (how the biLM cuts,
+batches and computes, how a mix mixes, a dropout rate) as one
+`ConfigSettings` attr: the config that built it is their one store, whatever
+a saved model holds.
 """
 import math
-from typing import Any, Dict, List, Literal, Optional, Type, Union
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Type, Union
 
+import srsly
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -20,6 +26,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from thinc.api import Model
+from thinc.model import deserialize_attr, serialize_attr
 
 from ..errors import ConfigError
 
@@ -157,3 +165,49 @@ def _explain(error: Dict[str, Any]) -> str:
         expected = str(error.get("ctx", {}).get("error", expected))
     setting = ".".join(str(part) for part in error.get("loc", ()))
     return f"{setting} = {error.get('input')!r} ({expected})"
+
+
+# The attr of our models' runtime settings (a `ConfigSettings`).
+SETTINGS = "settings"
+
+
+class ConfigSettings(Mapping[str, Any]):
+    """A model's runtime settings (those that do not change its weights), as
+    its config gave them: kept in `model.attrs[SETTINGS]`, read-only.
+
+    Thinc saves a model's attrs with its weights and, on loading, sets the
+    saved values back over those the model was built with; for these that
+    would make an override at `spacy.load` or an edit of the saved config.cfg
+    say one thing while the model does another. These are saved (for the
+    record) but never read back: loading keeps the values the config built
+    the model with. Change one with `replace`.
+    """
+
+    def __init__(self, **values: Any) -> None:
+        self._values = dict(values)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"ConfigSettings({self._values!r})"
+
+    def replace(self, **changes: Any) -> "ConfigSettings":
+        """A copy with `changes` made (settings are never changed in place)."""
+        return ConfigSettings(**{**self._values, **changes})
+
+
+@serialize_attr.register(ConfigSettings)
+def _save_config_settings(_: ConfigSettings, value: ConfigSettings, name: str, model: Model) -> bytes:
+    return srsly.msgpack_dumps(dict(value))
+
+
+@deserialize_attr.register(ConfigSettings)
+def _keep_config_settings(current: ConfigSettings, value: bytes, name: str, model: Model) -> ConfigSettings:
+    return current  # the config's, not the saved ones (see ConfigSettings)

@@ -1,4 +1,5 @@
 """The `elmo` pipeline component: runs the biLM and shares its layers."""
+import warnings
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -17,12 +18,12 @@ from thinc.types import Floats3d
 
 from ..bilm import BiLM
 from ..data_classes import ElmoDocData
-from ..errors import ConfigError, DamagedFileError, ElmoError
+from ..errors import ConfigError, DamagedFileError, ElmoError, Warnings
 from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
 from ..models.bilm import get_bilm, sentence_starts, set_bilm
 from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
-from ..models.settings import check_component_settings
-from .layer_cache import LayerCache
+from ..models.settings import SETTINGS, check_component_settings
+from .layer_cache import LayerCache, as_stored
 
 DEFAULT_CONFIG = {
     "model": {"@architectures": "spacy-elmo.BiLM.v1", "max_batch_tokens": 4096, "window_size": 128},
@@ -61,6 +62,10 @@ class Elmo(TrainablePipe):
     its outputs for a doc seen before come from a cache; its backprop does
     nothing. Not frozen, the listeners' gradients fine-tune it, with one
     backward pass per batch.
+
+    store_dtype "float16" halves the memory of ``doc._.elmo``; a doc whose
+    layers hold a value beyond float16's range (65,504), which would be stored
+    as inf, keeps float32 layers instead, with a warning (W001).
 
     The settings are the factory's arguments, kept as attributes and nowhere
     else: `nlp.config` is what the component does, and a saved pipeline holds
@@ -143,15 +148,27 @@ class Elmo(TrainablePipe):
         """Store the layers as ``doc._.elmo``."""
         bilm = self._require_bilm()
         mix = fixed_mix_weights(self.vector_mix, bilm.n_layers)
-        sentences = self.model.attrs.get("sentences", "doc")
-        for doc, layers in zip(docs, outputs):
+        sentences = self.model.attrs[SETTINGS]["sentences"]
+        for doc, layers in zip(docs, self._in_store_dtype(outputs)):
             doc._.elmo = ElmoDocData(
-                layers=layers.astype(self.store_dtype, copy=False), mix=numpy.asarray(mix, dtype="float32"),
+                layers=layers, mix=numpy.asarray(mix, dtype="float32"),
                 vector_hooks=self.set_vector_hooks, token_offsets=token_offsets(doc),
                 sentence_starts=numpy.asarray(sentence_starts(doc, sentences), dtype="int32"),
             )
             if self.set_vector_hooks:
                 set_vector_hooks(doc)
+
+    def _in_store_dtype(self, outputs: List[Floats3d]) -> List[Floats3d]:
+        """Each doc's layers in `store_dtype`, but float32 for a doc whose
+        values float16 cannot hold (never inf), with one warning (W001)."""
+        stored = [as_stored(layers, self.store_dtype) for layers in outputs]
+        kept_float32 = [layers for layers, (_, too_large) in zip(outputs, stored) if too_large]
+        if kept_float32:
+            largest = max(float(numpy.abs(layers).max()) for layers in kept_float32)
+            warnings.warn(Warnings.W001.format(
+                n_docs=len(kept_float32), batch=len(outputs), largest=largest, name=self.name,
+            ), stacklevel=3)
+        return [layers for layers, _ in stored]
 
     # Training.
 
@@ -215,7 +232,8 @@ class Elmo(TrainablePipe):
         return losses
 
     def _frozen_outputs(self, docs: List[Doc]) -> List[Floats3d]:
-        """The biLM's layers for docs, from the cache where seen before."""
+        """The biLM's layers for docs, from the cache where seen before (by this biLM)."""
+        self.train_cache.bind(self._require_bilm())
         keys = [self.train_cache.key(doc) for doc in docs]
         outputs: List[Optional[Floats3d]] = [self.train_cache.get(key) for key in keys]
         missing = [i for i, out in enumerate(outputs) if out is None]
@@ -285,7 +303,8 @@ class Elmo(TrainablePipe):
         """Load the component saved in `path` (its `model` file, and `vocab` unless excluded).
 
         A missing or damaged file is a coded error naming it (E507); a
-        `vector_mix` that does not fit the loaded biLM is E401. A `cfg` file,
+        `vector_mix` that does not fit the loaded biLM is E401. The training
+        cache of the old weights' layers is emptied. A `cfg` file,
         which earlier versions saved beside the model, is not read: the
         settings are those of the pipeline's config (and of any override
         given to `spacy.load`), which held the same values when it was saved.
@@ -303,7 +322,7 @@ class Elmo(TrainablePipe):
                 self.vocab.from_disk(p, exclude=exclude)
 
         util.from_disk(path, {"vocab": load_vocab, "model": load_model}, exclude)
-        self._check_mix()
+        self._weights_loaded()
         return self
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "Elmo":
@@ -328,11 +347,13 @@ class Elmo(TrainablePipe):
         for key, setter in setters.items():
             if key not in exclude and key in msg:
                 setter(msg[key])
-        self._check_mix()
+        self._weights_loaded()
         return self
 
-    def _check_mix(self) -> None:
-        """The `vector_mix` fits the loaded biLM (E401)."""
+    def _weights_loaded(self) -> None:
+        """After a load: the training cache holds the old weights' layers (emptied),
+        and the `vector_mix` must fit the loaded biLM (E401)."""
+        self.train_cache.clear()
         bilm = get_bilm(self.model)
         if bilm is not None:
             fixed_mix_weights(self.vector_mix, bilm.n_layers)

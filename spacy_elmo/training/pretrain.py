@@ -36,7 +36,7 @@ from .objective.softmax import SoftmaxFactory, SoftmaxHead
 from .run.config import (
     ModelSettings, PretrainConfig, load_config, optimizer_factory, schedule_factory, softmax_factory,
 )
-from .run.distributed import Distributed
+from ..distributed import Distributed
 from .run.export import SOFTMAX_NAME, VOCAB_NAME, text_info
 from .run.optim import OptimizerFactory, ScheduleFactory
 from .run.run_dir import RunDir

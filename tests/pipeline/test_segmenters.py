@@ -105,3 +105,57 @@ def test_windows_settings_out_of_range_are_coded_errors(bilm_dir):
         window_segmenter(size=0)
     with pytest.raises(ElmoError, match=r"E411.*stride = 7 is more than size = 6.*window_size"):
         elmo_pipeline(bilm_dir, with_ner=False, model={**BILM, "segmenter": {"@misc": "spacy-elmo.windows.v1", "stride": 7}})
+
+
+
+def first_half(doc, sentence_starts, window_size):
+    """Windows over the doc's first half only: the second half is in none."""
+    half = len(doc) // 2
+    return [(start, min(half, start + window_size), start, min(half, start + window_size)) for start in range(0, half, window_size)]
+
+
+def each_token_twice(doc, sentence_starts, window_size):
+    return [(0, len(doc), 0, len(doc)), (0, 2, 0, 2)] if len(doc) else []
+
+
+def past_the_end(doc, sentence_starts, window_size):
+    return [(0, len(doc) + 2, 0, len(doc) + 2)]
+
+
+def floats(doc, sentence_starts, window_size):
+    return [(0.0, float(len(doc)), 0.0, float(len(doc)))]
+
+
+def register(segmenter):
+    spacy.registry.misc(f"test.{segmenter.__name__}.v1", func=lambda: segmenter)
+
+
+for _segmenter in (first_half, each_token_twice, past_the_end, floats):
+    register(_segmenter)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, fixture_paths):
+    path = tmp_path_factory.mktemp("segmenters") / "pipeline"
+    nlp, _ = elmo_pipeline(fixture_paths[0].parent, with_ner=False, model=BILM)
+    nlp.to_disk(path)
+    return path
+
+
+@pytest.mark.parametrize("segmenter,problem", [
+    (first_half, r"keep no vectors for tokens 7\.\.15"),
+    (each_token_twice, r"keep tokens 0\.\.2 from more than one window"),
+    (past_the_end, r"include \(0, 17, 0, 17\), which is not a range inside the doc"),
+    (floats, r"include \(0\.0, 15\.0, 0\.0, 15\.0\), not 4 whole numbers"),
+])
+def test_a_registered_segmenter_must_keep_every_token_exactly_once(saved, segmenter, problem):
+    segmenter_cfg = {"@misc": f"test.{segmenter.__name__}.v1"}
+    nlp = spacy.load(saved, config={"components": {"elmo": {"model": {"segmenter": segmenter_cfg}}}})
+    name = rf"'tests\.pipeline\.test_segmenters\.{segmenter.__name__}'"
+    with pytest.raises(ElmoError, match=rf"E412\] The segmenter {name} cut the doc '{LONG[:20]}.*\(15 tokens\).*{problem}"):
+        nlp(LONG)
+
+
+def test_a_segmenter_that_leaves_tokens_out_fails_at_initialisation(bilm_dir):
+    with pytest.raises(ElmoError, match=r"E412\] The segmenter '\S+first_half' .* keep no vectors for tokens"):
+        elmo_pipeline(bilm_dir, with_ner=False, model={**BILM, "segmenter": {"@misc": "test.first_half.v1"}})

@@ -7,8 +7,9 @@ cluster entry of the head. Still an exact, normalised distribution over the
 whole vocabulary (the probability of a tail word is that of its cluster times
 its probability within it), only cheaper for large vocabularies.
 
-``[softmax] kind`` names a function of ``registry.pretrain_softmaxes``
-(training/registry.py); called with the section's settings, it returns a
+``[softmax] @pretrain_softmaxes = "spacy-elmo.AdaptiveSoftmax.v1"`` (or
+``"spacy-elmo.FullSoftmax.v1"``) names a function of
+``registry.pretrain_softmaxes`` (training/registry.py); called with the section's settings, it returns a
 `SoftmaxFactory`: (input dimension, vocabulary size) -> the head.
 
 Saved as HDF5 (``softmax.hdf5``): one dataset per parameter under its
@@ -156,14 +157,14 @@ class _TargetLogSoftmax(torch.autograd.Function):
 SoftmaxFactory = Callable[[int, int], SoftmaxHead]
 
 
-@registry.pretrain_softmaxes("full")
+@registry.pretrain_softmaxes("spacy-elmo.FullSoftmax.v1")
 def full(div_value: float) -> SoftmaxFactory:
     # div_value does nothing here; it is kept in softmax.hdf5 as it always was, so
     # that a full head saved earlier still matches a new one (`same_shape`).
     return partial(SoftmaxHead, kind="full", div_value=div_value)
 
 
-@registry.pretrain_softmaxes("adaptive")
+@registry.pretrain_softmaxes("spacy-elmo.AdaptiveSoftmax.v1")
 def adaptive(cutoffs: List[int], div_value: float) -> SoftmaxFactory:
     """Cutoffs at or above the vocabulary size are dropped; with none left, the head is a full one."""
     return partial(SoftmaxHead, kind="adaptive", cutoffs=cutoffs, div_value=div_value)

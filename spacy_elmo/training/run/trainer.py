@@ -13,7 +13,7 @@ from ..data.lm_batches import CorpusBatches
 from .checkpoint import TrainState, damaged_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .config import TrainingSettings
 from ..disk import writing
-from .distributed import Distributed
+from ...distributed import Distributed
 from ..objective.scoring import Perplexity, nll_sums
 from .export import export_model, training_info
 from ..objective.lm import PretrainingLM
