@@ -41,6 +41,12 @@ class BiLM(nn.Module):
     next call, as the original TensorFlow implementation did; it exists to
     reproduce reference outputs (see ``reset_states``).
 
+    Two entries: `encode_words` (tokenised sentences -> every token's layers,
+    the one the `elmo` component and `embed` use) and `forward` (character ids
+    from `batch_to_ids`, the AllenNLP-compatible one). A token's layers are bit
+    for bit the same whatever else is in the call, its row order, the token
+    cache's state and the thread count (tests/bilm/test_words.py).
+
     At inference (no gradients), the representations of tokens already seen are
     served from a bounded cache of ``token_cache_size`` entries. Loading
     weights (`from_allennlp`, ``load_state_dict``) and training empty it; code
@@ -215,21 +221,6 @@ class BiLM(nn.Module):
             torch.index_select(out[0], 0, rows[0], out=layers[layer, :, :p])
             torch.index_select(out[1], 0, rows[1], out=layers[layer, :, p:])
         return layers
-
-    @torch.inference_mode()
-    def warm_token_cache(self, char_ids: torch.Tensor) -> None:
-        """Encode the tokens of `char_ids` (batch, tokens, max_chars) into the token cache,
-        as `forward` would, without running the LSTMs.
-
-        The token encoder gives every token the same vector whatever is encoded
-        with it, so this only saves time; it is kept for callers that warmed the
-        cache to make a split run equal a single one.
-        """
-        self._check_ids(char_ids)
-        ids = torch.cat([self.boundary_ids.to(char_ids.device), char_ids[char_ids[:, :, 0] > 0]])
-        keys, first, _ = distinct_rows(ids)
-        first_t = torch.from_numpy(first).to(ids.device)
-        self._token_vectors(keys, lambda positions: (ids[first_t[torch.from_numpy(positions).to(ids.device)]], None))
 
     def _token_vectors(
         self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]]
