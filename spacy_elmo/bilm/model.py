@@ -45,7 +45,9 @@ class BiLM(nn.Module):
     the one the `elmo` component and `embed` use) and `forward` (character ids
     from `batch_to_ids`, the AllenNLP-compatible one). A token's layers are bit
     for bit the same whatever else is in the call, its row order, the token
-    cache's state and the thread count (tests/bilm/test_words.py).
+    cache's state and the thread count, as tests/bilm/test_words.py checks for
+    the shipped, fixture and near-zero biLMs (MKL rounds products of a few
+    other shapes differently by row count: see that test).
 
     At inference (no gradients), the representations of tokens already seen are
     served from a bounded cache of ``token_cache_size`` entries. Loading
