@@ -16,7 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from spacy_elmo.cli import app
-from spacy_elmo.embed import _hdf5_writer, embed_file
+from spacy_elmo.embed import embed_file
 from spacy_elmo.errors import ElmoError
 
 
@@ -107,15 +107,6 @@ def test_a_full_disk_is_a_coded_error_and_leaves_nothing(fixture_paths, tmp_path
     assert "E513" in result.stdout and "vectors.hdf5" in result.stdout and "File too large" in result.stdout
     assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr
     assert list(out.iterdir()) == []
-
-
-def test_an_hdf5_write_that_fails_is_a_coded_error(tmp_path):
-    # /dev/full fails every write with ENOSPC, as a full disk does.
-    with pytest.raises(ElmoError, match=r"E513.*out\.hdf5.*No space left on device"):
-        with _hdf5_writer(Path("/dev/full"), tmp_path / "out.hdf5", lambda: None) as (fout, check):
-            for i in range(100):
-                fout.create_dataset(str(i), data=numpy.ones((3, 100, 32), dtype="float32"))
-                check()
 
 
 def read_only_folder(tmp_path, how):

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ...disk import hdf5_writer, writing
 from ...errors import DamagedFileError
 from ...util import atomic_path
 from ..registry import registry
@@ -81,19 +82,20 @@ class SoftmaxHead(nn.Module):
 
     def save(self, path: Union[str, Path], dtype: str = "float32") -> None:
         """Write the softmax to `path` (HDF5), its weights as `dtype` ("float32" or
-        "float16"; `load` reads either as float32)."""
+        "float16"; `load` reads either as float32). A full or read-only disk is
+        a coded error (E513, E514), and no temporary file is left."""
         from ...bilm.weights import as_storage, storage_dtype
 
         storage = storage_dtype(dtype)
-        with atomic_path(path) as tmp:
-            with h5py.File(tmp, "w") as f:
-                f.attrs["kind"] = self.kind
-                f.attrs["in_dim"] = self.in_dim
-                f.attrs["n_classes"] = self.n_classes
-                f.attrs["cutoffs"] = numpy.asarray(self.cutoffs, dtype=numpy.int64)
-                f.attrs["div_value"] = self.div_value
-                for name, tensor in self.state_dict().items():
-                    f.create_dataset(name, data=as_storage(tensor.detach().float().cpu().numpy(), storage, name))
+        with writing(path), atomic_path(path) as tmp, hdf5_writer(tmp, path) as (f, check):
+            f.attrs["kind"] = self.kind
+            f.attrs["in_dim"] = self.in_dim
+            f.attrs["n_classes"] = self.n_classes
+            f.attrs["cutoffs"] = numpy.asarray(self.cutoffs, dtype=numpy.int64)
+            f.attrs["div_value"] = self.div_value
+            for name, tensor in self.state_dict().items():
+                f.create_dataset(name, data=as_storage(tensor.detach().float().cpu().numpy(), storage, name))
+                check()
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "SoftmaxHead":

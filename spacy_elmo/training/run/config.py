@@ -350,8 +350,21 @@ def load_config(path: Union[str, Path], overrides: Optional[Dict[str, Any]] = No
     for section_path, key, _, _ in PARTS:
         _section(defaults, section_path).pop(key)
     filled = Config(defaults).merge(raw)
-    config = Config().from_str(filled.to_str(), overrides=_upgrade_overrides(dict(overrides or {})), interpolate=True)
+    try:
+        config = Config().from_str(filled.to_str(), overrides=_upgrade_overrides(dict(overrides or {})), interpolate=True)
+    except ConfigValidationError as err:
+        unknown = err.__context__
+        if not isinstance(unknown, configparser.InterpolationError):
+            raise
+        raise ConfigError("E324", where=f"'{path}'", reason=_unknown_variable(unknown)) from None
     return PretrainConfig.from_dict(dict(config), where=f"'{path}'")
+
+
+def _unknown_variable(err: configparser.InterpolationError) -> str:
+    """Where the config refers to a variable it lacks, as the user wrote it."""
+    if isinstance(err, configparser.InterpolationMissingOptionError):
+        return f"[{err.section}] {err.option} = {err.args[2]} names '{err.reference}', which is not set"
+    return f"[{err.section}] {err.option}: {err.message.strip()}"
 
 
 # What confection and configparser add to a parse error that names no file.
