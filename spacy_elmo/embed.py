@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, TypeVar, Union
 
 import h5py
+import numpy
 import torch
 from tqdm import tqdm
 
-from .bilm import BiLM, batch_to_ids, length_sorted_batches
+from .bilm import BiLM, length_sorted_batches
 from .bilm.precision import precision as in_precision
 from .device import check_device
 from .disk import hdf5_writer
@@ -121,27 +122,24 @@ class _Embedder:
         """Write the sentences of batches rank, rank + world_size, ...; `check_stop`
         (from `hdf5_writer`) is called before each batch and after each dataset.
 
-        The other batches still pass through the model's token cache, in
-        order: the char CNN's sums depend on how many tokens it encodes at
-        once, so a token's vector is bit for bit a single process's only when
-        the cache has seen the same batches (the LSTMs, the bulk of the work,
-        run on this process's batches only).
+        The token encoder gives a token the same vector whatever is encoded
+        with it, so the other processes' batches need not pass through this
+        one's token cache for the outputs to equal a single process's.
         """
         sentences = self.sentences
-        max_chars = self.model.options.max_characters_per_token
         with torch.inference_mode(), in_precision(self.device, self.precision), tqdm(
             total=sum(len(rows) for rows in batches[rank::world_size]), unit="sentence", desc="embed",
             disable=rank != 0,
         ) as progress:
             for j, rows in enumerate(batches):
                 check_stop()
-                char_ids = batch_to_ids([sentences[i] for i in rows], max_chars).to(self.device)
-                if j % world_size != rank:  # another process's batch: only its new tokens
-                    self.model.warm_token_cache(char_ids)
+                if j % world_size != rank:  # another process's batch
                     continue
-                layers = self.model(char_ids).layers.float().cpu()  # one copy to the host per batch
+                batch = [sentences[i] for i in rows]
+                layers = self.model.encode_words(batch).float().cpu()  # one copy to the host per batch
+                starts = numpy.cumsum([0] + [len(s) for s in batch])
                 for k, i in enumerate(rows):
-                    vectors = layers[:, k, : len(sentences[i])]  # (n_layers + 1, n_tokens, dim)
+                    vectors = layers[:, starts[k] : starts[k + 1]]  # (n_layers + 1, n_tokens, dim)
                     if self.layers == "top":
                         vectors = vectors[-1]
                     elif self.layers == "average":
