@@ -8,7 +8,7 @@
 For the original ELMo architecture and a small one, this writes random weights
 of realistic scale in the AllenNLP/bilm-tf format, loads them the way users do,
 and measures on a fixed, seeded sample of real sentences (by default of the
-release pretraining text, corpus/release/pretrain/train.txt: see the README for
+release pretraining text, corpus/release/pretrain/train.txt: see docs/pretraining_corpus.md for
 how to make it), cut by spaCy's blank English tokenizer and sentencizer:
 
 - tokens per second (real tokens, boundaries and padding not counted) of

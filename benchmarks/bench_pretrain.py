@@ -142,9 +142,10 @@ def prepare(train: Path, config: str, prepared: Path, overrides: Optional[Dict] 
     no run's memory or time includes it."""
     from spacy_elmo.training.run.config import load_config
     from spacy_elmo.training.data.prepared import prepare_corpus
+    from spacy_elmo.training.data.reader import find_files
 
     settings = load_config(CONFIGS / f"{config}.cfg", {**(overrides or {}), "paths.train": str(train)})
-    prepare_corpus(settings.train_paths, settings.corpus.tokenizer, prepared / "train", progress=False,
+    prepare_corpus(find_files(settings.train_paths), settings.corpus.tokenizer, prepared / "train", progress=False,
                    log=lambda message: None)
 
 

@@ -27,7 +27,10 @@ import numpy
 
 from spacy_elmo.bilm import BiLMOptions, words_to_ids
 from spacy_elmo.bilm.char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR
-from spacy_elmo.bilm.row_padding import MIN_ROWS
+import itertools
+
+from spacy_elmo.bilm.lstm import MIN_STEP_ROWS, _input_blocks
+from spacy_elmo.bilm.token_encoder import MIN_ENCODER_ROWS
 
 
 def textbook_flops_per_token(o: BiLMOptions) -> Dict[str, float]:
@@ -49,22 +52,26 @@ def encoder_flops(o: BiLMOptions, n_tokens: int, longest: int) -> float:
     positions = min(o.max_characters_per_token, longest + max(w for w, _ in o.filters) - 1)
     per_token = (_cnn_flops_per_token(o, positions) + o.n_highway * 4 * o.n_filters ** 2
                  + 2 * o.n_filters * o.projection_dim)
-    return max(n_tokens, MIN_ROWS) * per_token
+    return max(n_tokens, MIN_ENCODER_ROWS) * per_token
 
 
-def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = MIN_ROWS) -> float:
+def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = MIN_STEP_ROWS) -> float:
     """Both directions of every layer over sequences of `lengths` steps each (boundaries
     included), packed time-major as BiLSTMStack runs them: at inference, steps of fewer than
-    MIN_ROWS rows computed as MIN_ROWS (row_padding.py); in training (the hand-written backward
+    MIN_STEP_ROWS rows computed as MIN_STEP_ROWS (lstm.py); in training (the hand-written backward
     pass, lstm_backward.py) as they are (`min_rows` 1)."""
     lengths = sorted(lengths, reverse=True)
     if not lengths:
         return 0.0
     p, c = o.projection_dim, o.lstm_dim
     step_rows = [max(sum(1 for n in lengths if n > t), min_rows) for t in range(lengths[0])]
-    # per layer and direction: the input product over all packed rows, then per step the
-    # recurrent and projection products over the running rows
-    return 2 * o.n_layers * (sum(lengths) * 2 * p * 4 * c + sum(step_rows) * (2 * p * 4 * c + 2 * c * p))
+    # per layer and direction: the input product over all packed rows (in blocks of steps, each
+    # of at least min_rows rows at inference), then per step the recurrent and projection
+    # products over the running rows
+    batch_sizes = [sum(1 for n in lengths if n > t) for t in range(lengths[0])]
+    offsets = [0] + list(itertools.accumulate(batch_sizes))
+    input_rows = sum(max(offsets[end] - offsets[first], min_rows) for first, end in _input_blocks(offsets))
+    return 2 * o.n_layers * (input_rows * 2 * p * 4 * c + sum(step_rows) * (2 * p * 4 * c + 2 * c * p))
 
 
 def inference_flops(o: BiLMOptions, batches: Sequence[Sequence[Sequence[str]]],

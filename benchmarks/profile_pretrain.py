@@ -44,7 +44,7 @@ def build(args, prepared: Path):
     from spacy_elmo.training.data.lm_batches import CorpusBatches
     from spacy_elmo.training.data.prepared import PreparedCorpus
     from spacy_elmo.training.data.vocab import LMVocab
-    from spacy_elmo.training.run.config import load_config
+    from spacy_elmo.training.run.config import load_config, softmax_factory
 
     config = load_config(CONFIGS / f"{args.config}.cfg", {"paths.train": str(args.text)})
     corpus = PreparedCorpus.load(prepared / "train")
@@ -54,8 +54,7 @@ def build(args, prepared: Path):
     else:
         vocab = LMVocab.from_counts(corpus.words, corpus.counts, config.vocab.size, config.vocab.min_count)
         bilm = BiLM(config.model.options)
-        softmax = SoftmaxHead(config.model.projection_dim, len(vocab), config.softmax.kind,
-                              config.softmax.cutoffs, config.softmax.div_value)
+        softmax = softmax_factory(config.softmax)(config.model.projection_dim, len(vocab))
     lm = PretrainingLM(bilm, softmax, config.training.dropout)
     lm.bilm.lstm.hand_written_backward = not args.stepwise
     batches = CorpusBatches(corpus, vocab, config.corpus.max_length, config.training.tokens_per_batch,

@@ -7,20 +7,21 @@ together. The command itself (its arguments, messages and exit codes) is in
 """
 import json
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Callable, Dict, List, Optional, Sequence, TypeVar, Union
 
 import h5py
+import numpy
 import torch
 from tqdm import tqdm
 
-from .bilm import BiLM, batch_to_ids, length_sorted_batches
+from .bilm import BiLM, length_sorted_batches
 from .bilm.precision import precision as in_precision
 from .device import check_device
+from .disk import hdf5_writer
 from .errors import ConfigError, ElmoError, InputError, OutputError
-from .training.run.distributed import Distributed
-from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path
+from .distributed import Distributed
+from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path, split_lines
 
 PathLike = Union[str, Path]
 LAYER_CHOICES = ("all", "top", "average")
@@ -30,7 +31,7 @@ T = TypeVar("T")
 
 def embed_file(
     options: PathLike,
-    weights: PathLike,
+    weights: Optional[PathLike],
     input_path: PathLike,
     output_path: PathLike,
     layers: str = "all",
@@ -41,7 +42,7 @@ def embed_file(
     """Write the ELMo vectors of every line of a text file to a new HDF5 file.
 
     options, weights: the biLM's ``options.json`` and ``weights.hdf5``
-        (AllenNLP/bilm-tf format).
+        (AllenNLP/bilm-tf format); or a folder holding both, and None.
     input_path: UTF-8 text, one sentence per line, tokens separated by
         whitespace. A blank line is an empty sentence; a byte-order mark at
         the start is not text.
@@ -99,7 +100,7 @@ def embed_file(
         _embed_in_processes(dist, embed, batches, lines, output_path)
         return
     with exit_on_sigterm() as check_stop, atomic_path(output_path) as tmp:
-        with _hdf5_writer(tmp, output_path, check_stop) as (fout, check):
+        with hdf5_writer(tmp, output_path, check_stop) as (fout, check):
             embed(fout, batches, check_stop=check)
             check()
             _write_index(fout, lines)
@@ -119,29 +120,26 @@ class _Embedder:
     def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1,
                  check_stop: Callable[[], None] = lambda: None) -> None:
         """Write the sentences of batches rank, rank + world_size, ...; `check_stop`
-        (from `_hdf5_writer`) is called before each batch and after each dataset.
+        (from `hdf5_writer`) is called before each batch and after each dataset.
 
-        The other batches still pass through the model's token cache, in
-        order: the char CNN's sums depend on how many tokens it encodes at
-        once, so a token's vector is bit for bit a single process's only when
-        the cache has seen the same batches (the LSTMs, the bulk of the work,
-        run on this process's batches only).
+        The token encoder gives a token the same vector whatever is encoded
+        with it, so the other processes' batches need not pass through this
+        one's token cache for the outputs to equal a single process's.
         """
         sentences = self.sentences
-        max_chars = self.model.options.max_characters_per_token
         with torch.inference_mode(), in_precision(self.device, self.precision), tqdm(
             total=sum(len(rows) for rows in batches[rank::world_size]), unit="sentence", desc="embed",
             disable=rank != 0,
         ) as progress:
             for j, rows in enumerate(batches):
                 check_stop()
-                char_ids = batch_to_ids([sentences[i] for i in rows], max_chars).to(self.device)
-                if j % world_size != rank:  # another process's batch: only its new tokens
-                    self.model.warm_token_cache(char_ids)
+                if j % world_size != rank:  # another process's batch
                     continue
-                layers = self.model(char_ids).layers.float().cpu()  # one copy to the host per batch
+                batch = [sentences[i] for i in rows]
+                layers = self.model.encode_words(batch).float().cpu()  # one copy to the host per batch
+                starts = numpy.cumsum([0] + [len(s) for s in batch])
                 for k, i in enumerate(rows):
-                    vectors = layers[:, k, : len(sentences[i])]  # (n_layers + 1, n_tokens, dim)
+                    vectors = layers[:, starts[k] : starts[k + 1]]  # (n_layers + 1, n_tokens, dim)
                     if self.layers == "top":
                         vectors = vectors[-1]
                     elif self.layers == "average":
@@ -172,12 +170,12 @@ def _embed_in_processes(
     Longest batches first, dealt out in turn: the work is shared evenly."""
 
     def write_shard() -> None:
-        with _hdf5_writer(shard, output_path, check_stop) as (fout, check):
+        with hdf5_writer(shard, output_path, check_stop) as (fout, check):
             embed(fout, batches, dist.rank, dist.world_size, check_stop=check)
 
     def merge() -> None:
         with atomic_path(output_path) as tmp:
-            with _hdf5_writer(tmp, output_path, check_stop) as (fout, check):
+            with hdf5_writer(tmp, output_path, check_stop) as (fout, check):
                 for path in shards:
                     with h5py.File(path, "r") as fin:
                         for name, dataset in fin.items():
@@ -230,96 +228,19 @@ def _output_file(path: PathLike, input_path: Path) -> Path:
     return Path(text)
 
 
-class _WriteGuard:
-    """A binary file for h5py that keeps a failed write (a full disk, a file
-    size limit) from HDF5: HDF5 does not recover from one (h5py prints an
-    error for every object it then closes, and the interpreter can crash).
-    The first error is kept in `error`, and every later write is dropped: the
-    file is garbage from then on, and the caller discards it."""
-
-    def __init__(self, path: Path):
-        self._file = open(path, "w+b", buffering=0)
-        self.error: Optional[OSError] = None
-
-    def write(self, data) -> int:
-        view = memoryview(data).cast("B")
-        if self.error is None:
-            try:
-                written = 0
-                while written < len(view):
-                    written += self._file.write(view[written:])
-            except OSError as err:
-                self.error = err
-        return len(view)
-
-    def truncate(self, size: Optional[int] = None) -> int:
-        if self.error is None:
-            try:
-                return self._file.truncate(size)
-            except OSError as err:
-                self.error = err
-        return self._file.tell() if size is None else size
-
-    def read(self, size: int = -1) -> bytes:
-        return self._file.read(size)
-
-    def readinto(self, buffer) -> int:
-        return self._file.readinto(buffer)
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return self._file.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._file.tell()
-
-    def flush(self) -> None:
-        pass  # unbuffered
-
-    def close(self) -> None:
-        self._file.close()
-
-
-@contextmanager
-def _hdf5_writer(path: Path, output_path: Path, check_stop: Callable[[], None]
-                 ) -> Iterator[Tuple[h5py.File, Callable[[], None]]]:
-    """An HDF5 file open for writing at `path`, and a check to call between
-    writes: it calls `check_stop`, and raises E513 (naming `output_path`) once
-    a write has failed. A failure while closing raises E513 too."""
-    guard = _WriteGuard(path)
-
-    def check() -> None:
-        check_stop()
-        if guard.error is not None:
-            raise _write_failed(output_path, guard.error)
-
-    try:
-        with h5py.File(guard, "w") as fout:
-            yield fout, check
-    except ElmoError:
-        raise
-    except (OSError, RuntimeError, ValueError) as err:  # what HDF5 makes of dropped writes, closing included
-        if guard.error is None:
-            raise
-        raise _write_failed(output_path, guard.error) from err
-    finally:
-        guard.close()
-    check()
-
-
-def _write_failed(output_path: Path, error: OSError) -> OutputError:
-    return OutputError("E513", path=output_path, reason=error.strerror or error)
-
-
 def _refuse_existing(path: Path) -> None:
     if path.exists():
         raise OutputError("E202", path=path)
 
 
 def _read_lines(path: Path) -> List[str]:
-    """The file's lines, split as text files are (\\n, \\r\\n or \\r), without line
-    ends and without a byte-order mark."""
+    """The file's lines, split as every reader splits them (`split_lines`:
+    at \\n, \\r\\n or a lone \\r), without line ends and without a byte-order mark."""
     try:
-        with path.open(encoding="utf-8-sig") as fin:
-            return [line.rstrip("\n") for line in fin]
+        with path.open("rb") as fin:
+            lines = [raw.decode("utf-8").rstrip("\r\n") for raw in split_lines(fin)]
     except (OSError, UnicodeDecodeError) as err:
         raise InputError("E203", path=path, reason=err) from err
+    if lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]
+    return lines

@@ -63,7 +63,7 @@ class InputError(ElmoError):
     that names the wrong kind of thing, a device that cannot be used."""
 
     codes = frozenset({
-        "E006", "E101", "E102", "E103", "E203", "E301", "E309", "E311", "E316", "E319", "E402", "E410",
+        "E006", "E101", "E102", "E103", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E402", "E410",
         "E504", "E505", "E509", "E511", "E533", "E602",
     })
 
@@ -77,7 +77,7 @@ class ConfigError(ElmoError):
 
     codes = frozenset({
         "E104", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E412", "E508", "E526", "E532",
+        "E409", "E411", "E412", "E508", "E526", "E532", "E323", "E324",
     })
 
 
@@ -88,7 +88,7 @@ class DamagedFileError(ElmoError):
 
     codes = frozenset({
         "E001", "E002", "E003", "E004", "E005", "E007", "E008", "E009", "E303", "E304", "E305", "E310",
-        "E314", "E317", "E501", "E502", "E507",
+        "E314", "E317", "E501", "E502", "E507", "E322",
     })
 
 
@@ -387,6 +387,34 @@ class Errors(metaclass=ErrorsWithCodes):
         "all NUL bytes or bytes that are not UTF-8), not UTF-8 text{more}. Expected text files, one sentence or paragraph a "
         "line. Remove it from paths.{key} (or from the folder named there), or "
         "convert it to text first."
+    )
+    E320 = (
+        "The {what} '{inner}' is inside the {which} text folder '{folder}', so the "
+        "run would read its own files (config.cfg, inputs.json, the checkpoint) as "
+        "training text. Nothing was written. Choose an OUTPUT_DIR (and "
+        "corpus.prepared_dir) outside '{folder}', or move the text into a folder of "
+        "its own and point paths.{key} at it."
+    )
+    E321 = (
+        "The text path '{path}' is {kind}, not a regular file or a folder. Expected "
+        "a text file or a folder of them; copy the text into a file first (e.g. "
+        "cat {path} > text.txt) and pass that."
+    )
+    E322 = (
+        "The prepared corpus in '{path}' is damaged: {reason}. It is derived from "
+        "the text, so nothing is lost: remove the folder and run again, and it is "
+        "prepared anew."
+    )
+    E323 = (
+        "The tokenizer {found!r} (corpus.tokenizer) is unknown: {reason}. Expected "
+        "one of the registered tokenizers ({registered}), 'blank:LANG' with a "
+        "language spaCy has (e.g. 'blank:en'), an installed spaCy pipeline package "
+        "or the path of a saved pipeline{suggestion}."
+    )
+    E324 = (
+        "The pretraining config {where} refers to a variable that it does not "
+        "define: {reason}. Expected every ${{section.key}} to name a setting of "
+        "the config; define it (e.g. in [paths]) or fix the reference."
     )
     # Reliability: inputs, faults and damaged files (E5xx)
     E501 = (

@@ -1,6 +1,7 @@
 """Small helpers shared across the package (standard library only)."""
 import errno
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -10,10 +11,14 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, List, Union
+from typing import BinaryIO, Callable, Dict, Iterator, List, Optional, Union
 
 from .errors import OutputError
 
+# A line ends at "\r\n", "\n" or a lone "\r" (Python's universal newlines), in every reader.
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_WHITESPACE = b" \t\x0b\x0c"
+_BLOCK = 1 << 16
 _HOST = re.sub(r"[^A-Za-z0-9-]", "_", socket.gethostname())[:40] or "host"
 
 
@@ -155,6 +160,14 @@ def check_writable(path: Union[str, Path]) -> None:
         raise OutputError("E514", path=path, reason=err.strerror or err, folder=path.parent) from err
 
 
+def file_digest(path: Union[str, Path]) -> Dict[str, object]:
+    """The file's size and SHA-256, read in one pass: {"size": bytes, "sha256": hex}."""
+    with open(path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+        size = os.fstat(f.fileno()).st_size
+    return {"size": size, "sha256": digest}
+
+
 @contextmanager
 def exit_on_sigterm() -> Iterator[Callable[[], None]]:
     """Within the block, SIGTERM raises SystemExit(143) as Ctrl-C raises
@@ -192,3 +205,52 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def split_lines(f: BinaryIO, max_bytes: Optional[int] = None) -> Iterator[bytes]:
+    """The lines of the binary file `f`, each with its line end: the one rule
+    for where a line ends, for every reader of text (pretraining, perplexity,
+    embed). A line ends at "\n", "\r\n" or a lone "\r", as in Python's text
+    files (universal newlines); the last line may have no end.
+
+    max_bytes: a line longer than this comes in pieces of at most `max_bytes`,
+    each cut after its last space or tab (or, with none, at a UTF-8 character
+    boundary), so that one enormous line streams in bounded memory.
+    """
+    buffer, pos, at_end = b"", 0, False
+    while True:
+        found = _LINE_END.search(buffer, pos)
+        # A "\r" that ends what was read may be the start of a "\r\n": read on first.
+        if found is not None and (found.end() < len(buffer) or found.group() != b"\r" or at_end):
+            if max_bytes is None or found.end() - pos <= max_bytes:
+                yield buffer[pos:found.end()]
+                pos = found.end()
+                continue
+        if max_bytes is not None and len(buffer) - pos > max_bytes:
+            cut = _cut(buffer[pos:pos + max_bytes])
+            yield buffer[pos:pos + cut]
+            pos += cut
+            continue
+        if at_end:
+            if pos < len(buffer):
+                yield buffer[pos:]
+            return
+        block = f.read(max(_BLOCK, max_bytes or 0))
+        at_end = not block
+        buffer, pos = buffer[pos:] + block, 0
+
+
+def _cut(window: bytes) -> int:
+    """Where to cut a piece of a long line: after its last space or tab, or
+    else at the last UTF-8 character boundary."""
+    cut = max(window.rfind(bytes([b])) for b in _WHITESPACE) + 1
+    if cut > 0:
+        return cut
+    cut = len(window)
+    # Back off over UTF-8 continuation bytes (10xxxxxx) to a character start.
+    for _ in range(3):
+        if cut > 1 and window[cut - 1] & 0xC0 == 0x80:
+            cut -= 1
+    if cut > 0 and window[cut - 1] >= 0xC0:
+        cut -= 1
+    return cut or len(window)

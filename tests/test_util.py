@@ -78,3 +78,32 @@ def test_a_swallowed_sigterm_is_raised_again_by_check():
             check()
     assert swallowed == [True] and info.value.code == 128 + signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+LINE_ENDS = {"LF": b"\n", "CRLF": b"\r\n", "CR": b"\r"}
+
+
+@pytest.mark.parametrize("end", LINE_ENDS)
+def test_every_line_end_ends_a_line(end):
+    import io
+
+    from spacy_elmo.util import split_lines
+
+    sep = LINE_ENDS[end]
+    data = sep.join([b"one two", b"", b"three"]) + sep + b"last"
+    lines = list(split_lines(io.BytesIO(data)))
+    assert lines == [b"one two" + sep, sep, b"three" + sep, b"last"]
+    assert b"".join(lines) == data
+    # A "\r\n" split between two reads is one line end (the first read takes 65,536 bytes).
+    long = b"x" * (65_536 - 1) + sep + b"y" + sep
+    assert [line.rstrip(b"\r\n") for line in split_lines(io.BytesIO(long))] == [b"x" * 65_535, b"y"]
+
+
+def test_lone_cr_and_lf_in_one_file_end_lines_alike():
+    import io
+
+    from spacy_elmo.util import split_lines
+
+    assert list(split_lines(io.BytesIO(b"a\rb\nc\r\n\r\nd"))) == [b"a\r", b"b\n", b"c\r\n", b"\r\n", b"d"]
+    # In pieces of at most 4 bytes, a line end is still where a line ends.
+    assert list(split_lines(io.BytesIO(b"ab cd ef\rg"), max_bytes=4)) == [b"ab ", b"cd ", b"ef\r", b"g"]

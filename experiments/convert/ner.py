@@ -13,7 +13,6 @@ Entity labels keep the dataset's own names (``person``, ``geo-loc``, ...).
 Usage: python -m experiments.convert.ner assets/wnut16/ner.txt corpus/ner
     [--seed 0] [--max-docs N] [--lang en]
 """
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Optional
@@ -24,44 +23,9 @@ from spacy.tokens import Doc
 from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.vocab import Vocab
 
-from experiments.convert.inputs import FormatError, exit_on_bad_input, read_text, require_items
-from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
-
-IOB2_TAG = re.compile(r"^(O|[BI]-\S+)$")
-
-# A tweet: its tokens and their IOB2 tags.
-Sentence = tuple[list[str], list[str]]
-
-
-def read_iob_file(path: Path) -> list[Sentence]:
-    """Read ``token<TAB>TAG`` lines into one ``(tokens, tags)`` pair per tweet.
-
-    Raises ``FormatError`` naming the line number for a line that is neither a
-    tweet break nor exactly one non-empty token, a tab and an IOB2 tag.
-    """
-    sentences: list[Sentence] = []
-    tokens: list[str] = []
-    tags: list[str] = []
-    for line_number, line in enumerate(read_text(path).split("\n"), start=1):
-        line = line.rstrip("\r")
-        if not line.strip():
-            if tokens:
-                sentences.append((tokens, tags))
-                tokens, tags = [], []
-            continue
-        fields = line.split("\t")
-        if len(fields) != 2 or not fields[0].strip() or not IOB2_TAG.match(fields[1]):
-            raise FormatError(
-                f"{path}:{line_number}: expected 'token<TAB>TAG' with an IOB2 tag "
-                f"(O, B-<label> or I-<label>) or a tweet break (a lone tab), "
-                f"got {line!r}"
-            )
-        tokens.append(fields[0])
-        tags.append(fields[1])
-    if tokens:
-        sentences.append((tokens, tags))
-    require_items(sentences, path, "tweets")
-    return sentences
+from experiments.data.inputs import exit_on_bad_input
+from experiments.data.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
+from experiments.data.tasks import read_iob_file
 
 
 def make_doc(vocab: Vocab, tokens: list[str], iob_tags: list[str]) -> Doc:

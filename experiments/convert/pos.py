@@ -1,13 +1,13 @@
 """The tagged OANC sample (``word/TAG``) into part-of-speech train/dev/test DocBins.
 
 The probe task of the layer study. Its test text is exactly the OANC text that
-the shipped biLM never saw: ``prepare_corpus.py`` cut the sample into blocks of
+the shipped biLM never saw: ``experiments.data.corpus`` cut the sample into blocks of
 20 sentences and held some out of the pretraining text (``dev_oanc.txt``, with
 the shipped biLM's settings: seed 0, 2% per source); those blocks are the test
 split here. Dev and train are drawn, by whole blocks and with ``--seed``, from
 the other blocks (text the biLM was trained on, without tags).
 
-The tags are the OANC's own Penn Treebank tags, made by a tagger and not
+The sample is read by ``experiments.data.sources.oanc``. The tags are the OANC's own Penn Treebank tags, made by a tagger and not
 checked by hand (the first lines already show ``nonchalant/NN``,
 ``steamy/NN``, ``4/LS``): scores measure agreement with that tagger.
 
@@ -24,28 +24,14 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
-from experiments.convert.inputs import read_text
-from experiments.convert.splits import write_splits
-from experiments.data.corpus import OANC_SENTENCES_PER_DOC, SOURCES, corpus_split, read_oanc, strip_pos_tag
+from experiments.data.corpus import corpus_split
+from experiments.data.inputs import exit_on_bad_input
+from experiments.data.sources import ASSET_SOURCES
+from experiments.data.sources.oanc import OANC_SENTENCES_PER_DOC, read_oanc, read_tagged
+from experiments.data.splits import write_splits
+from experiments.errors import ExperimentError
 
-OANC_PATH = SOURCES["oanc"][0]
-Sentence = list[tuple[str, str]]
-
-
-def read_tagged(path: Path) -> list[Sentence]:
-    """Every non-empty line as [(word, tag)]: the last ``/`` splits, ``&slash;`` is a ``/``."""
-    sentences = []
-    for line in read_text(path).splitlines():
-        if not line.strip():
-            continue
-        pairs = []
-        for token in line.split():
-            word, slash, tag = token.rpartition("/")
-            if not slash or not word or not tag:
-                raise ValueError(f"{path}: expected word/TAG, found {token!r} in {line[:80]!r}")
-            pairs.append((strip_pos_tag(token), tag))
-        sentences.append(pairs)
-    return sentences
+OANC_PATH = ASSET_SOURCES["oanc"][0]
 
 
 def held_out_blocks(assets_dir: Path, dev_fraction: float = 0.02, seed: int = 0) -> list[int]:
@@ -55,7 +41,10 @@ def held_out_blocks(assets_dir: Path, dev_fraction: float = 0.02, seed: int = 0)
     held = [tuple(doc) for source, doc in dev if source == "oanc"]
     missing = [doc for doc in held if doc not in blocks]
     if missing:
-        raise ValueError(f"{len(missing)} held-out OANC block(s) were changed by the leakage filter")
+        raise ExperimentError(
+            assets_dir / OANC_PATH, expected="held-out OANC blocks the leakage filter left whole",
+            found=f"{len(missing)} block(s) it changed", fix="pick the test blocks with --test-blocks",
+        )
     return sorted(blocks[doc] for doc in held)
 
 
@@ -80,7 +69,8 @@ def convert_pos(
     sentences = read_tagged(tagged_path)
     blocks = [sentences[i : i + OANC_SENTENCES_PER_DOC] for i in range(0, len(sentences), OANC_SENTENCES_PER_DOC)]
     if any(not 0 <= i < len(blocks) for i in test_blocks):
-        raise ValueError(f"test block index out of range 0..{len(blocks) - 1}: {test_blocks}")
+        raise ExperimentError("--test-blocks", expected=f"block indices in 0..{len(blocks) - 1}",
+                              found=f"{test_blocks} (out of range)")
     split = split_blocks(len(blocks), test_blocks, dev_blocks, seed)
     vocab = spacy.blank("en").vocab
     splits, counts = {}, {}
@@ -95,7 +85,7 @@ def convert_pos(
 
 
 def main(
-    assets_dir: Annotated[Path, typer.Argument(help="The assets folder of fetch_data.py")],
+    assets_dir: Annotated[Path, typer.Argument(help="The assets folder `experiments.data.fetch` wrote")],
     output_dir: Annotated[Path, typer.Argument(help="Folder for train/dev/test.spacy")],
     train_sentences: Annotated[int, typer.Option(help="Training sentences kept (0 = all)")] = 4000,
     dev_blocks: Annotated[int, typer.Option(help="Blocks of 20 sentences held out as dev")] = 20,
@@ -105,8 +95,9 @@ def main(
     ] = None,
 ) -> None:
     """OANC part-of-speech train/dev/test, tested on the text the shipped biLM held out."""
-    tests = test_blocks if test_blocks else held_out_blocks(assets_dir)
-    counts = convert_pos(assets_dir / OANC_PATH, output_dir, tests, dev_blocks, train_sentences, seed)
+    with exit_on_bad_input():
+        tests = test_blocks if test_blocks else held_out_blocks(assets_dir)
+        counts = convert_pos(assets_dir / OANC_PATH, output_dir, tests, dev_blocks, train_sentences, seed)
     for name, c in counts.items():
         typer.echo(f"{name}: {c['sentences']:,} sentences, {c['tokens']:,} tokens ({c['blocks']} blocks)")
 

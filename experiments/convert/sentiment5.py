@@ -34,7 +34,6 @@ Usage: python -m experiments.convert.sentiment5
     assets/rt_snippets/movieReviewSnippets_GroundTruth.txt corpus/sentiment5
     [--seed 0] [--max-docs N] [--lang en]
 """
-import bisect
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -42,50 +41,9 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
-from experiments.convert.inputs import FormatError, exit_on_bad_input, read_text, require_items
-from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
-
-CATEGORIES = ("VERY_NEGATIVE", "NEGATIVE", "NEUTRAL", "POSITIVE", "VERY_POSITIVE")
-CUT_POINTS = (-2.0, -1.0, 1.0, 2.0)
-RATING_RANGE = (-4.0, 4.0)
-
-
-def rating_to_label(rating: float) -> str:
-    """The class of a mean rating; a rating on a cut point goes to the more extreme class."""
-    if not RATING_RANGE[0] <= rating <= RATING_RANGE[1]:
-        raise ValueError(f"rating {rating} is outside {RATING_RANGE}")
-    if rating < 0:  # -2 -> VERY_NEGATIVE, -1 -> NEGATIVE
-        return CATEGORIES[bisect.bisect_left(CUT_POINTS, rating)]
-    return CATEGORIES[bisect.bisect_right(CUT_POINTS, rating)]  # 1 -> POSITIVE, 2 -> VERY_POSITIVE
-
-
-def read_rated_snippets(path: Path) -> list[tuple[str, float, str]]:
-    """Read ``(id, rating, text)`` rows of the ``id<TAB>rating<TAB>text`` file.
-
-    A leading byte-order mark and CRLF line ends are accepted. Raises
-    ``FormatError`` naming the line for a row without three fields, a numeric
-    rating in -4 ... +4 and a non-empty text.
-    """
-    rows = []
-    text = read_text(path, encoding="utf-8-sig")
-    for line_num, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        fields = line.split("\t", 2)
-        try:
-            if len(fields) != 3 or not fields[2].strip():
-                raise ValueError("expected three tab-separated fields and a non-empty text")
-            rating = float(fields[1])
-            rating_to_label(rating)
-        except ValueError as err:
-            raise FormatError(
-                f"{path}:{line_num}: expected 'id<TAB>rating<TAB>text' with a rating in "
-                f"{RATING_RANGE}, got {line[:80]!r} ({err})"
-            ) from None
-        rows.append((fields[0].strip(), rating, " ".join(fields[2].split())))
-    require_items(rows, path, "rated snippets")
-    return rows
-
+from experiments.data.inputs import exit_on_bad_input
+from experiments.data.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
+from experiments.data.tasks import CATEGORIES, CUT_POINTS, rating_to_label, read_rated_snippets
 
 def stratified_split(labels: list[str], seed: int = 0) -> dict[str, list[int]]:
     """80/10/10 split of ``range(len(labels))``, each class cut by ``split_indices``."""

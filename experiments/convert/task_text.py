@@ -11,7 +11,8 @@ import spacy
 import typer
 from spacy.tokens import DocBin
 
-from experiments.convert.inputs import FormatError, exit_on_bad_input, require_items
+from experiments.data.inputs import exit_on_bad_input, require_items
+from experiments.errors import ExperimentError
 from experiments.files import write_atomic
 
 
@@ -20,9 +21,9 @@ def task_text(docbin_path: Path) -> str:
     try:
         docs = list(DocBin().from_disk(docbin_path).get_docs(nlp.vocab))
     except ValueError as err:  # spaCy says E1014 for any damage
-        raise FormatError(
-            f"{docbin_path}: expected a spaCy DocBin (.spacy) file, but it could not be read "
-            f"({type(err).__name__}: {err}). Convert the task's data again."
+        raise ExperimentError(
+            docbin_path, expected="a spaCy DocBin (.spacy) file",
+            found=f"a file spaCy cannot read ({type(err).__name__}: {err})", fix="convert the task's data again",
         ) from None
     lines = [" ".join(doc.text.split()) + "\n" for doc in docs if doc.text.strip()]
     require_items(lines, docbin_path, "docs with text")

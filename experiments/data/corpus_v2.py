@@ -39,23 +39,12 @@ from typing import Annotated, Iterable, Optional
 
 import typer
 
-from experiments.data.archive import FetchError
-from experiments.data.corpus import (
-    SOURCES as V1_SOURCES,
-    CorpusReport,
-    Document,
-    LeakageFilter,
-    corpus_split,
-    count_by_source,
-    count_words,
-    echo_report,
-    load_downstream_texts,
-    normalize_for_match,
-    remove_leakage,
-    split_documents,
-    to_text,
-)
-from experiments.data.sources import SOURCES, Source, read_sources
+from experiments.data.corpus import CorpusReport, corpus_split, echo_report
+from experiments.data.inputs import exit_on_bad_input
+from experiments.data.leakage import downstream_filter, remove_leakage
+from experiments.data.sources import ASSET_SOURCES, SOURCES, Source, read_sources
+from experiments.data.splits import count_by_source, split_documents, to_text
+from experiments.data.text import Document, count_words, normalize_for_match
 from experiments.files import write_atomic
 
 # Where weasel puts the package files, relative to the assets folder.
@@ -122,9 +111,7 @@ def corpus_v2_split(
             kept = dedup(name, doc)
             if kept is not None:
                 new_docs.append((name, kept))
-    downstream = load_downstream_texts(assets_dir)
-    leakage_filter = LeakageFilter(text for texts in downstream.values() for text in texts)
-    new_docs, new_leakage = remove_leakage(new_docs, leakage_filter)
+    new_docs, new_leakage = remove_leakage(new_docs, downstream_filter(assets_dir))
     new_train, new_dev = split_documents(new_docs, dev_fraction=dev_fraction, seed=seed)
     names = [source.name for source in sources]
     new_dev.sort(key=lambda item: names.index(item[0]))  # stable: keeps the order within a source
@@ -137,7 +124,7 @@ def corpus_v2_split(
         counts={"train": count_by_source(train), "dev": count_by_source(dev)},
         leakage=leakage,
         duplicates=v1_duplicates + dedup.duplicate_docs,
-        sources=(*V1_SOURCES, *names),
+        sources=(*ASSET_SOURCES, *names),
         duplicate_lines={name: dedup.duplicate_lines[name] for name in names},
     )
     return train, dev, report
@@ -180,11 +167,8 @@ def main(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the document shuffle.")] = 0,
 ) -> None:
     """Write corpus v2 (corpus v1 plus the package sources) for pretraining the biLM."""
-    try:
+    with exit_on_bad_input():
         report = prepare_corpus_v2(assets_dir, output_dir, packages_dir, dev_fraction, seed)
-    except (FetchError, FileNotFoundError, ValueError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     lines = ", ".join(f"{name} {n:,}" for name, n in report.duplicate_lines.items())
     typer.echo(f"Repeated lines of >= {MIN_DEDUP_WORDS} words removed from the new sources: {lines}")
     echo_report(report, output_dir)

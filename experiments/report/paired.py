@@ -7,36 +7,33 @@ also be named in a record an earlier ``--json`` wrote, ``RECORD.json:RUN`` (the 
 that record keeps them: how a new run is paired with one whose models are no longer kept, once a
 rerun of some of its seeds has reproduced the record's scores). Scores are
 printed in percent; each later folder gets its gain over the first, the relative error
-reduction, a bootstrap 95% interval of the paired mean difference and the exact sign-flip p
-(``comparison.gains``). ``--json FILE`` also writes every row, its seeds' scores and its
-comparison to FILE (the record behind a README table: metrics/ is not kept in the repository).
+reduction, a bootstrap 95% interval of the paired mean difference and the sign-flip p (exact up
+to 16 pairs, Monte Carlo with its standard error beyond: ``comparison.gains``). ``--json FILE``
+also writes every row, its seeds' scores and its comparison to FILE (the record behind a README table: metrics/ is not kept in the repository).
+Every file is checked against ``experiments.records``; a bad one ends the command in one line
+naming it (exit 1).
 """
-import json
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
-import srsly
 import typer
 
-from experiments.report.comparison import gains, mean_std
-from spacy_elmo.util import atomic_path
+from experiments.errors import ExperimentError, run_app
+from experiments.records import read_record, read_seed_score, write_record
+from experiments.report.comparison import format_p, gains, mean_std
 
 
 def scores(folder: Path, key: str) -> Dict[str, float]:
-    """{seed name: 100 × the score} of a folder's seedN.json files; exits with a message if there are none."""
+    """{seed name: 100 × the score} of a folder's seedN.json files (each checked: ``experiments.records``)."""
     if not folder.is_dir():
-        raise typer.BadParameter(f"{folder} is not a folder: expected a folder of seedN.json "
-                                 "(experiments.run.evaluate_seeds) or RECORD.json:RUN (a record --json wrote)")
+        raise ExperimentError(folder, found="a file" if folder.exists() else "nothing",
+                              expected="a folder of seedN.json (experiments.run.evaluate_seeds) or "
+                              "RECORD.json:RUN (a record --json wrote)")
     files = sorted(folder.glob("seed*.json"))
     if not files:
-        raise typer.BadParameter(f"{folder} holds no seedN.json: score the runs with experiments.run.evaluate_seeds")
-    found = {}
-    for path in files:
-        metrics = json.loads(path.read_text(encoding="utf8"))
-        if key not in metrics:
-            raise typer.BadParameter(f"{path} has no score '{key}' (it has: {', '.join(sorted(metrics)[:12])})")
-        found[path.stem] = 100.0 * float(metrics[key])
-    return found
+        raise ExperimentError(folder, expected="seedN.json files", found="none",
+                              fix="score the runs with experiments.run.evaluate_seeds")
+    return {path.stem: read_seed_score(path, key) for path in files}
 
 
 def recorded_scores(source: str, key: str) -> Dict[str, float]:
@@ -44,15 +41,15 @@ def recorded_scores(source: str, key: str) -> Dict[str, float]:
     path, _, run = source.partition(".json:")
     path = Path(path + ".json")
     if not path.is_file():
-        raise typer.BadParameter(f"{source}: expected RECORD.json:RUN with RECORD.json a record written by --json, "
-                                 f"but {path} is not a file")
-    record = json.loads(path.read_text(encoding="utf8"))
-    if record.get("key") != key:
-        raise typer.BadParameter(f"{path} records the score '{record.get('key')}', not '{key}': name a record of '{key}'")
-    runs = record.get("runs", {})
-    if run not in runs:
-        raise typer.BadParameter(f"{path} holds no run '{run}' (it holds: {', '.join(runs)})")
-    return {seed: float(score) for seed, score in runs[run]["by_seed"].items()}
+        raise ExperimentError(source, expected="RECORD.json:RUN with RECORD.json a record written by --json",
+                              found=f"no file {path}")
+    record = read_record(path)
+    if record.key != key:
+        raise ExperimentError(path, expected=f"a record of the score '{key}'", found=f"a record of '{record.key}'",
+                              fix=f"name a record of '{key}'")
+    if run not in record.runs:
+        raise ExperimentError(path, expected=f"the run '{run}'", found=f"only: {', '.join(record.runs)}")
+    return dict(record.runs[run].by_seed)
 
 
 def seed_row(source: Union[str, Path], key: str) -> Dict[str, object]:
@@ -70,6 +67,9 @@ def main(
     folders: List[str] = typer.Argument(..., help="Folders of seedN.json, or RECORD.json:RUN; the first is the reference"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the rows, seeds and comparisons here"),
 ) -> None:
+    if json_path is not None and json_path.is_dir():  # refused before any work
+        raise ExperimentError(json_path, expected="a file name for the record (--json)", found="a folder",
+                              fix="name a .json file, e.g. FOLDER/record.json")
     rows = {folder: seed_row(folder, key) for folder in folders}
     first = folders[0]
     for name, row in rows.items():
@@ -80,14 +80,18 @@ def main(
         if gain and "sign_flip_p" in gain:
             line += (f"; against {first}: {gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}], "
                      f"relative error reduction {gain['relative_error_reduction']:+.1f}%, sign-flip p "
-                     f"{gain['sign_flip_p']:.3f} ({gain['pairs']} pairs)")
+                     f"{format_p(gain)} ({gain['pairs']} pairs)")
         typer.echo(line)
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(json_path) as tmp:
-            srsly.write_json(tmp, {"key": key, "reference": first, "runs": rows})
+        write_record(json_path, {"key": key, "reference": first, "runs": rows})
         typer.echo(f"wrote {json_path}")
 
 
+def cli(argv: List[str]) -> None:
+    app = typer.Typer(add_completion=False)
+    app.command()(main)
+    app(argv)
+
+
 if __name__ == "__main__":
-    typer.run(main)
+    run_app(cli)

@@ -14,7 +14,9 @@ Extra ``--section.key value`` options override the config, as in ``spacy_elmo pr
 
 Run again after an interruption, the same command continues the run in OUTPUT_DIR: once it
 has saved a checkpoint, its step count is the one stored with it (config.cfg), with no new
-probe, since a schedule cannot change its length on resume.
+probe, since a schedule cannot change its length on resume. A budget (``--minutes``,
+``--max-epochs``) other than the one the run was planned for is then said to be ignored;
+a new budget needs a new OUTPUT_DIR.
 """
 import json
 import math
@@ -33,6 +35,8 @@ from spacy_elmo.training.perplexity import perplexity
 from spacy_elmo.training.pretrain import pretrain
 from spacy_elmo.training.run.run_dir import RunDir
 from spacy_elmo.util import atomic_path
+
+from experiments.errors import ExperimentError, run_app
 
 PROBE_STEPS = 40
 PROBE_WARMUP = 10  # steps left out of the speed measurement (kernel choice, allocator warm-up)
@@ -58,6 +62,9 @@ def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: 
                    score: List[Path], overrides: dict) -> dict:
     if not (math.isfinite(minutes) and minutes > 0):
         raise ConfigError("E526", found=minutes)
+    if max_epochs is not None and max_epochs < 1:
+        raise ExperimentError("--max-epochs", expected="a whole number of epochs of 1 or more (or no --max-epochs "
+                              "for no cap)", found=str(max_epochs), fix="pass e.g. --max-epochs 3")
     prepared = output_dir.parent / f".{output_dir.name}.prepared"
     overrides["corpus.prepared_dir"] = str(prepared)
     probe_record = output_dir.parent / f".{output_dir.name}.probe.json"
@@ -66,8 +73,10 @@ def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: 
         steps = load_config(run.config).training.max_steps  # what the run's schedule was built for
         measured = json.loads(probe_record.read_text(encoding="utf8")) if probe_record.exists() else {}
         msg.info(f"{output_dir} holds this run: continuing it to its {steps:,} steps, without a new probe")
+        _say_if_ignored(output_dir, steps, measured, minutes, max_epochs)
     else:
         steps, measured = probe(config_path, output_dir, minutes, device, max_epochs, overrides)
+        measured.update(minutes=minutes, max_epochs=max_epochs)  # the budget the steps were planned for
         probe_record.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(probe_record) as tmp:
             tmp.write_text(json.dumps(measured), encoding="utf8")
@@ -75,6 +84,7 @@ def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: 
     overrides["training.max_epochs"] = 0
     result = pretrain(config_path, output_dir, overrides=overrides, device=device, progress=False, resume=True)
     summary = {"config": str(config_path), "overrides": overrides,
+               "minutes": measured.get("minutes"), "max_epochs": measured.get("max_epochs"),
                "probe_seconds_per_step": measured.get("seconds_per_step"),
                "probe_tokens_per_s": measured.get("tokens_per_s"), "steps": result.state.step,
                "epochs": result.state.epoch, "train_tokens": result.state.tokens,
@@ -87,6 +97,22 @@ def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: 
     with atomic_path(output_dir / "budget_run.json") as tmp:
         tmp.write_text(json.dumps(summary, indent=2), encoding="utf8")
     return summary
+
+
+def _say_if_ignored(output_dir: Path, steps: int, planned: dict, minutes: float, max_epochs: Optional[int]) -> None:
+    """Warn when this call's budget is not the one the run in `output_dir` was planned for:
+    its steps stand (a schedule cannot change its length), so the new budget is ignored."""
+    if "minutes" not in planned:
+        msg.warn(f"The budget of {output_dir} was not recorded: --minutes {minutes:g} and --max-epochs {max_epochs} "
+                 f"are not checked against it; the run continues to its {steps:,} steps")
+        return
+    asked = {"--minutes": minutes, "--max-epochs": max_epochs}
+    before = {"--minutes": planned["minutes"], "--max-epochs": planned.get("max_epochs")}
+    changed = [f"{key} {asked[key]} (planned: {before[key]})" for key in asked if asked[key] != before[key]]
+    if changed:
+        msg.warn(f"Ignoring {', '.join(changed)}: {output_dir} holds a run planned for that budget as "
+                 f"{steps:,} steps, and a schedule cannot change its length once it has started. For a new "
+                 f"budget, start a new OUTPUT_DIR.")
 
 
 def probe(config_path: Path, output_dir: Path, minutes: float, device: str, max_epochs: Optional[int],
@@ -121,4 +147,4 @@ app = typer.Typer(add_completion=False)
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(main)
 
 if __name__ == "__main__":
-    app()
+    run_app(app)

@@ -15,7 +15,6 @@ evaluation: step, losses, dev scores), written by spaCy's console logger; the
 logger is not part of the fingerprint, since it does not change what is trained.
 """
 import shutil
-import sys
 from pathlib import Path
 from typing import List
 
@@ -26,6 +25,8 @@ from weasel.util import parse_config_overrides
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 
 from experiments.engine.execute import dev_log_overrides
+from experiments.errors import run_app
+from experiments.records import parse_seeds
 from experiments.run.fingerprint import changed, read_fingerprint, run_fingerprint, write_fingerprint
 
 
@@ -78,10 +79,10 @@ def main(
     gpu_id: int = typer.Option(-1, help="GPU id, or -1 for the CPU"),
 ) -> None:
     overrides = overrides_from_args(ctx.args)
-    train_seeds(config, output_dir, [int(s) for s in seeds.split()], overrides, gpu_id)
+    train_seeds(config, output_dir, parse_seeds(seeds), overrides, gpu_id)
 
 
 if __name__ == "__main__":
     app = typer.Typer(add_completion=False)
     app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(main)
-    app(sys.argv[1:])
+    run_app(app)

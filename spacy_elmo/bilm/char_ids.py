@@ -11,7 +11,8 @@ Text is encoded with ``errors="ignore"``, so characters that have no UTF-8 form
 characters) becomes ``[begin-word, end-word, padding...]``; whitespace tokens
 keep their bytes like any other token.
 """
-from typing import Dict, List, Sequence
+from itertools import chain
+from typing import List, Sequence, Tuple
 
 import numpy
 import torch
@@ -61,6 +62,33 @@ def words_to_ids(
     return ids
 
 
+def distinct_words(sentences: Sequence[Sequence[str]]) -> Tuple[List[str], numpy.ndarray, numpy.ndarray]:
+    """One pass over a batch of tokenised sentences: its distinct words, and
+    every token as an index into them.
+
+    RETURNS: (words, index, lengths): `words` starts with ``<S>`` and ``</S>``
+        (indices 0 and 1) followed by the batch's other distinct words in order of
+        first appearance; `index` (n_tokens,) int64, the tokens sentence after
+        sentence; `lengths` (n_sentences,) int64, each sentence's number of tokens.
+    """
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, (str, bytes)) or not hasattr(sentence, "__len__"):
+            raise InputError("E103", found=type(sentence).__name__, index=i)
+    lengths = numpy.fromiter(map(len, sentences), dtype=numpy.int64, count=len(sentences))
+    tokens = list(chain.from_iterable(sentences))
+    try:
+        words = list(dict.fromkeys(chain((BOS_TOKEN, EOS_TOKEN), tokens)))
+    except TypeError:  # an unhashable token, e.g. a list
+        words = None
+    if words is None or not all(type(word) is str for word in words):
+        position = next(i for i, t in enumerate(tokens) if type(t) is not str)
+        sentence = int(numpy.searchsorted(numpy.cumsum(lengths), position, side="right"))
+        raise InputError("E103", found="a token of type " + type(tokens[position]).__name__, index=sentence)
+    vocab = {word: i for i, word in enumerate(words)}
+    index = numpy.fromiter(map(vocab.__getitem__, tokens), dtype=numpy.int64, count=len(tokens))
+    return words, index, lengths
+
+
 def batch_to_ids(
     sentences: List[List[str]], max_chars: int = MAX_CHARS_PER_TOKEN
 ) -> torch.Tensor:
@@ -70,21 +98,11 @@ def batch_to_ids(
     RETURNS: a ``torch.LongTensor`` of shape ``(batch, max_tokens, max_chars)``,
         0 at the positions of absent tokens.
     """
-    vocab: Dict[str, int] = {}
-    for i, sentence in enumerate(sentences):
-        if isinstance(sentence, str) or not all(isinstance(t, str) for t in sentence):
-            found = type(sentence).__name__ if isinstance(sentence, str) else (
-                "a token of type " + next(type(t).__name__ for t in sentence if not isinstance(t, str))
-            )
-            raise InputError("E103", found=found, index=i)
-        for token in sentence:
-            vocab.setdefault(token, len(vocab))
-    lengths = [len(s) for s in sentences]
-    max_tokens = max(lengths, default=0)
+    words, index, lengths = distinct_words(sentences)
+    max_tokens = int(lengths.max(initial=0))
     # Row 0 of the table is the all-zero "no token"; word k is row k + 1.
-    table = numpy.zeros((len(vocab) + 1, max_chars), dtype=numpy.int64)
-    table[1:] = words_to_ids(list(vocab), max_chars)
-    index = numpy.zeros((len(sentences), max_tokens), dtype=numpy.int64)
-    for i, sentence in enumerate(sentences):
-        index[i, : len(sentence)] = [vocab[t] + 1 for t in sentence]
-    return torch.from_numpy(table[index])
+    table = numpy.zeros((len(words) + 1, max_chars), dtype=numpy.int64)
+    table[1:] = words_to_ids(words, max_chars)
+    padded = numpy.zeros((len(sentences), max_tokens), dtype=numpy.int64)
+    padded[numpy.arange(max_tokens) < lengths[:, None]] = index + 1
+    return torch.from_numpy(table[padded])

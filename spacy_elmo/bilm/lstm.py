@@ -22,6 +22,12 @@ FORGET_GATE = 2
 # floats, 64 MiB for the original model) whatever the batch.
 ROWS_PER_INPUT_BLOCK = 512
 
+# `BiLSTMStack._inference_layer` computes a step of fewer rows with copies of a
+# row added up to this many (row_padding): MKL rounds products of up to 6 rows
+# by another method for some shapes (8 x 8, the smallest biLMs'), and a token's
+# layers would then depend on how many rows run beside it.
+MIN_STEP_ROWS = 8
+
 
 class BiLSTMStack(nn.Module):
     """``n_layers`` LSTM layers with projection for each of two directions.
@@ -111,7 +117,7 @@ class BiLSTMStack(nn.Module):
             # Without gradients, the input-to-gate products of every block go
             # into one buffer: a fresh buffer per block (tens of MiB) costs more
             # in page faults on first touch than the products' bias copy.
-            block_rows = max([MIN_ROWS] + [offsets[end] - offsets[first] for first, end in blocks])
+            block_rows = max([MIN_STEP_ROWS] + [offsets[end] - offsets[first] for first, end in blocks])
             scratch = inputs.new_empty(2 * N_GATES * block_rows * self.W_input[0].shape[3])
         outputs: List[torch.Tensor] = []
         final_states: List[LayerState] = []
@@ -122,8 +128,21 @@ class BiLSTMStack(nn.Module):
         device_type = inputs.device.type
         product_dtype = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
         torch_lstm = not self.cell_clip and not self.proj_clip and device_type in self.torch_lstm_devices
+        # Without gradients, in float32, from the zero state: the recurrence in place
+        # on preallocated buffers, one gate product a step (`_inference_layer`).
+        in_place = (
+            not needs_grad and product_dtype is None and initial_state is None and not return_final_state
+            and not dropout and bool(batch_sizes)
+        )
         x = inputs
         for layer in range(self.n_layers):
+            if in_place:
+                out = self._inference_layer(layer, x, batch_sizes, offsets, blocks, scratch)
+                if self.use_skip_connections and layer > 0:
+                    out += x
+                outputs.append(out)
+                x = out
+                continue
             if hand_written:
                 weights = (self.W_input[layer], self.W_hidden[layer], self.bias[layer], self.forget_bias,
                            self.W_proj[layer], batch_sizes)
@@ -161,6 +180,89 @@ class BiLSTMStack(nn.Module):
             final_states.append((final_h, final_c))
             x = nn.functional.dropout(out, dropout) if dropout and layer + 1 < self.n_layers else out
         return outputs, (final_states if return_final_state else None)
+
+    def _inference_layer(
+        self, layer: int, x: torch.Tensor, batch_sizes: List[int], offsets: List[int],
+        blocks: List[Tuple[int, int]], scratch: Optional[torch.Tensor],
+    ) -> torch.Tensor:
+        """One layer without gradients, in float32, from the zero state.
+
+        The same arithmetic as `_step`, with fewer operations a step: the four
+        gates' weights side by side, ordered (input, forget, output, new input)
+        so that one product gives every pre-activation, one sigmoid and one
+        tanh activate them in place, and the cell update, the output and the
+        clips write into buffers made once per layer; each step's output is
+        written straight into the layer's output, where the next step reads it.
+        x: (2, n_packed, p) -> (2, n_packed, p).
+        """
+        p, c_dim = self.W_proj[layer].shape[2], self.W_proj[layer].shape[1]
+        gate_order = [0, FORGET_GATE, 3, 1]  # i, f, o, j
+        W_input = self.W_input[layer][:, gate_order].permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
+        W_hidden = self.W_hidden[layer][:, gate_order].permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
+        bias = (self.bias[layer] + self.forget_bias)[:, gate_order].reshape(2, 1, N_GATES * c_dim)
+        W_proj = self.W_proj[layer]
+        rows = max(batch_sizes[0], MIN_STEP_ROWS)
+        out = x.new_empty(x.shape)
+        c = x.new_zeros(2, rows, c_dim)
+        h0 = x.new_zeros(2, rows, p)
+        gates = x.new_empty(2 * rows * N_GATES * c_dim)
+        cell_out = x.new_empty(2 * rows * c_dim)
+        views: dict = {}  # the buffers' views for m rows, made once per row count
+
+        def views_of(m: int):
+            if m not in views:
+                g = gates[: 2 * m * N_GATES * c_dim].view(2, m, N_GATES * c_dim)
+                views[m] = (
+                    g, g[:, :, : 3 * c_dim], g[:, :, 3 * c_dim :], g[:, :, :c_dim], g[:, :, c_dim : 2 * c_dim],
+                    g[:, :, 2 * c_dim : 3 * c_dim], c[:, :m], cell_out[: 2 * m * c_dim].view(2, m, c_dim),
+                )
+            return views[m]
+
+        cell_clip, proj_clip = self.cell_clip, self.proj_clip
+        h = h0
+        for first, end in blocks:
+            block_start = offsets[first]
+            block_rows = offsets[end] - block_start
+            if block_rows < MIN_STEP_ROWS:
+                block_x = pad_rows(x[:, block_start : offsets[end]], 1, MIN_STEP_ROWS)
+            else:
+                block_x = x[:, block_start : offsets[end]]
+            if scratch is None:
+                gates_x = torch.baddbmm(bias, block_x, W_input)
+            else:
+                gates_x = scratch[: 2 * block_x.shape[1] * N_GATES * c_dim].view(2, block_x.shape[1], N_GATES * c_dim)
+                torch.baddbmm(bias, block_x, W_input, out=gates_x)
+            for t in range(first, end):
+                n, start = batch_sizes[t], offsets[t] - block_start
+                m = max(n, MIN_STEP_ROWS)  # see MIN_STEP_ROWS: rows beyond n are dropped
+                g, sigmoid_gates, new_input, input_gate, forget_gate, output_gate, cell, cell_out_m = views_of(m)
+                step_x = gates_x[:, start : start + n]
+                if n < MIN_STEP_ROWS:
+                    step_x = pad_rows(step_x, 1, MIN_STEP_ROWS)
+                    h = pad_rows(h[:, :n], 1, MIN_STEP_ROWS)
+                elif h.shape[1] != n:
+                    h = h[:, :n]
+                torch.baddbmm(step_x, h, W_hidden, out=g)
+                sigmoid_gates.sigmoid_()
+                new_input.tanh_()
+                cell.mul_(forget_gate)
+                torch.mul(input_gate, new_input, out=cell_out_m)
+                cell.add_(cell_out_m)
+                if cell_clip:
+                    cell.clamp_(-cell_clip, cell_clip)
+                torch.tanh(cell, out=cell_out_m)
+                cell_out_m.mul_(output_gate)
+                if n < MIN_STEP_ROWS:
+                    h = torch.bmm(cell_out_m, W_proj)
+                    if proj_clip:
+                        h.clamp_(-proj_clip, proj_clip)
+                    out[:, offsets[t] : offsets[t + 1]] = h[:, :n]
+                else:
+                    h = out[:, offsets[t] : offsets[t + 1]]
+                    torch.bmm(cell_out_m, W_proj, out=h)
+                    if proj_clip:
+                        h.clamp_(-proj_clip, proj_clip)
+        return out
 
     def layer_weights(self, layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:
         """W_input, W_hidden and W_proj of `layer`, cast to `dtype` when given.

@@ -6,17 +6,18 @@ softmax to train it.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import Callable, Hashable, List, Optional, Sequence, Tuple, Union
 
+import numpy
 import torch
 from torch import nn
 
 from ..errors import InputError
-from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, words_to_ids
+from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, batch_to_ids, distinct_words, words_to_ids
 from .lstm import BiLSTMStack, LayerState
 from .options import BiLMOptions
-from .packing import TimeMajor, reversed_steps
-from .token_cache import TokenCache
+from .packing import SentencePacking, TimeMajor, reversed_steps
+from .token_cache import TokenCache, distinct_rows
 from .token_encoder import CharCNNTokenEncoder
 
 PathLike = Union[str, Path]
@@ -39,6 +40,14 @@ class BiLM(nn.Module):
     instead carries each batch row's final state over to the same row of the
     next call, as the original TensorFlow implementation did; it exists to
     reproduce reference outputs (see ``reset_states``).
+
+    Two entries: `encode_words` (tokenised sentences -> every token's layers,
+    the one the `elmo` component and `embed` use) and `forward` (character ids
+    from `batch_to_ids`, the AllenNLP-compatible one). A token's layers are bit
+    for bit the same whatever else is in the call, its row order, the token
+    cache's state and the thread count, as tests/bilm/test_words.py checks for
+    the shipped, fixture and near-zero biLMs (MKL rounds products of a few
+    other shapes differently by row count: see that test).
 
     At inference (no gradients), the representations of tokens already seen are
     served from a bounded cache of ``token_cache_size`` entries. Loading
@@ -100,20 +109,21 @@ class BiLM(nn.Module):
     def clear_token_cache(self) -> None:
         """Forget the cached token representations: call it after changing the
         token encoder's weights in place (e.g. ``param.data.mul_(2)``). Loading
-        weights and optimiser steps need no call (see `_distinct_token_vectors`)."""
+        weights and optimiser steps need no call (see `_token_vectors`)."""
         self.token_cache.clear()
 
     def reset_states(self) -> None:
         """Forget the carried-over state (stateful mode)."""
         self._states = None
 
-    def encode_tokens(self, char_ids: torch.Tensor) -> torch.Tensor:
+    def encode_tokens(self, char_ids: torch.Tensor, longest: Optional[int] = None) -> torch.Tensor:
         """The context-insensitive representation of tokens.
 
-        char_ids: (n, max_chars) -> (n, projection_dim).
+        char_ids: (n, max_chars) -> (n, projection_dim). longest: see
+        `CharCNNTokenEncoder.forward`.
         """
-        vectors = self.token_encoder(char_ids)
-        if vectors.requires_grad:  # a backward pass will give the encoder gradients: see _distinct_token_vectors
+        vectors = self.token_encoder(char_ids, longest)
+        if vectors.requires_grad:  # a backward pass will give the encoder gradients: see _token_vectors
             vectors.register_hook(self._clear_token_cache_on_backward)
         return vectors
 
@@ -135,7 +145,13 @@ class BiLM(nn.Module):
             layers = self.lstm.bias[0].new_zeros(self.n_layers, 0, n_tokens, self.output_dim)
             return BiLMOutput(layers=layers, mask=mask)
         # Each row as indices into the distinct token vectors: <S>, its words, </S>.
-        distinct, inverse = self._distinct_token_vectors(char_ids[mask])
+        ids = torch.cat([self.boundary_ids.to(device), char_ids[mask]])
+        keys, first, inverse_array = distinct_rows(ids)
+        first_t = torch.from_numpy(first).to(device)
+        distinct = self._token_vectors(
+            keys, lambda positions: (ids[first_t[torch.from_numpy(positions).to(device)]], None)
+        )
+        inverse = torch.from_numpy(inverse_array).to(device)
         lengths = mask.sum(dim=1) + 2  # with <S> and </S>
         steps = n_tokens + 2
         index = torch.zeros(batch, steps, dtype=torch.long, device=device)
@@ -166,26 +182,58 @@ class BiLM(nn.Module):
         layers[:, mask.reshape(-1)] = values
         return BiLMOutput(layers=layers.view(self.n_layers, batch, n_tokens, self.output_dim), mask=mask)
 
-    @torch.inference_mode()
-    def warm_token_cache(self, char_ids: torch.Tensor) -> None:
-        """Encode the tokens of `char_ids` (batch, tokens, max_chars) into the token cache,
-        as `forward` would, without running the LSTMs.
+    def encode_words(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+        """Every token's layers, from the words: the entry of the `elmo`
+        component, `embed` and `perplexity`.
 
-        The character CNN's float32 results depend slightly on which tokens it encodes
-        together; a process that computes every N-th batch (``embed`` under torchrun)
-        warms its cache with the other batches, so that each token is encoded in the
-        same group as in a single process and the outputs are identical.
+        sentences: tokenised sentences, each a list of str.
+        RETURNS: (n_layers + 1, n_tokens, 2 * projection_dim), the tokens of all
+            sentences one after the other (split them by the sentences' lengths).
+
+        The same layers as `forward` over ``batch_to_ids(sentences)``, made
+        without character ids for the whole batch: one pass on the host finds the
+        distinct words and lays the batch out as index arrays (`distinct_words`,
+        `SentencePacking`); the token cache is keyed by the word, so only the
+        words it misses get character ids and go through the encoder; nothing is
+        read back from the device.
         """
-        self._check_ids(char_ids)
-        self._distinct_token_vectors(char_ids[char_ids[:, :, 0] > 0])
+        if self.stateful:  # the carried-over state follows the rows of `forward`
+            output = self.forward(batch_to_ids([list(s) for s in sentences], self.options.max_characters_per_token))
+            return output.layers[:, output.mask]
+        words, index, lengths = distinct_words(sentences)
+        device = self.boundary_ids.device
+        max_chars = self.options.max_characters_per_token
 
-    def _distinct_token_vectors(self, token_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Vectors of the distinct tokens among <S>, </S> and `token_ids` (n, max_chars).
+        def char_ids(positions: numpy.ndarray) -> Tuple[torch.Tensor, int]:
+            ids = words_to_ids([words[i] for i in positions.tolist()], max_chars)
+            longest = int((ids != PAD_CHAR + 1).sum(axis=1).max(initial=1))  # known here: no read from the device
+            return torch.from_numpy(ids).to(device, non_blocking=True), longest
 
-        RETURNS: (vectors (n_distinct, projection_dim), inverse (n + 2,)), the
-            inverse giving <S>, </S> and then each token its row of vectors.
+        vectors = self._token_vectors(words, char_ids)
+        if not len(index):
+            return vectors.new_zeros(self.n_layers, 0, self.output_dim, dtype=torch.float32)
+        packing = SentencePacking.of(index, lengths)
+        # float32 even under autocast, as in `forward`.
+        inputs = nn.functional.embedding(torch.from_numpy(packing.inputs).to(device), vectors.float())
+        outputs, _ = self.lstm(inputs, packing.batch_sizes)
+        rows = torch.from_numpy(packing.outputs).to(device)
+        p = inputs.shape[2]
+        layers = inputs.new_empty(self.n_layers, rows.shape[1], 2 * p)
+        for layer, out in enumerate([inputs, *outputs]):
+            torch.index_select(out[0], 0, rows[0], out=layers[layer, :, :p])
+            torch.index_select(out[1], 0, rows[1], out=layers[layer, :, p:])
+        return layers
+
+    def _token_vectors(
+        self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]]
+    ) -> torch.Tensor:
+        """Vectors of the distinct tokens `keys` (n_distinct, projection_dim),
+        through the token cache where it is valid.
+
+        char_ids: positions in `keys` (int64 array) -> their character ids
+            (n, max_chars), on the model's device, and their longest token's
+            number of ids when known on the host (else None).
         """
-        ids = torch.cat([self.boundary_ids.to(token_ids.device), token_ids])
         parameters = list(self.token_encoder.parameters())
         needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in parameters)
         # The cache never serves vectors of other weights, without torch's private
@@ -196,16 +244,17 @@ class BiLM(nn.Module):
         # loading weights empties it (load_weights, load_state_dict).
         if needs_grad or any(p.grad is not None for p in parameters):
             self.token_cache.clear()
-            distinct, inverse = torch.unique(ids, dim=0, return_inverse=True)
-            return self.encode_tokens(distinct), inverse
+            return self.encode_tokens(*char_ids(numpy.arange(len(keys))))
         # Nor are vectors valid across devices, dtypes, storage or arithmetic (autocast, TF32).
-        device = ids.device.type
+        device = self.boundary_ids.device.type
         arithmetic = (
             torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device),
             device == "cuda" and (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32),
         )
         weights_key = tuple((p.data_ptr(), p.device, p.dtype) for p in parameters)
-        return self.token_cache.encode(ids, self.token_encoder, (weights_key, arithmetic))
+        return self.token_cache.lookup(
+            keys, lambda missing: self.token_encoder(*char_ids(missing)), (weights_key, arithmetic)
+        )
 
     def _check_ids(self, char_ids: torch.Tensor) -> None:
         max_chars = self.options.max_characters_per_token

@@ -11,6 +11,7 @@ groups whole sentences into batches.
 from dataclasses import dataclass
 from typing import List
 
+import numpy
 import torch
 
 
@@ -60,3 +61,49 @@ def reversed_steps(lengths: torch.Tensor, steps: int) -> torch.Tensor:
     length: ``length - 1 - t`` for t < length, t (padding stays) after."""
     positions = torch.arange(steps, device=lengths.device).expand(len(lengths), steps)
     return torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
+
+
+@dataclass
+class SentencePacking:
+    """The packing of a batch of sentences given as word indices, made on the
+    host with NumPy (`BiLM.encode_words`): the same layout as `TimeMajor` over
+    the rows ``<S> words </S>``, with ``<S>`` and ``</S>`` words 0 and 1.
+
+    inputs: (2, n_packed) the word at each packed position, direction 0 reading
+        each row forwards, direction 1 backwards.
+    batch_sizes: rows running at each step.
+    outputs: (2, n_tokens) where each real token's output is in each direction's
+        packed output, tokens sentence after sentence.
+    """
+
+    inputs: numpy.ndarray
+    batch_sizes: List[int]
+    outputs: numpy.ndarray
+
+    @classmethod
+    def of(cls, index: numpy.ndarray, lengths: numpy.ndarray) -> "SentencePacking":
+        """index: (n_tokens,) every token's word, sentence after sentence;
+        lengths: (rows,) each sentence's number of tokens."""
+        steps = lengths + 2  # with <S> and </S>
+        rows = len(steps)
+        order = numpy.argsort(-steps, kind="stable")
+        rank = numpy.empty(rows, dtype=numpy.int64)
+        rank[order] = numpy.arange(rows)
+        n_steps = int(steps.max(initial=0))
+        batch_sizes = numpy.bincount(steps, minlength=n_steps + 1)[::-1].cumsum()[::-1][1:]
+        offsets = numpy.concatenate([[0], numpy.cumsum(batch_sizes)])
+        # Every (row, step) cell, row after row: step t of row b sits at
+        # offsets[t] + rank[b] going forwards, offsets[steps_b - 1 - t] + rank[b] backwards.
+        row = numpy.repeat(numpy.arange(rows), steps)
+        t = numpy.arange(len(row)) - numpy.repeat(numpy.cumsum(steps) - steps, steps)
+        forward = offsets[t] + rank[row]
+        backward = offsets[steps[row] - 1 - t] + rank[row]
+        words = numpy.ones(len(row), dtype=numpy.int64)  # </S> where no token is
+        words[t == 0] = 0
+        is_token = (t > 0) & (t < steps[row] - 1)
+        words[is_token] = index
+        inputs = numpy.empty((2, len(row)), dtype=numpy.int64)
+        inputs[0, forward] = words
+        inputs[1, backward] = words
+        outputs = numpy.stack([forward[is_token], backward[is_token]])
+        return cls(inputs=inputs, batch_sizes=batch_sizes.tolist(), outputs=outputs)

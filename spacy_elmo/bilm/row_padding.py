@@ -18,9 +18,9 @@ import torch
 MIN_ROWS = 4
 
 
-def pad_rows(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """`x` with copies of its first row along `dim` appended, up to MIN_ROWS rows."""
-    missing = MIN_ROWS - x.shape[dim]
+def pad_rows(x: torch.Tensor, dim: int, rows: int = MIN_ROWS) -> torch.Tensor:
+    """`x` with copies of its first row along `dim` appended, up to `rows` rows."""
+    missing = rows - x.shape[dim]
     if missing <= 0 or x.shape[dim] == 0:
         return x
     sizes = [missing if d == dim else -1 for d in range(x.dim())]

@@ -1,6 +1,11 @@
-"""A bounded cache of token representations, keyed by the token's character ids."""
-from collections import OrderedDict
-from typing import Callable, Hashable, List, Tuple
+"""A bounded cache of token representations, keyed on the host.
+
+`BiLM.encode_words` keys it by the word itself; `BiLM.forward`, which is given
+character ids, by the bytes of each distinct row of ids. Nothing is read back
+from the device to look a key up: keys live on the host, vectors on the
+model's device.
+"""
+from typing import Callable, Dict, Hashable, List, Sequence
 
 import numpy
 import torch
@@ -13,12 +18,20 @@ class TokenCache:
     a change of `weights_key` (which `BiLM` makes of the parameters' storage,
     device and dtype, and of the arithmetic) empties it. Changes of the weights
     in place are the owner's to announce with `clear` (`BiLM` does it on
-    loading and training, see `BiLM._distinct_token_vectors`).
+    loading and training, see `BiLM._token_vectors`).
+
+    Recency is a stamp per slot (the number of the call that last used it),
+    so a lookup costs one dictionary probe per distinct key and one array
+    assignment per call, and the least recently used slots are found with one
+    partition when the cache is full.
     """
 
     def __init__(self, max_size: int):
         self.max_size = max_size
-        self._slots: "OrderedDict[bytes, int]" = OrderedDict()
+        self._slots: Dict[Hashable, int] = {}
+        self._keys: List[Hashable] = []  # the key in each slot
+        self._stamps = numpy.zeros(0, dtype=numpy.int64)  # the call that last used each slot
+        self._calls = 0
         self._storage: torch.Tensor = torch.empty(0)
         self._weights_key: Hashable = None
 
@@ -27,63 +40,78 @@ class TokenCache:
 
     def clear(self) -> None:
         self._slots.clear()
+        self._keys.clear()
+        self._stamps = numpy.zeros(0, dtype=numpy.int64)
         self._storage = torch.empty(0)
 
-    def encode(
+    def lookup(
         self,
-        rows: torch.Tensor,
-        encoder: Callable[[torch.Tensor], torch.Tensor],
+        keys: Sequence[Hashable],
+        encode: Callable[[numpy.ndarray], torch.Tensor],
         weights_key: Hashable,
-    ) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Vectors of the distinct rows of `rows`, through the cache.
+    ) -> torch.Tensor:
+        """The vectors of distinct `keys`, encoding only those the cache misses.
 
-        rows: (n, max_chars) character ids of real tokens.
-        RETURNS: (vectors (n_distinct, dim), inverse (n,)) with
-            ``vectors[inverse]`` the vector of each input row.
+        encode: the positions in `keys` of the missing ones (int64 array) ->
+            their vectors (n_missing, dim), on the model's device.
+        RETURNS: (len(keys), dim), row i the vector of keys[i].
         """
         if weights_key != self._weights_key:
             self.clear()
             self._weights_key = weights_key
-        keys, first, inverse = _distinct_rows(rows)
-        inverse_t = torch.as_tensor(inverse, device=rows.device)
-        if len(keys) > self.max_size:  # this batch alone overflows the cache
-            return encoder(rows[torch.as_tensor(first, device=rows.device)]), inverse_t
-        slots = [self._slots.get(k, -1) for k in keys]
-        for key, slot in zip(keys, slots):
-            if slot >= 0:
-                self._slots.move_to_end(key)
-        missing = [i for i, slot in enumerate(slots) if slot < 0]
-        if missing:
-            vectors = encoder(rows[torch.as_tensor(first[missing], device=rows.device)])
-            for i, slot in zip(missing, self._allocate([keys[i] for i in missing], vectors)):
-                slots[i] = slot
-        return self._storage[torch.as_tensor(slots, device=self._storage.device)], inverse_t
+        if len(keys) > self.max_size:  # this call alone overflows the cache
+            return encode(numpy.arange(len(keys)))
+        self._calls += 1
+        get = self._slots.get
+        slots = numpy.fromiter((get(key, -1) for key in keys), dtype=numpy.int64, count=len(keys))
+        missing = numpy.flatnonzero(slots < 0)
+        hits = slots[slots >= 0]
+        self._stamps[hits] = self._calls
+        if len(missing):
+            vectors = encode(missing)
+            slots[missing] = self._allocate([keys[i] for i in missing], vectors)
+        return self._storage[torch.from_numpy(slots).to(self._storage.device)]
 
-    def _allocate(self, keys: List[bytes], vectors: torch.Tensor) -> List[int]:
-        needed = len(self._slots) + len(keys)
-        if self._storage.shape[0] < min(needed, self.max_size) or self._storage.device != vectors.device:
-            capacity = min(self.max_size, max(1024, 2 * needed))
+    def _allocate(self, keys: List[Hashable], vectors: torch.Tensor) -> numpy.ndarray:
+        """Slots for `keys` (none of them cached), filled with `vectors`; the
+        least recently used slots are reused once the cache is full."""
+        n_used = len(self._keys)
+        n_new = min(len(keys), self.max_size - n_used)
+        capacity = self._storage.shape[0]
+        if capacity < n_used + n_new or self._storage.device != vectors.device:
+            capacity = min(self.max_size, max(1024, 2 * (n_used + n_new)))
             storage = vectors.new_empty(capacity, vectors.shape[1])
-            if self._storage.numel() and self._storage.device == vectors.device:
-                storage[: self._storage.shape[0]] = self._storage
+            if n_used and self._storage.device == vectors.device:
+                storage[:n_used] = self._storage[:n_used]
             self._storage = storage
-        slots = []
-        for key in keys:
-            if len(self._slots) < self.max_size:
-                slot = len(self._slots)
-            else:
-                _, slot = self._slots.popitem(last=False)
+            stamps = numpy.zeros(capacity, dtype=numpy.int64)
+            stamps[:n_used] = self._stamps[:n_used]
+            self._stamps = stamps
+        slots = numpy.arange(n_used, n_used + n_new)
+        n_evicted = len(keys) - n_new
+        if n_evicted:  # the oldest slots not used by this call (there are enough: len(keys) <= max_size)
+            stamps = self._stamps[:n_used]
+            oldest = numpy.argpartition(stamps, n_evicted - 1)[:n_evicted]
+            for slot in oldest.tolist():
+                del self._slots[self._keys[slot]]
+            slots = numpy.concatenate([slots, oldest])
+        for key, slot in zip(keys, slots.tolist()):
             self._slots[key] = slot
-            slots.append(slot)
-        self._storage[torch.as_tensor(slots, device=vectors.device)] = vectors
+            if slot < len(self._keys):
+                self._keys[slot] = key
+            else:
+                self._keys.append(key)
+        self._stamps[slots] = self._calls
+        self._storage[torch.from_numpy(slots).to(vectors.device)] = vectors
         return slots
 
 
-def _distinct_rows(rows: torch.Tensor) -> Tuple[List[bytes], numpy.ndarray, numpy.ndarray]:
-    """The distinct rows as bytes keys, the index of each one's first
-    occurrence, and for every row the index of its distinct row."""
+def distinct_rows(rows: torch.Tensor) -> tuple:
+    """The distinct rows of character ids (n, max_chars) as bytes keys, the
+    index of each one's first occurrence, and for every row the index of its
+    distinct row (the keys of `BiLM.forward`, which is given ids, not words)."""
     array = numpy.ascontiguousarray(rows.to("cpu", torch.int16).numpy())
-    index: "dict[bytes, int]" = {}
+    index: Dict[bytes, int] = {}
     first: List[int] = []
     inverse = numpy.empty(array.shape[0], dtype=numpy.int64)
     for i, row in enumerate(array):

@@ -15,14 +15,15 @@ LSTM layers l (F = total filters, p = projection, c = LSTM cells):
 import json
 import re
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import h5py
 import numpy
 import torch
 
 from ..errors import ConfigError, DamagedFileError, InputError
-from ..util import atomic_path
+from ..disk import hdf5_writer, writing
+from ..util import atomic_path, make_parent_dir
 from .options import BiLMOptions
 
 OPTIONS_NAME = "options.json"
@@ -245,11 +246,19 @@ def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, 
 
 
 def write_weights(model, target, dtype: str = "float32") -> None:
-    """Write a model's weights as bilm-tf HDF5 to a path or a binary file object,
-    each dataset of `dtype`: "float32", or "float16" for half the size (loading
-    reads any float width back as float32)."""
+    """Write a model's weights as bilm-tf HDF5 to a binary file object (or a
+    path; a file on disk is best written by `save_weights`, which guards the
+    writes), each dataset of `dtype`: "float32", or "float16" for half the size
+    (loading reads any float width back as float32)."""
+    with h5py.File(target, "w") as fout:
+        write_datasets(model, fout, dtype)
+
+
+def write_datasets(model, fout: h5py.File, dtype: str = "float32", check: Callable[[], None] = lambda: None) -> None:
+    """Write a model's weights into the open HDF5 file `fout`, calling `check`
+    after each dataset (see `spacy_elmo.disk.hdf5_writer`)."""
     storage = storage_dtype(dtype)
-    with h5py.File(target, "w") as fout, torch.no_grad():
+    with torch.no_grad():
         for name, source, _, how in _parameters(model):
             if how == "stack":
                 value = numpy.concatenate([_join_gates(source[0]), _join_gates(source[1])])
@@ -262,6 +271,7 @@ def write_weights(model, target, dtype: str = "float32") -> None:
             elif how == "T":
                 value = value.T
             fout.create_dataset(name, data=as_storage(value, storage, name))
+            check()
 
 
 def storage_dtype(dtype: str) -> numpy.dtype:
@@ -286,10 +296,13 @@ def as_storage(value: numpy.ndarray, storage: numpy.dtype, name: str) -> numpy.n
 
 def save_weights(model, directory, dtype: str = "float32") -> None:
     """Write ``options.json`` and ``weights.hdf5`` (datasets of `dtype`, see
-    `write_weights`) into `directory`, each atomically."""
+    `write_weights`) into `directory`, each atomically. A disk that is full or
+    read-only is a coded error (E513, E514), and no temporary file is left."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    with atomic_path(directory / WEIGHTS_NAME) as tmp:
-        write_weights(model, tmp, dtype)
-    with atomic_path(directory / OPTIONS_NAME) as tmp:
+    weights, options = directory / WEIGHTS_NAME, directory / OPTIONS_NAME
+    make_parent_dir(weights)
+    storage_dtype(dtype)  # a wrong dtype is refused before anything is written
+    with writing(weights), atomic_path(weights) as tmp, hdf5_writer(tmp, weights) as (fout, check):
+        write_datasets(model, fout, dtype, check)
+    with writing(options), atomic_path(options) as tmp:
         tmp.write_text(json.dumps(model.options.to_allennlp(), indent=2), encoding="utf8")

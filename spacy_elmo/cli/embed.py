@@ -1,27 +1,24 @@
 """``python -m spacy_elmo embed OPTIONS WEIGHTS INPUT OUTPUT``: ELMo vectors of a text file, in HDF5.
 
-The work is done by `spacy_elmo.embed.embed_file`; the names this module
-used to hold are still served from there, with a DeprecationWarning.
+The work is done by `spacy_elmo.embed.embed_file`.
 """
 from pathlib import Path
+from typing import List, Optional, Tuple
 
 import typer
 from wasabi import msg
 
 from .. import embed
-from .._deprecated import moved
 from ..errors import ElmoError
-from ..training.run.distributed import Distributed
+from ..distributed import Distributed
 from . import app
 
 
 @app.command("embed")
 def embed_cli(
     # fmt: off
-    options: Path = typer.Argument(..., metavar="OPTIONS", help="The biLM's options.json (AllenNLP/bilm-tf format)", exists=True, dir_okay=False),
-    weights: Path = typer.Argument(..., metavar="WEIGHTS", help="The biLM's weights.hdf5", exists=True, dir_okay=False),
-    input_path: Path = typer.Argument(..., metavar="INPUT", help="UTF-8 text: one sentence per line, tokens separated by whitespace", exists=True, dir_okay=False),
-    output_path: str = typer.Argument(..., metavar="OUTPUT", help="The HDF5 file to create (never overwritten; not a folder)"),
+    model: str = typer.Argument(..., metavar="MODEL", help="The biLM: a folder with options.json + weights.hdf5 (as pretrain exports it, or AllenNLP's two files), or its options.json followed by WEIGHTS", show_default=False),
+    paths: List[str] = typer.Argument(..., metavar="[WEIGHTS] INPUT OUTPUT", help="WEIGHTS (the biLM's weights.hdf5, after an options.json); INPUT: UTF-8 text, one sentence per line, tokens separated by whitespace; OUTPUT: the HDF5 file to create (never overwritten; not a folder)", show_default=False),
     layers: str = typer.Option("all", "--layers", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per batch"),
     device: str = typer.Option("cpu", "--device", help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)"),
@@ -29,6 +26,9 @@ def embed_cli(
     # fmt: on
 ):
     """ELMo vectors of every line of INPUT, written to a new HDF5 file OUTPUT.
+
+    MODEL is a biLM folder (`embed training/my_bilm/model in.txt out.hdf5`),
+    or AllenNLP's two files (`embed options.json weights.hdf5 in.txt out.hdf5`).
 
     As `allennlp elmo` did: one dataset per line, named by its line number
     ("0", "1", ...), and a "sentence_to_index" dataset holding a JSON object
@@ -41,6 +41,7 @@ def embed_cli(
     embeds a share of the batches (on cuda:LOCAL_RANK) and process 0
     writes the one OUTPUT, the same as a single process's.
     """
+    options, weights, input_path, output_path = _arguments(model, paths)
     try:
         embed.embed_file(options, weights, input_path, output_path, layers=layers, batch_size=batch_size,
                          device=device, precision=precision)
@@ -50,5 +51,26 @@ def embed_cli(
         msg.good(f"Saved to {output_path}")
 
 
-# The library part moved to spacy_elmo.embed.
-__getattr__, _ = moved(__name__, "spacy_elmo.embed")
+
+def _arguments(model: str, paths: List[str]) -> Tuple[Path, Optional[Path], Path, str]:
+    """(options or folder, weights or None, input, output), each checked as
+    typer checks an argument: a wrong one exits with status 2."""
+    if len(paths) not in (2, 3):
+        raise typer.BadParameter(
+            f"expected MODEL INPUT OUTPUT or OPTIONS WEIGHTS INPUT OUTPUT; found {len(paths) + 1} arguments",
+            param_hint="'MODEL [WEIGHTS] INPUT OUTPUT'",
+        )
+    *weights, input_path, output_path = paths
+    options = Path(model)
+    if weights:
+        for path, hint in ((options, "MODEL"), (Path(weights[0]), "WEIGHTS")):
+            if not path.is_file():
+                raise typer.BadParameter(f"{path} is not a file (an options.json comes with a WEIGHTS file)",
+                                         param_hint=f"'{hint}'")
+    elif not options.is_dir():
+        raise typer.BadParameter(
+            f"{options} is not a folder: give a biLM folder (options.json + weights.hdf5), or an options.json "
+            "followed by its weights.hdf5", param_hint="'MODEL'")
+    if not Path(input_path).is_file():
+        raise typer.BadParameter(f"{input_path} is not a file", param_hint="'INPUT'")
+    return options, Path(weights[0]) if weights else None, Path(input_path), output_path

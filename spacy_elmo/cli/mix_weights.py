@@ -1,7 +1,6 @@
 """`python -m spacy_elmo mix-weights PIPELINE_DIR`: what each task learned to mix.
 
-The reading and drawing live in `spacy_elmo.inspect`; the names this module
-used to hold are still served from there, with a DeprecationWarning.
+The reading and drawing live in `spacy_elmo.inspect`.
 """
 from pathlib import Path
 from typing import List, Optional
@@ -10,7 +9,6 @@ import typer
 from wasabi import msg
 
 from .. import inspect
-from .._deprecated import moved
 from ..errors import ElmoError
 from . import app
 
@@ -56,6 +54,3 @@ def mix_weights_cli(
             msg.fail("Cannot save the chart", str(err), exits=1)
         msg.good(f"Saved the chart to {output}")
 
-
-# The library part moved to spacy_elmo.inspect.
-__getattr__, _ = moved(__name__, "spacy_elmo.inspect")

@@ -10,6 +10,7 @@ from typing import List, Optional
 import typer
 from wasabi import msg
 
+from ..disk import writing
 from ..errors import ElmoError, OutputError
 from ..util import atomic_path, check_writable, exit_on_sigterm
 from ..training import perplexity
@@ -70,10 +71,7 @@ def _check_output(output: Path, overwrite: bool) -> None:
 
 
 def _write_report(output: Path, report: dict) -> None:
-    """Write the JSON report atomically; a write that fails is E513, and
-    `output` is left as it was."""
-    try:
-        with exit_on_sigterm(), atomic_path(output) as tmp:
-            tmp.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf8")
-    except OSError as err:
-        raise OutputError("E513", path=output, reason=err.strerror or err) from err
+    """Write the JSON report atomically; a write that finds no room is E513
+    (no permission E514), and `output` is left as it was."""
+    with exit_on_sigterm(), writing(output), atomic_path(output) as tmp:
+        tmp.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf8")

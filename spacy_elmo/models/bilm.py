@@ -167,6 +167,8 @@ def forward(
     segments.sort(key=lambda s: s[2] - s[1], reverse=True)
     # In training, one batch: one graph, one backward pass.
     batches = [segments] if is_train else list(_batches(segments, settings["max_batch_tokens"]))
+    if not is_train:
+        return _predict(bilm, docs, batches, outputs, settings["precision"]), _no_backprop
     backprops = []
     for batch in batches:
         words = [[t.text for t in docs[d][start:end]] for d, start, end, _, _ in batch]
@@ -185,6 +187,26 @@ def forward(
         return docs
 
     return outputs, backprop_docs
+
+
+def _predict(bilm: BiLM, docs: List[Doc], batches, outputs: List[Floats3d], precision: str) -> List[Floats3d]:
+    """The layers at prediction, from the words (`BiLM.encode_words`): one copy
+    to the host per batch, then each segment's kept tokens into its doc."""
+    texts = [[t.text for t in doc] for doc in docs]
+    device = get_torch_default_device()
+    for batch in batches:
+        words = [texts[d][start:end] for d, start, end, _, _ in batch]
+        with torch.inference_mode(), in_precision(device, precision):
+            layers = bilm.encode_words(words).float().cpu().numpy()  # (n_layers, n_tokens, width)
+        offset = 0
+        for d, start, end, keep_start, keep_end in batch:
+            outputs[d][:, keep_start:keep_end] = layers[:, offset + keep_start - start : offset + keep_end - start]
+            offset += end - start
+    return outputs
+
+
+def _no_backprop(d_outputs: List[Floats3d]) -> List[Doc]:
+    return []
 
 
 @cache

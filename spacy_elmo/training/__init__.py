@@ -8,7 +8,6 @@
                     checkpoint, the run's folder, log, export
     perplexity.py   an exported model's perplexity over a text
 """
-from .._deprecated import renamed
 from .data.vocab import LMVocab
 from .objective.lm import PretrainingLM
 from .objective.scoring import Perplexity
@@ -34,6 +33,3 @@ __all__ = [
     "pretrain",
 ]
 
-# The old names: `Vocab` (easily taken for spaCy's) and `BidirectionalLM`
-# (easily taken for the biLM itself).
-__getattr__ = renamed(__name__, {"Vocab": ("LMVocab", LMVocab), "BidirectionalLM": ("PretrainingLM", PretrainingLM)})

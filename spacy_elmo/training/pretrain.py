@@ -23,23 +23,23 @@ from wasabi import Printer
 from ..bilm import BiLM, BiLMOptions
 from ..bilm.weights import resolve_paths
 from ..device import check_device
-from ..errors import DivergedRunError, InputError
+from ..errors import DamagedFileError, DivergedRunError, InputError
 from ..util import atomic_path
 from .data.lm_batches import CorpusBatches
 from .data.prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
 from .data.reader import find_files, is_binary
 from .data.tokenizers import Tokenizer, make_tokenizer
 from .data.vocab import LMVocab
-from .disk import writing
+from ..disk import RUN_FILE, writing
 from .objective.lm import PretrainingLM
 from .objective.softmax import SoftmaxFactory, SoftmaxHead
 from .run.config import (
     ModelSettings, PretrainConfig, load_config, optimizer_factory, schedule_factory, softmax_factory,
 )
-from .run.distributed import Distributed
+from ..distributed import Distributed
 from .run.export import SOFTMAX_NAME, VOCAB_NAME, text_info
 from .run.optim import OptimizerFactory, ScheduleFactory
-from .run.run_dir import RunDir
+from .run.run_dir import InputFiles, RunDir
 from .run.trainer import PretrainResult, StepHook, Trainer
 
 PathLike = Union[str, Path]
@@ -99,32 +99,54 @@ def pretrain(
         if init_options != config.model.options:
             printer.info(f"The architecture is {config.paths.init}'s: it replaces [model]")
         config.model = ModelSettings.from_options(init_options)
-    _check_inputs(config)  # before the folder is claimed: a typo in a path costs nothing
+    run = RunDir(output_dir)
+    # Before the folder is claimed: a typo in a path or a name costs nothing.
+    files = _input_files(config, run)
     parts = resolve_parts(config)
     if config.system.threads:
         torch.set_num_threads(config.system.threads)
-    run = RunDir(output_dir)
     with run.lock() if dist.is_main else contextlib.nullcontext():  # held until the run ends
-        return _run(config, parts, run, dist, printer, resume, progress, on_step)
+        return _run(config, parts, files, run, dist, printer, resume, progress, on_step)
 
 
-def _check_inputs(config: PretrainConfig) -> None:
-    """The text and vocabulary files the run will read exist and are text
-    (E301, E311, E319, E303/E304)."""
-    if not find_files(config.train_paths):
+def _input_files(config: PretrainConfig, run: RunDir) -> InputFiles:
+    """The text files the run reads, listed once for the whole run (the record
+    of its inputs, the prepared corpora and their fingerprints all take this
+    list), after checking that they exist and are text, that the run's own
+    folders are not among them, and that the vocabulary file reads (E301, E311,
+    E319, E320, E321, E303/E304)."""
+    _check_layout(config, run)
+    files = InputFiles(train=find_files(config.train_paths), dev=find_files(config.dev_paths))
+    if not files.train:
         raise InputError("E311", paths=[str(p) for p in config.train_paths])
-    for key, which, paths in (("train", "training", config.train_paths), ("dev", "dev", config.dev_paths)):
-        binary = [path for path in find_files(paths) if is_binary(path)]
+    for key, which, listed in (("train", "training", files.train), ("dev", "dev", files.dev)):
+        binary = [path for path in listed if is_binary(path)]
         if binary:
             more = f" (and {len(binary) - 1} more file(s) like it)" if len(binary) > 1 else ""
             raise InputError("E319", which=which, path=binary[0], more=more, key=key)
     if config.vocab.path:
         LMVocab.from_file(config.vocab.path)
+    return files
+
+
+def _check_layout(config: PretrainConfig, run: RunDir) -> None:
+    """E320 when the run folder or the prepared corpora's folder lies inside a
+    text folder, where the run would read its own files as text (a hidden
+    folder, which `find_files` leaves out, is no trouble)."""
+    for what, inner in (("run folder", run.path), ("prepared corpus folder", run.prepared(config))):
+        inner = inner.resolve()
+        for key, which, paths in (("train", "training", config.train_paths), ("dev", "dev", config.dev_paths)):
+            for folder in paths:
+                folder = folder.resolve()
+                if folder.is_dir() and (inner == folder or folder in inner.parents):
+                    if not any(part.startswith(".") for part in inner.relative_to(folder).parts):
+                        raise InputError("E320", what=what, inner=inner, which=which, folder=folder, key=key)
 
 
 def _run(
     config: PretrainConfig,
     parts: Parts,
+    files: InputFiles,
     run: RunDir,
     dist: Distributed,
     printer: Printer,
@@ -135,12 +157,12 @@ def _run(
     if dist.is_main:
         if run.config.exists() and not run.has_progress:
             printer.info(f"{run.path} holds a run that stopped before its first checkpoint: starting it again")
-        for change in run.claim(config, resume):
+        for change in run.claim(config, resume, files):
             printer.warn(f"Resuming with a changed setting: {change}")
     prepared = run.prepared(config)
     tokenizer = config.corpus.tokenizer, parts.tokenizer  # its name (the prepared corpus's key) and itself
-    train = _prepared(config.train_paths, *tokenizer, prepared / "train", dist, progress, printer)
-    dev = _prepared(config.dev_paths, *tokenizer, prepared / "dev", dist, progress, printer) if config.dev_paths else None
+    train = _prepared(files.train, *tokenizer, prepared / "train", dist, progress, printer)
+    dev = _prepared(files.dev, *tokenizer, prepared / "dev", dist, progress, printer) if config.dev_paths else None
     if train.n_tokens == 0:
         raise InputError("E311", paths=[str(p) for p in config.train_paths])
     if dev is not None and dev.n_tokens == 0:
@@ -180,18 +202,22 @@ def _run(
 
 
 def _prepared(
-    paths: List[Path], name: str, tokenizer: Tokenizer, directory: Path, dist: Distributed, progress: bool,
+    files: List[Path], name: str, tokenizer: Tokenizer, directory: Path, dist: Distributed, progress: bool,
     printer: Printer,
 ) -> PreparedCorpus:
-    """Process 0 prepares the corpus (`name`: the tokenizer's, as the config
-    names it); the others wait for it to appear (``torchrun`` stops them
-    should process 0 fail)."""
+    """Process 0 prepares the corpus of `files` (`name`: the tokenizer's, as
+    the config names it); the others wait for it to appear (``torchrun`` stops
+    them should process 0 fail)."""
     if dist.is_main:
-        return prepare_corpus(paths, name, directory, tokenize=tokenizer, progress=progress, log=printer.info)
-    expected = fingerprint(paths, name)
-    while not is_prepared(directory, expected):
+        return prepare_corpus(files, name, directory, tokenize=tokenizer, progress=progress, log=printer.info)
+    expected = fingerprint(files, name)
+    while True:
+        if is_prepared(directory, expected):
+            try:
+                return PreparedCorpus.load(directory)
+            except DamagedFileError:
+                pass  # damaged since: process 0 prepares it again
         time.sleep(1.0)
-    return PreparedCorpus.load(directory)
 
 
 def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Distributed, continuing: bool) -> LMVocab:
@@ -204,7 +230,7 @@ def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Dis
     else:
         vocab = LMVocab.from_counts(train.words, train.counts, config.vocab.size, config.vocab.min_count)
     if dist.is_main:
-        with writing(run.vocab), atomic_path(run.vocab) as tmp:
+        with writing(run.vocab, code=RUN_FILE), atomic_path(run.vocab) as tmp:
             vocab.to_file(tmp)
     return vocab
 

@@ -1,9 +1,9 @@
 """The registries behind the names a pretraining config gives its parts.
 
-    [corpus]              tokenizer = "whitespace"  pretrain_tokenizers (or a spaCy pipeline)
-    [softmax]             kind = "adaptive"         pretrain_softmaxes
-    [training.optimizer]  name = "adam"             pretrain_optimizers
-    [training.schedule]   name = "linear"           pretrain_schedules
+    [corpus]              tokenizer = "whitespace"                                 pretrain_tokenizers (or a spaCy pipeline)
+    [softmax]             @pretrain_softmaxes = "spacy-elmo.AdaptiveSoftmax.v1"     pretrain_softmaxes
+    [training.optimizer]  @pretrain_optimizers = "spacy-elmo.Adam.v1"               pretrain_optimizers
+    [training.schedule]   @pretrain_schedules = "spacy-elmo.linear.v1"              pretrain_schedules
 
 Each name is a function registered under it, called with the settings of its
 section that it names as parameters (a schedule may also name ``max_steps``,
@@ -11,8 +11,9 @@ from ``[training]``); it returns the part, or the factory that builds it once
 the model exists. `spacy_elmo.training.pretrain` resolves them once, at the
 start of a run. Another package can add names, through these registries'
 entry-point groups (``spacy_elmo_pretrain_optimizers`` …) or by decorating a
-function, e.g. ``@registry.pretrain_optimizers("adamw")``; a config then
-names it as it names ours.
+function, e.g. ``@registry.pretrain_optimizers("my-package.AdamW.v1")``; a
+config then names it as it names ours. A registered name is never changed once
+released: a changed function is registered beside it as ``.v2``.
 """
 import importlib
 import inspect
@@ -33,6 +34,17 @@ class registry(_confection_registry):
 TOKENIZERS, SOFTMAXES, OPTIMIZERS, SCHEDULES = (
     "pretrain_tokenizers", "pretrain_softmaxes", "pretrain_optimizers", "pretrain_schedules"
 )
+
+# The names before they were versioned, which configs and run folders written
+# then still use: each is read as its versioned name (run/config.py).
+LEGACY_NAMES = {
+    SOFTMAXES: {"full": "spacy-elmo.FullSoftmax.v1", "adaptive": "spacy-elmo.AdaptiveSoftmax.v1"},
+    OPTIMIZERS: {"adam": "spacy-elmo.Adam.v1", "sgd": "spacy-elmo.SGD.v1", "adagrad": "spacy-elmo.Adagrad.v1"},
+    SCHEDULES: {
+        "constant": "spacy-elmo.constant.v1", "linear": "spacy-elmo.linear.v1",
+        "cosine": "spacy-elmo.cosine.v1", "plateau": "spacy-elmo.plateau.v1",
+    },
+}
 
 # The modules whose functions fill the registries above, imported on first use.
 _OURS = ("spacy_elmo.training.data.tokenizers", "spacy_elmo.training.objective.softmax", "spacy_elmo.training.run.optim")

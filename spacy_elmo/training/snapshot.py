@@ -13,6 +13,7 @@ from typing import Any, Dict, Union
 
 from ..bilm import BiLM
 from ..errors import InputError, OutputError
+from ..util import check_writable
 from .objective.lm import PretrainingLM
 from .run.checkpoint import damaged_checkpoint, load_checkpoint
 from .run.config import softmax_factory
@@ -31,7 +32,9 @@ def export_checkpoint(run_dir: PathLike, output: PathLike, dtype: str = "float32
         evaluated there).
     Raises E533 for a folder with no pretraining run or no checkpoint yet,
     E534 for an `output` that exists and is not an empty folder, and E317 for
-    a checkpoint or vocabulary that is damaged or does not fit the run.
+    a checkpoint or vocabulary that is damaged or does not fit the run; E514
+    for an `output` in a folder that cannot be written, E513 for a disk that
+    fills up on the way (nothing is left of the export then).
     """
     run = RunDir(run_dir)
     if not run.config.exists():
@@ -42,6 +45,7 @@ def export_checkpoint(run_dir: PathLike, output: PathLike, dtype: str = "float32
     output = Path(output)
     if output.exists() and not (output.is_dir() and not any(output.iterdir())):
         raise OutputError("E534", path=output, found="a folder with files in it" if output.is_dir() else "a file")
+    check_writable(output)  # a read-only folder: E514 before the checkpoint is read
     config = run.stored_config()
     vocab = run.read_vocab()
     payload = load_checkpoint(run.checkpoint)

@@ -139,3 +139,17 @@ def test_a_model_with_its_own_max_characters_per_token(fixture_paths, input_file
         for i, line in enumerate(LINES):
             expected = model(batch_to_ids([line.split()], max_chars=60)).layers[:, 0].numpy()
             assert_close_to_scale(f[str(i)][...], expected)
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r"])
+def test_crlf_and_cr_lines_are_the_lf_lines(fixture_paths, tmp_path, end):
+    text = "The cat sat .\n\nA / slash\nlast line"
+    (tmp_path / "lf.txt").write_bytes(text.encode())
+    (tmp_path / "other.txt").write_bytes(("\ufeff" + text.replace("\n", end)).encode())
+    embed_file(*fixture_paths, tmp_path / "lf.txt", tmp_path / "lf.hdf5", layers="top")
+    embed_file(*fixture_paths, tmp_path / "other.txt", tmp_path / "other.hdf5", layers="top")
+    with h5py.File(tmp_path / "lf.hdf5", "r") as lf, h5py.File(tmp_path / "other.hdf5", "r") as other:
+        assert sorted(other) == sorted(lf) == ["0", "1", "2", "3", "sentence_to_index"]
+        assert other["sentence_to_index"][0] == lf["sentence_to_index"][0]
+        for name in ("0", "1", "2", "3"):
+            numpy.testing.assert_array_equal(other[name][...], lf[name][...])

@@ -94,3 +94,21 @@ def test_embed_on_cuda_writes_the_cpu_vectors(fixture_paths, tmp_path):
         for key in map(str, range(len(SENTENCES))):
             assert relative_error(torch.from_numpy(b[key][...]), torch.from_numpy(a[key][...])) <= 1e-4
         assert json.loads(a["sentence_to_index"][0]) == json.loads(b["sentence_to_index"][0])
+
+
+def test_words_to_layers_read_nothing_back_from_the_device(fixture_paths):
+    """encode_words decides nothing from values on the GPU: no synchronisation inside it
+    (the copy of the result to the host, after it, is the caller's)."""
+    model = BiLM.from_allennlp(*fixture_paths).cuda().eval()
+    with torch.inference_mode():
+        expected = model.encode_words(SENTENCES)  # warm-up: CUDA's own lazy set-up may synchronise
+        model.clear_token_cache()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            cold = model.encode_words(SENTENCES)
+            warm = model.encode_words(SENTENCES[::-1] + [["new", "words"]])
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    assert torch.equal(cold, expected)
+    n = sum(len(s) for s in SENTENCES)
+    assert warm.shape[1] == n + 2

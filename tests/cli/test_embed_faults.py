@@ -16,7 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from spacy_elmo.cli import app
-from spacy_elmo.embed import _hdf5_writer, embed_file
+from spacy_elmo.embed import embed_file
 from spacy_elmo.errors import ElmoError
 
 
@@ -109,15 +109,6 @@ def test_a_full_disk_is_a_coded_error_and_leaves_nothing(fixture_paths, tmp_path
     assert list(out.iterdir()) == []
 
 
-def test_an_hdf5_write_that_fails_is_a_coded_error(tmp_path):
-    # /dev/full fails every write with ENOSPC, as a full disk does.
-    with pytest.raises(ElmoError, match=r"E513.*out\.hdf5.*No space left on device"):
-        with _hdf5_writer(Path("/dev/full"), tmp_path / "out.hdf5", lambda: None) as (fout, check):
-            for i in range(100):
-                fout.create_dataset(str(i), data=numpy.ones((3, 100, 32), dtype="float32"))
-                check()
-
-
 def read_only_folder(tmp_path, how):
     """A folder that this process cannot write to, even as root."""
     if how == "chmod":
@@ -168,17 +159,6 @@ def test_an_output_that_names_a_folder_is_refused(fixture_paths, tmp_path, make)
     assert sorted(p.name for p in tmp_path.iterdir()) == (["OUT", "in.txt"] if make else ["in.txt"])
 
 
-@pytest.mark.parametrize("name", ["embed_file", "LAYER_CHOICES", "SENTENCE_TO_INDEX", "_hdf5_writer", "_WriteGuard"])
-def test_the_old_import_path_still_works_with_a_deprecation_warning(name):
-    import spacy_elmo.embed
-
-    with pytest.warns(DeprecationWarning, match=rf"spacy_elmo.cli.embed has moved to spacy_elmo.embed: import {name} from there"):
-        from spacy_elmo.cli import embed as old_module
-
-        old = getattr(old_module, name)
-    assert old is getattr(spacy_elmo.embed, name)
-
-
 def test_the_library_runs_without_the_command_line(fixture_paths, tmp_path):
     # A fresh interpreter: embed_file needs neither typer nor the command line package.
     text = tmp_path / "in.txt"
@@ -193,3 +173,45 @@ def test_the_library_runs_without_the_command_line(fixture_paths, tmp_path):
     assert result.stdout.strip().splitlines()[-1] == "[]"
     with h5py.File(tmp_path / "out.hdf5", "r") as fin:
         assert fin["0"].shape == (3, 2, 32)
+
+
+def test_a_model_folder_embeds_as_its_two_files_do(fixture_paths, tmp_path):
+    """As `initialize()` and `perplexity` take a biLM folder, so does `embed`."""
+    text = tmp_path / "in.txt"
+    text.write_text("The cat sat .\n\nA / b\n", encoding="utf8")
+    folder = fixture_paths[0].parent
+    runner = CliRunner()
+    two = runner.invoke(app, ["embed", *map(str, fixture_paths), str(text), str(tmp_path / "two.hdf5")])
+    one = runner.invoke(app, ["embed", str(folder), str(text), str(tmp_path / "one.hdf5"), "--layers", "all"])
+    assert two.exit_code == 0 and one.exit_code == 0, (two.output, one.output)
+    with h5py.File(tmp_path / "two.hdf5", "r") as a, h5py.File(tmp_path / "one.hdf5", "r") as b:
+        assert sorted(a) == sorted(b) == ["0", "1", "2", "sentence_to_index"]
+        for key in ("0", "1", "2"):
+            numpy.testing.assert_array_equal(a[key][()], b[key][()])
+    embed_file(folder, None, text, tmp_path / "library.hdf5")
+    with h5py.File(tmp_path / "library.hdf5", "r") as c, h5py.File(tmp_path / "one.hdf5", "r") as b:
+        numpy.testing.assert_array_equal(c["0"][()], b["0"][()])
+
+
+@pytest.mark.parametrize("arguments, hint", [
+    (["{options}", "{text}", "{out}"], "MODEL"),  # an options.json without its weights
+    (["{folder}", "{text}"], "MODEL [WEIGHTS] INPUT OUTPUT"),
+    (["{folder}", "{options}", "{weights}", "{text}", "{out}"], "MODEL [WEIGHTS] INPUT OUTPUT"),
+    (["{folder}", "{tmp}/missing.txt", "{out}"], "INPUT"),
+    (["{options}", "{tmp}/missing.hdf5", "{text}", "{out}"], "WEIGHTS"),
+])
+def test_wrong_arguments_are_a_usage_error(fixture_paths, tmp_path, arguments, hint):
+    text = tmp_path / "in.txt"
+    text.write_text("a b\n")
+    names = dict(options=fixture_paths[0], weights=fixture_paths[1], folder=fixture_paths[0].parent, text=text,
+                 out=tmp_path / "out.hdf5", tmp=tmp_path)
+    result = CliRunner().invoke(app, ["embed", *(a.format(**names) for a in arguments)])
+    assert result.exit_code == 2 and hint in result.output, result.output
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_the_usage_line_names_the_model_not_a_second_options():
+    result = CliRunner().invoke(app, ["embed", "--help"])
+    usage = " ".join(result.output.split())
+    assert result.exit_code == 0 and "[OPTIONS] {MODEL} {[WEIGHTS] INPUT OUTPUT}" in usage, usage
+    assert "{OPTIONS}" not in usage

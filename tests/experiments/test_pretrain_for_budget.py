@@ -73,5 +73,28 @@ def test_a_rerun_after_an_interrupt_continues_with_the_stored_steps(tmp_path, co
     second = run_script(config, run, "--minutes", "0.05")  # another budget: the run's own steps still win
     assert second.exit_code == 0, second.output
     assert calls == [("run", steps)]
+    said = " ".join(second.output.split())
+    assert f"Ignoring --minutes 0.05 (planned: 0.02): {run} holds a run planned for that budget as {steps:,} steps" in said
     summary = json.loads((run / "budget_run.json").read_text())
     assert summary["steps"] == steps and summary["probe_seconds_per_step"] > 0
+    assert summary["minutes"] == 0.02 and summary["max_epochs"] is None  # the budget the steps stand for
+
+    calls.clear()
+    third = run_script(config, run, "--minutes", "0.02")  # the run's own budget: nothing to say
+    assert third.exit_code == 0 and "Ignoring" not in third.output and calls == [("run", steps)]
+
+
+@pytest.mark.parametrize("epochs", ["-1", "0"])
+def test_max_epochs_below_one_is_refused_before_the_probe(tmp_path, config, epochs):
+    from experiments.errors import ExperimentError, run_app
+
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_script(config, tmp_path / "run", "--minutes", "1", "--max-epochs", epochs)
+    assert isinstance(result.exception, ExperimentError), result.output
+    assert str(result.exception).startswith(f"--max-epochs: expected a whole number of epochs of 1 or more")
+    assert f"found {epochs}" in str(result.exception)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no probe, no prepared corpus
+    with pytest.raises(SystemExit) as stopped:
+        run_app(budget.app, [str(config), str(tmp_path / "run"), "--minutes", "1", "--max-epochs", epochs])
+    assert stopped.value.code == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -46,9 +46,15 @@ def differ(a, b):
 def bilm_calls(nlp):
     """Record, for every call of the torch biLM, whether bfloat16 autocast is on."""
     calls = []
-    get_bilm(nlp.get_pipe("elmo").model).register_forward_pre_hook(
-        lambda module, args: calls.append(torch.is_autocast_enabled("cpu"))
-    )
+    bilm = get_bilm(nlp.get_pipe("elmo").model)
+    bilm.register_forward_pre_hook(lambda module, args: calls.append(torch.is_autocast_enabled("cpu")))
+    encode_words = bilm.encode_words  # the entry at prediction
+
+    def recorded(*args, **kwargs):
+        calls.append(torch.is_autocast_enabled("cpu"))
+        return encode_words(*args, **kwargs)
+
+    bilm.encode_words = recorded
     return calls
 
 

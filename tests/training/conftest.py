@@ -40,7 +40,7 @@ def tiny_settings(train, dev=None, **sections) -> dict:
             "projection_dim": 16,
             "n_layers": 2,
         },
-        "softmax": {"kind": "full"},
+        "softmax": {"@pretrain_softmaxes": "spacy-elmo.FullSoftmax.v1"},
         "training": {
             "tokens_per_batch": 200,
             "max_steps": 12,

@@ -6,7 +6,8 @@ import pytest
 
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training.data.prepared import PreparedCorpus, prepare_corpus
-from spacy_elmo.training.data.reader import ReadStats, _raw_pieces, find_files, read_lines
+from spacy_elmo.training.data.reader import ReadStats, find_files, read_lines
+from spacy_elmo.util import split_lines
 
 
 def test_bad_bytes_are_counted_and_skipped_never_fatal(tmp_path):
@@ -33,7 +34,7 @@ def test_a_10_mb_line_streams_in_pieces(tmp_path):
     path = tmp_path / "one_line.txt"
     words = ("alpha beta gamma délta " * 500_000).encode("utf8")  # 12 MB, no newline
     path.write_bytes(words)
-    pieces = list(_raw_pieces(path.open("rb"), 100_000))
+    pieces = list(split_lines(path.open("rb"), 100_000))
     assert b"".join(pieces) == words
     assert max(len(p) for p in pieces) <= 100_000
     assert all(p.endswith(b" ") for p in pieces[:-1])  # cut at whitespace, no word split
@@ -44,7 +45,7 @@ def test_a_10_mb_line_streams_in_pieces(tmp_path):
 
 def test_pieces_without_whitespace_are_cut_between_characters():
     text = ("€" * 10_000).encode("utf8")
-    pieces = list(_raw_pieces(io.BytesIO(text), 1000))
+    pieces = list(split_lines(io.BytesIO(text), 1000))
     assert b"".join(pieces) == text
     assert all(p.decode("utf8") for p in pieces)
 
@@ -84,3 +85,27 @@ def test_prepared_data_is_reused_until_the_text_changes(tmp_path):
     (tmp_path / "not_ours" / "file").write_text("keep")
     with pytest.raises(ElmoError, match="E302"):
         prepare_corpus([path], "whitespace", tmp_path / "not_ours", progress=False, log=messages.append)
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r"])
+def test_crlf_and_cr_text_is_read_and_prepared_as_lf_text(tmp_path, end):
+    text = "the cat sat .\n\nOn  the mat\nlast line"
+    (tmp_path / "lf.txt").write_bytes(text.encode())
+    (tmp_path / "other.txt").write_bytes(text.replace("\n", end).encode())
+    lf_stats, other_stats = ReadStats(), ReadStats()
+    assert list(read_lines([tmp_path / "other.txt"], other_stats)) == list(read_lines([tmp_path / "lf.txt"], lf_stats))
+    assert (other_stats.lines, other_stats.empty_lines) == (lf_stats.lines, lf_stats.empty_lines) == (3, 1)
+    lf = prepare_corpus([tmp_path / "lf.txt"], "whitespace", tmp_path / "p_lf", progress=False, log=lambda m: None)
+    other = prepare_corpus([tmp_path / "other.txt"], "whitespace", tmp_path / "p_other", progress=False,
+                           log=lambda m: None)
+    assert other.words == lf.words and other.tokens.tolist() == lf.tokens.tolist()
+    assert other.offsets.tolist() == lf.offsets.tolist() and other.n_sentences == 3
+
+
+def test_a_named_pipe_is_named_as_such(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ElmoError, match=r"E321.*'.*pipe' is a named pipe \(FIFO\), not a regular file or a folder"):
+        find_files([fifo])

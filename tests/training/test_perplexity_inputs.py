@@ -54,3 +54,24 @@ def test_a_bad_device_or_output_path_is_a_coded_error(tmp_path, model_dir):
     (tmp_path / "file").write_text("x")
     result = run_cli(model_dir, text, "--output", tmp_path / "file" / "ppl.json")
     assert result.exit_code == 1 and "E510" in result.output, result.output
+
+
+def test_crlf_and_cr_line_ends_score_as_lf(tmp_path, model_dir):
+    text = write_corpus(tmp_path / "lf.txt", 30, seed=3).read_text(encoding="utf8")
+    reports = {}
+    for name, end in (("lf", "\n"), ("crlf", "\r\n"), ("cr", "\r")):
+        path = tmp_path / f"{name}.crlf.txt"
+        path.write_bytes(text.replace("\n", end).encode("utf8"))
+        reports[name] = perplexity(model_dir, path).perplexity
+    assert reports["crlf"] == reports["lf"] and reports["cr"] == reports["lf"]
+
+
+def test_a_fifo_is_named_as_one_not_as_missing(tmp_path, model_dir):
+    import os
+
+    fifo = tmp_path / "text.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ElmoError, match=r"E321.*text\.fifo' is a named pipe"):
+        perplexity(model_dir, fifo)
+    result = run_cli(model_dir, fifo)
+    assert result.exit_code == 1 and "E321" in result.output and "does not exist" not in result.output

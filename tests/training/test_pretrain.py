@@ -246,3 +246,31 @@ def test_the_elmo_component_loads_the_export(tmp_path, tiny_config):
     with torch.no_grad():
         expected = result.model.bilm.eval()(batch_to_ids([[t.text for t in doc]])).layers[:, 0]
     numpy.testing.assert_allclose(doc._.elmo.layers, expected.numpy(), atol=1e-5)
+
+
+def test_a_run_folder_saved_with_the_unversioned_names_resumes(tmp_path, tiny_config):
+    """A run started before the registered names were versioned stored
+    `name = "linear"`; resumed with the shipped (versioned) names, it continues
+    as the same run: no E308 for a changed setting, no E315 for a changed
+    schedule, and the same weights as a run never stopped."""
+    config = tiny_config(training={"max_steps": 8, "checkpoint_every": 4, "eval_every": 4,
+                                   "schedule": {"@pretrain_schedules": "spacy-elmo.linear.v1", "warmup_steps": 2}})
+    pretrain(config, tmp_path / "whole", progress=False)
+    with pytest.raises(Stop):
+        pretrain(config, tmp_path / "cut", progress=False, on_step=stop_at(6))
+    stored = tmp_path / "cut" / "config.cfg"
+    text = stored.read_text(encoding="utf8")
+    for new, old in [('@pretrain_schedules = "spacy-elmo.linear.v1"', 'name = "linear"'),
+                     ('@pretrain_optimizers = "spacy-elmo.Adam.v1"', 'name = "adam"'),
+                     ('@pretrain_softmaxes = "spacy-elmo.FullSoftmax.v1"', 'kind = "full"')]:
+        assert new in text
+        text = text.replace(new, old)
+    stored.write_text(text, encoding="utf8")
+    pretrain(config, tmp_path / "cut", resume=True, progress=False)
+    whole = load_checkpoint(tmp_path / "whole" / "checkpoint.pt")
+    cut = load_checkpoint(tmp_path / "cut" / "checkpoint.pt")
+    assert cut["state"].step == whole["state"].step == 8
+    for name, value in whole["model"].items():
+        torch.testing.assert_close(cut["model"][name], value, rtol=0, atol=1e-6, msg=name)
+    # The resumed run writes its config in the versioned names.
+    assert '@pretrain_schedules = "spacy-elmo.linear.v1"' in stored.read_text(encoding="utf8")

@@ -1,5 +1,6 @@
 """A run folder whose data or files changed or were damaged, binary input and a
 full disk: each a coded error that names the file, and nothing of the run lost."""
+import json
 import os
 import resource
 import shlex
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 from spacy_elmo.cli import app
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import load_config, pretrain
+from spacy_elmo.training.data.prepared import PreparedCorpus
 from spacy_elmo.training.run.checkpoint import load_checkpoint
 
 from .conftest import write_corpus
@@ -121,6 +123,86 @@ def test_an_empty_checkpoint_through_the_cli(started, tmp_path, tiny_config):
     assert result.exit_code == 1 and "E317" in result.output and "Aborted" not in result.output
 
 
+# The prepared corpus: derived from the text, checked at every reuse
+
+
+@pytest.mark.parametrize("cut", ["half", "odd"])
+def test_a_damaged_prepared_corpus_is_prepared_again_on_resume(started, cut, capsys):
+    run, resume = started
+    tokens = run / "prepared" / "train" / "tokens.u32"
+    whole = tokens.read_bytes()
+    tokens.write_bytes(whole[: len(whole) // 2] if cut == "half" else whole[:-2])  # "odd": not a whole uint32
+    with pytest.raises(ElmoError, match=r"E322.*prepared corpus.*tokens\.u32 has [\d,]+ bytes, expected"):
+        PreparedCorpus.load(run / "prepared" / "train")
+    capsys.readouterr()
+    assert resume().state.step == 6
+    assert "is damaged (tokens.u32 has" in " ".join(capsys.readouterr().out.split())
+    assert tokens.read_bytes() == whole  # prepared again, the same as at the start
+    assert PreparedCorpus.load(run / "prepared" / "train").n_tokens == len(whole) // 4
+
+
+def test_a_prepared_corpus_changed_in_place_is_prepared_again(started, capsys):
+    run, resume = started
+    tokens = run / "prepared" / "train" / "tokens.u32"
+    whole = tokens.read_bytes()
+    tokens.write_bytes(whole[4:] + whole[:4])  # the same size, other tokens
+    capsys.readouterr()
+    assert resume().state.step == 6
+    assert "tokens.u32 is not the file that was written" in " ".join(capsys.readouterr().out.split())
+    assert tokens.read_bytes() == whole
+
+
+# The run's own folders inside the text folder
+
+
+@pytest.mark.parametrize("inside", ["run", "prepared"])
+def test_a_run_inside_its_text_folder_is_refused_before_anything_is_written(tmp_path, tiny_config, inside):
+    text = tmp_path / "corpus"
+    text.mkdir()
+    write_corpus(text / "a.txt", 50)
+    before = sorted(p.name for p in text.iterdir())
+    run = text / "run" if inside == "run" else tmp_path / "run"
+    corpus = {"prepared_dir": str(text / "cache" / "prepared")} if inside == "prepared" else {}
+    what = "run folder" if inside == "run" else "prepared corpus folder"
+    with pytest.raises(ElmoError, match=rf"E320.*{what} '.*' is inside the training text folder '{text}'"):
+        pretrain(tiny_config(paths={"train": str(text)}, corpus=corpus), run, progress=False)
+    assert sorted(p.name for p in text.iterdir()) == before and not run.exists()
+    config = tmp_path / "tiny.cfg"
+    tiny_config(paths={"train": str(text)}, corpus=corpus).to_config().to_disk(config)
+    result = pretrain_cli(config, run)
+    assert result.exit_code == 1 and "E320" in result.output
+    assert sorted(p.name for p in text.iterdir()) == before
+
+
+def test_a_hidden_run_folder_inside_the_text_folder_is_left_out_of_the_text(tmp_path, tiny_config):
+    text = tmp_path / "corpus"
+    text.mkdir()
+    write_corpus(text / "a.txt", 50)
+    run = text / ".run"
+    assert pretrain(tiny_config(paths={"train": str(text)}, training={"max_steps": 4}), run,
+                    progress=False).state.step == 4
+    assert [f["path"] for f in json.loads((run / "inputs.json").read_text())["train"]] == [str(text / "a.txt")]
+    assert pretrain(tiny_config(paths={"train": str(text)}, training={"max_steps": 6}), run, resume=True,
+                    progress=False).state.step == 6
+
+
+def test_the_text_files_are_listed_once_per_run(tmp_path, tiny_config, monkeypatch):
+    text = tmp_path / "corpus"
+    text.mkdir()
+    write_corpus(text / "a.txt", 50)
+    listed = []
+    rglob = Path.rglob
+
+    def counting(self, pattern):
+        listed.append(self)
+        return rglob(self, pattern)
+
+    monkeypatch.setattr(Path, "rglob", counting)
+    pretrain(tiny_config(paths={"train": str(text)}, training={"max_steps": 2}), tmp_path / "run", progress=False)
+    assert listed.count(text) == 1
+
+
+
 @pytest.mark.parametrize("damage", ["lines_cut", "last_word_cut", "empty", "not_utf8"])
 def test_a_damaged_vocabulary_is_named(started, damage):
     run, resume = started
@@ -190,6 +272,36 @@ def test_a_config_that_is_not_a_config_is_named(tmp_path):
     text.write_text("hello world\n")
     with pytest.raises(ElmoError, match=rf"E318.*'{text}'.*no section headers"):
         load_config(text)
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("blank:zz", "spaCy has no language 'zz'"),
+    ("en_core_web_xx", "not a registered tokenizer, an installed spaCy pipeline package or a path"),
+    ("whitespce", "did you mean 'whitespace'"),
+])
+def test_an_unknown_tokenizer_is_refused_before_the_run_folder_is_made(tmp_path, tiny_config, name, reason):
+    run = tmp_path / "run"
+    with pytest.raises(ElmoError, match=rf"E323.*{name!r} \(corpus\.tokenizer\) is unknown.*{reason}"):
+        pretrain(tiny_config(corpus={"tokenizer": name}), run, progress=False)
+    assert not run.exists()
+    config = tmp_path / "tiny.cfg"
+    tiny_config().to_config().to_disk(config)
+    result = pretrain_cli(config, run, "--corpus.tokenizer", name)
+    assert result.exit_code == 1 and "E323" in result.output and "Traceback" not in result.output
+    assert not run.exists()
+
+
+def test_a_config_naming_an_unknown_variable_is_refused_before_the_run_folder_is_made(tmp_path, tiny_config):
+    config = tmp_path / "tiny.cfg"
+    tiny_config().to_config().to_disk(config)
+    config.write_text(config.read_text().replace("seed = 0", "seed = ${paths.nope}"))
+    with pytest.raises(ElmoError, match=r"E324.*tiny\.cfg.*\[system\] seed = \$\{paths\.nope\} names 'paths\.nope'"):
+        load_config(config)
+    run = tmp_path / "run"
+    result = pretrain_cli(config, run)
+    assert result.exit_code == 1 and "E324" in result.output and "Config validation error" not in result.output
+    assert not run.exists()
+
 
 
 @pytest.mark.parametrize("which", ["train", "dev"])

@@ -16,8 +16,10 @@ BASE, MAX_STEPS = 0.1, 20
 
 def schedule_factory(max_steps=MAX_STEPS, **settings):
     """The registered schedule a [training.schedule] section names."""
+    name = f"spacy-elmo.{settings.pop('name', 'constant')}.v1"
     section = ScheduleSettings(**settings).model_dump()
-    return build("pretrain_schedules", section.pop("name"), {**section, "max_steps": max_steps})
+    section.pop("name")
+    return build("pretrain_schedules", name, {**section, "max_steps": max_steps})
 
 
 def make(**settings):

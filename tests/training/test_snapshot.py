@@ -2,6 +2,9 @@
 stopped or training, without touching the run."""
 import hashlib
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -13,6 +16,8 @@ from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import load_model, perplexity, pretrain
 from spacy_elmo.training.snapshot import export_checkpoint
 
+from ..cli.test_embed_faults import read_only_folder
+from ..test_disk import ROOT, check_coded, leftovers
 from .test_pretrain import Stop, stop_at
 
 SENTENCES = [["the", "cat", "sat", "."], ["a", "zebra"], ["the"]]
@@ -137,3 +142,25 @@ def test_the_command_exports_and_says_what_it_wrote(tmp_path, stopped_run):
     bad = CliRunner().invoke(app, ["export", str(run), str(tmp_path / "out16"), "--dtype", "int8"])
     assert bad.exit_code == 1 and "E532" in bad.output
     assert not (tmp_path / "out16").exists()
+
+
+def test_export_onto_a_tiny_disk_is_a_coded_error_and_leaves_nothing(tmp_path, stopped_run):
+    _, run = stopped_run
+    out = tmp_path / "out"
+    out.mkdir()
+    command = f"ulimit -f 16; exec {sys.executable} -m spacy_elmo export {run} {out / 'model'}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=300)
+    check_coded(result, "E513", str(out / "model"))
+    assert leftovers(out) == []
+
+
+@pytest.mark.parametrize("how", ["chmod", "sysfs"])
+def test_export_into_a_read_only_folder_is_refused_before_anything_is_read(tmp_path, stopped_run, how):
+    _, run = stopped_run
+    folder = read_only_folder(tmp_path, how)
+    with pytest.raises(ElmoError, match=rf"E514.*'{folder}/model'.*make '{folder}' writable"):
+        export_checkpoint(run, folder / "model")
+    result = CliRunner().invoke(app, ["export", str(run), str(folder / "model")])
+    assert result.exit_code == 1 and "E514" in result.output and "Traceback" not in result.output
+    assert not (folder / "model").exists()

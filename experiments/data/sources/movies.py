@@ -9,7 +9,7 @@ import csv
 import io
 
 from experiments.data.archive import decode_text
-from experiments.data.corpus import Document, normalize_space
+from experiments.data.text import Document, normalize_space
 
 
 def read_movies(files: list[bytes]) -> list[Document]:

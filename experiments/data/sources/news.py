@@ -12,7 +12,7 @@ import io
 import re
 
 from experiments.data.archive import decode_text
-from experiments.data.corpus import Document, group_lines, normalize_space, split_sentences
+from experiments.data.text import Document, group_lines, normalize_space, split_sentences
 
 SENTENCES_PER_LINE = 5
 LOST_DASH = re.compile(r'(?<=\s)"\?')

@@ -6,7 +6,7 @@ files), one sentence a line. The sentences are unrelated, so they are cut into
 pseudo-documents of ``SENTENCES_PER_DOC`` for the shuffle and the dev hold-out.
 """
 from experiments.data.archive import decode_text
-from experiments.data.corpus import Document, normalize_space
+from experiments.data.text import Document, normalize_space
 
 SENTENCES_PER_DOC = 50
 

@@ -8,7 +8,7 @@ import csv
 import io
 
 from experiments.data.archive import decode_text
-from experiments.data.corpus import Document, normalize_space
+from experiments.data.text import Document, normalize_space
 
 TWEETS_PER_DOC = 25
 

@@ -10,7 +10,7 @@ for the Pang & Lee reviews and the OANC sample of corpus v1.
 import re
 
 from experiments.data.archive import decode_text
-from experiments.data.corpus import Document, normalize_space
+from experiments.data.text import Document, normalize_space
 
 TITLE = re.compile(r"^= [^=].* =$")
 HEADING = re.compile(r"^(= )+.*( =)+$")

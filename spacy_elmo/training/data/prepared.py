@@ -6,12 +6,15 @@ The folder holds
     offsets.i64   where each sentence starts in tokens, plus the end (int64)
     words.jsonl   word id -> its string, one JSON string a line
     counts.i64    word id -> how often it occurs
-    meta.json     sizes, what reading skipped, and the fingerprint of the sources
+    meta.json     sizes, what reading skipped, the fingerprint of the sources,
+                  and the size and SHA-256 of each file above
 
 It is written in one pass over the text (streamed: the corpus need not fit in
 memory, only its distinct words do) into a temporary folder swapped into place
 at the end (`spacy_elmo.util.swap_directory`), and reused as long as the source files and the tokenizer are the
-same (the fingerprint: paths, sizes, modification times, tokenizer).
+same (the fingerprint: paths, sizes, modification times, tokenizer) and its own
+files are those it wrote (their sizes and SHA-256, checked at every reuse: a
+damaged corpus is prepared again, never trained on).
 """
 import json
 from array import array
@@ -21,13 +24,14 @@ from typing import Dict, Iterable, List, Optional, Union
 
 import numpy
 
-from ...errors import OutputError
-from ...util import swap_directory
-from ..disk import writing
-from .reader import MAX_LINE_BYTES, ReadStats, find_files, read_lines
+from ...errors import DamagedFileError, OutputError
+from ...util import file_digest, swap_directory
+from ...disk import RUN_FILE, writing
+from .reader import MAX_LINE_BYTES, ReadStats, read_lines
 from .tokenizers import Tokenizer, make_tokenizer
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: meta.json records the size and SHA-256 of the corpus's files
+CORPUS_FILES = ("tokens.u32", "offsets.i64", "words.jsonl", "counts.i64")
 _FLUSH_TOKENS = 1 << 20
 
 
@@ -54,8 +58,13 @@ class PreparedCorpus:
 
     @classmethod
     def load(cls, directory: Union[str, Path]) -> "PreparedCorpus":
+        """The corpus prepared in `directory`; E322 if its files are not
+        those that were written there (cut, changed or missing)."""
         directory = Path(directory)
         meta = json.loads((directory / "meta.json").read_text(encoding="utf8"))
+        damage = _damage(directory, meta)
+        if damage is not None:
+            raise DamagedFileError("E322", path=directory, reason=damage)
         if meta["n_tokens"]:
             tokens = numpy.memmap(directory / "tokens.u32", dtype=numpy.uint32, mode="r")
         else:
@@ -82,8 +91,28 @@ class PreparedCorpus:
         return cls(None, tokens, numpy.asarray(offsets, dtype=numpy.int64), list(index), counts, meta)
 
 
-def fingerprint(paths: Iterable[Union[str, Path]], tokenizer: str) -> Dict:
-    files = find_files(paths)
+def _damage(directory: Path, meta: Dict) -> Optional[str]:
+    """What is wrong with the files of the corpus in `directory`, or None
+    when each has the size and SHA-256 recorded in its meta.json."""
+    recorded = meta.get("files")
+    if not isinstance(recorded, dict) or set(recorded) != set(CORPUS_FILES):
+        return "its meta.json records no size and SHA-256 for its files"
+    for name in CORPUS_FILES:
+        path = directory / name
+        if not path.is_file():
+            return f"{name} is missing"
+        size = path.stat().st_size
+        if size != recorded[name].get("size"):
+            return f"{name} has {size:,} bytes, expected {recorded[name].get('size'):,}"
+    for name in CORPUS_FILES:
+        if file_digest(directory / name)["sha256"] != recorded[name].get("sha256"):
+            return f"{name} is not the file that was written (its SHA-256 differs)"
+    return None
+
+
+def fingerprint(files: Iterable[Union[str, Path]], tokenizer: str) -> Dict:
+    """What a prepared corpus depends on: the text `files` (as `find_files` lists them) and the tokenizer."""
+    files = [Path(p) for p in files]
     return {
         "version": FORMAT_VERSION,
         "tokenizer": tokenizer,
@@ -93,18 +122,22 @@ def fingerprint(paths: Iterable[Union[str, Path]], tokenizer: str) -> Dict:
 
 
 def is_prepared(directory: Union[str, Path], expected: Dict) -> bool:
-    meta_path = Path(directory) / "meta.json"
-    if not meta_path.exists():
-        return False
+    """Whether `directory` holds a corpus prepared from the sources `expected` fingerprints."""
+    meta = _read_meta(Path(directory))
+    return meta is not None and meta.get("fingerprint") == expected
+
+
+def _read_meta(directory: Path) -> Optional[Dict]:
+    """The corpus's meta.json, or None where there is none that reads as a JSON object."""
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf8"))
-    except (OSError, json.JSONDecodeError):
-        return False
-    return meta.get("fingerprint") == expected
+        meta = json.loads((directory / "meta.json").read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 def prepare_corpus(
-    paths: List[Union[str, Path]],
+    files: List[Union[str, Path]],
     tokenizer: str,
     directory: Union[str, Path],
     *,
@@ -112,23 +145,28 @@ def prepare_corpus(
     progress: bool = True,
     log=print,
 ) -> PreparedCorpus:
-    """Tokenise the text under `paths` into `directory`, or reuse what is there.
+    """Tokenise the text `files` into `directory`, or reuse what is there.
 
+    files: the text files, as `find_files` lists them (a run lists them once).
     tokenizer: its name, as the config gives it (the prepared corpus records it).
     tokenize: the tokenizer itself; by default `make_tokenizer(tokenizer)`.
+    A corpus there whose files were damaged since (cut, changed) is prepared again.
     """
     directory = Path(directory)
-    expected = fingerprint(paths, tokenizer)
+    files = [Path(p) for p in files]
+    expected = fingerprint(files, tokenizer)
     if is_prepared(directory, expected):
-        corpus = PreparedCorpus.load(directory)
-        log(f"Reusing the prepared corpus in {directory} ({corpus.n_tokens:,} tokens)")
-        return corpus
+        damage = _damage(directory, _read_meta(directory) or {})
+        if damage is None:
+            corpus = PreparedCorpus.load(directory)
+            log(f"Reusing the prepared corpus in {directory} ({corpus.n_tokens:,} tokens)")
+            return corpus
+        log(f"The prepared corpus in {directory} is damaged ({damage}): preparing it again")
     if directory.exists() and not (directory / "meta.json").exists():
         raise OutputError("E302", path=directory)
-    files = find_files(paths)
     tokenize = tokenize if tokenize is not None else make_tokenizer(tokenizer)
     # No room: E525, and the temporary folder goes.
-    with writing(directory), swap_directory(directory) as tmp:
+    with writing(directory, code=RUN_FILE), swap_directory(directory) as tmp:
         stats = _write(files, tokenize, tmp, expected, progress)
     corpus = PreparedCorpus.load(directory)
     log(
@@ -184,6 +222,7 @@ def _write(files: List[Path], tokenizer, directory: Path, expected: Dict, progre
         counts.tofile(f)
     meta = {
         "fingerprint": expected,
+        "files": {name: file_digest(directory / name) for name in CORPUS_FILES},
         "n_tokens": n_tokens,
         "n_sentences": len(offsets) - 1,
         "n_words": len(words),

@@ -1,11 +1,12 @@
 """Raw text files and folders to lines of text, bad bytes counted and skipped.
 
-A line that is not valid UTF-8, or holds a NUL byte (binary data), is skipped
+A line ends at "\n", "\r\n" or a lone "\r" (`spacy_elmo.util.split_lines`, the rule
+every reader follows). A line that is not valid UTF-8, or holds a NUL byte (binary data), is skipped
 whole and counted; it never stops the run. A file whose first 8 KiB are
 almost all such lines (an executable, an image, a compressed file) is binary:
 it is skipped whole and counted, so that none of its bytes pass for text.
 Lines longer than ``max_bytes`` are
-read in pieces cut at whitespace, so a file with one enormous line streams in
+read in pieces cut at a space or tab, so a file with one enormous line streams in
 bounded memory. Empty lines are counted and skipped.
 
 `pretrain` refuses a binary file outright (E319, before the run folder is
@@ -13,18 +14,19 @@ touched); `perplexity` skips one beside text files and warns, and gives E504
 when nothing but binary is left.
 """
 import codecs
+import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator, List, Optional, Union
+from typing import Iterable, Iterator, List, Optional, Union
 
 from ...errors import InputError
+from ...util import split_lines
 
 MAX_LINE_BYTES = 100_000
 # A file is binary when more than this share of its first BINARY_SAMPLE bytes
 # is in lines that are not text (binary files score 0.99 and up).
 BINARY_SAMPLE = 8192
 BINARY_SHARE = 0.9
-_WHITESPACE = b" \t\x0b\x0c\r"
 
 
 @dataclass
@@ -47,6 +49,7 @@ def find_files(paths: Iterable[Union[str, Path]]) -> List[Path]:
     """The text files under `paths` (files, or folders read recursively), in a fixed order.
 
     Hidden files and folders (a name starting with ".") inside a folder are left out.
+    A path that does not exist is E301; one that is a pipe, a socket or a device E321.
     """
     found: List[Path] = []
     for path in map(Path, paths):
@@ -57,9 +60,21 @@ def find_files(paths: Iterable[Union[str, Path]]) -> List[Path]:
                 p for p in sorted(path.rglob("*"))
                 if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
+        elif path.exists():
+            raise InputError("E321", path=path, kind=_kind(path))
         else:
             raise InputError("E301", path=path)
     return found
+
+
+def _kind(path: Path) -> str:
+    """What a path that exists but is neither a file nor a folder is."""
+    mode = path.stat().st_mode
+    for test, kind in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "neither a file nor a folder"
 
 
 def read_lines(files: List[Path], stats: ReadStats, max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
@@ -74,7 +89,7 @@ def read_lines(files: List[Path], stats: ReadStats, max_bytes: int = MAX_LINE_BY
             continue
         with path.open("rb") as f:
             first = True
-            for raw in _raw_pieces(f, max_bytes):
+            for raw in split_lines(f, max_bytes):
                 stats.bytes_read += len(raw)
                 if first and raw.startswith(b"\xef\xbb\xbf"):  # byte-order mark
                     raw = raw[3:]
@@ -115,33 +130,3 @@ def _text(raw: bytes, final: bool = True) -> Optional[str]:
         return raw.decode("utf-8") if final else codecs.getincrementaldecoder("utf-8")().decode(raw, final=False)
     except UnicodeDecodeError:
         return None
-
-
-def _raw_pieces(f: BinaryIO, max_bytes: int) -> Iterator[bytes]:
-    """Lines of a binary file; a line longer than `max_bytes` comes in pieces
-    of at most `max_bytes`, each cut after its last whitespace (or, with none,
-    at a UTF-8 character boundary)."""
-    carry = b""
-    while True:
-        wanted = max_bytes - len(carry)
-        chunk = f.readline(wanted)
-        data = carry + chunk
-        carry = b""
-        if len(chunk) < wanted or chunk.endswith(b"\n"):  # a whole line, or the end
-            if data:
-                yield data
-            if not chunk:
-                return
-            continue
-        cut = max(data.rfind(bytes([b])) for b in _WHITESPACE) + 1
-        if cut <= 0:
-            cut = len(data)
-            # Back off over UTF-8 continuation bytes (10xxxxxx) to a character start.
-            for _ in range(3):
-                if cut > 1 and data[cut - 1] & 0xC0 == 0x80:
-                    cut -= 1
-            if cut > 0 and data[cut - 1] >= 0xC0:
-                cut -= 1
-            cut = cut or len(data)
-        yield data[:cut]
-        carry = data[cut:]

@@ -8,11 +8,15 @@ tokens split on whitespace (the Penn Treebank files are written so). Any other
 name is a spaCy pipeline (``"blank:en"``, an installed package or a path): a
 line is one doc, its tokens are ``token.text`` exactly as the pipeline makes
 them, and its sentences are ``doc.sents``; a sentencizer is added when the
-pipeline sets no sentence boundaries of its own.
+pipeline sets no sentence boundaries of its own. A name that is none of these
+is E323 as soon as the tokenizer is made.
 """
+import difflib
+from pathlib import Path
 from typing import Callable, Iterable, Iterator, List
 
-from ..registry import TOKENIZERS, build, is_registered, registry
+from ...errors import ConfigError
+from ..registry import TOKENIZERS, build, is_registered, registered, registry
 
 Sentences = Iterator[List[str]]
 Tokenizer = Callable[[Iterable[str]], Sentences]
@@ -46,6 +50,7 @@ class SpacyTokenizer:
     """A spaCy pipeline's tokens and sentences: ``"blank:LANG"``, an installed package or a path."""
 
     def __init__(self, name: str, batch_size: int = 256):
+        check_pipeline_name(name)
         self.name = name
         self.batch_size = batch_size
         self._nlp = None
@@ -57,6 +62,30 @@ class SpacyTokenizer:
             for sent in doc.sents:
                 if len(sent):
                     yield [token.text for token in sent]
+
+
+def check_pipeline_name(name: str) -> None:
+    """E323 unless spaCy can load the pipeline `name` names: a language it has
+    (``"blank:LANG"``), an installed package or a path that exists. Checked
+    when the tokenizer is made (before a run's folder is touched), without
+    loading the pipeline."""
+    import spacy.util
+
+    if name.startswith("blank:"):
+        lang = name[len("blank:"):]
+        try:
+            spacy.util.get_lang_class(lang)
+            return
+        except ImportError:
+            reason = f"spaCy has no language '{lang}'"
+    elif spacy.util.is_package(name) or Path(name).exists():
+        return
+    else:
+        reason = "it is not a registered tokenizer, an installed spaCy pipeline package or a path that exists"
+    names = registered(TOKENIZERS)
+    close = difflib.get_close_matches(name, names, n=1)
+    raise ConfigError("E323", found=name, reason=reason, registered=", ".join(repr(n) for n in names),
+                      suggestion=f"; did you mean {close[0]!r}?" if close else "")
 
 
 def _load_pipeline(name: str):

@@ -7,8 +7,9 @@ cluster entry of the head. Still an exact, normalised distribution over the
 whole vocabulary (the probability of a tail word is that of its cluster times
 its probability within it), only cheaper for large vocabularies.
 
-``[softmax] kind`` names a function of ``registry.pretrain_softmaxes``
-(training/registry.py); called with the section's settings, it returns a
+``[softmax] @pretrain_softmaxes = "spacy-elmo.AdaptiveSoftmax.v1"`` (or
+``"spacy-elmo.FullSoftmax.v1"``) names a function of
+``registry.pretrain_softmaxes`` (training/registry.py); called with the section's settings, it returns a
 `SoftmaxFactory`: (input dimension, vocabulary size) -> the head.
 
 Saved as HDF5 (``softmax.hdf5``): one dataset per parameter under its
@@ -24,6 +25,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ...disk import hdf5_writer, writing
 from ...errors import DamagedFileError
 from ...util import atomic_path
 from ..registry import registry
@@ -80,19 +82,20 @@ class SoftmaxHead(nn.Module):
 
     def save(self, path: Union[str, Path], dtype: str = "float32") -> None:
         """Write the softmax to `path` (HDF5), its weights as `dtype` ("float32" or
-        "float16"; `load` reads either as float32)."""
+        "float16"; `load` reads either as float32). A full or read-only disk is
+        a coded error (E513, E514), and no temporary file is left."""
         from ...bilm.weights import as_storage, storage_dtype
 
         storage = storage_dtype(dtype)
-        with atomic_path(path) as tmp:
-            with h5py.File(tmp, "w") as f:
-                f.attrs["kind"] = self.kind
-                f.attrs["in_dim"] = self.in_dim
-                f.attrs["n_classes"] = self.n_classes
-                f.attrs["cutoffs"] = numpy.asarray(self.cutoffs, dtype=numpy.int64)
-                f.attrs["div_value"] = self.div_value
-                for name, tensor in self.state_dict().items():
-                    f.create_dataset(name, data=as_storage(tensor.detach().float().cpu().numpy(), storage, name))
+        with writing(path), atomic_path(path) as tmp, hdf5_writer(tmp, path) as (f, check):
+            f.attrs["kind"] = self.kind
+            f.attrs["in_dim"] = self.in_dim
+            f.attrs["n_classes"] = self.n_classes
+            f.attrs["cutoffs"] = numpy.asarray(self.cutoffs, dtype=numpy.int64)
+            f.attrs["div_value"] = self.div_value
+            for name, tensor in self.state_dict().items():
+                f.create_dataset(name, data=as_storage(tensor.detach().float().cpu().numpy(), storage, name))
+                check()
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "SoftmaxHead":
@@ -156,14 +159,14 @@ class _TargetLogSoftmax(torch.autograd.Function):
 SoftmaxFactory = Callable[[int, int], SoftmaxHead]
 
 
-@registry.pretrain_softmaxes("full")
+@registry.pretrain_softmaxes("spacy-elmo.FullSoftmax.v1")
 def full(div_value: float) -> SoftmaxFactory:
     # div_value does nothing here; it is kept in softmax.hdf5 as it always was, so
     # that a full head saved earlier still matches a new one (`same_shape`).
     return partial(SoftmaxHead, kind="full", div_value=div_value)
 
 
-@registry.pretrain_softmaxes("adaptive")
+@registry.pretrain_softmaxes("spacy-elmo.AdaptiveSoftmax.v1")
 def adaptive(cutoffs: List[int], div_value: float) -> SoftmaxFactory:
     """Cutoffs at or above the vocabulary size are dropped; with none left, the head is a full one."""
     return partial(SoftmaxHead, kind="adaptive", cutoffs=cutoffs, div_value=div_value)

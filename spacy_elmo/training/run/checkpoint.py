@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from ...errors import DamagedFileError
 from ...util import atomic_path
-from ..disk import writing
+from ...disk import RUN_FILE, writing
 
 # 2: the schedule's state is torch's schedulers' (optim.Schedule); 1 had our own.
 FORMAT_VERSION = 2
@@ -84,7 +84,7 @@ def save_checkpoint(
         "rng": rng,
         "vocab_sha256": vocab_sha256,
     }
-    with writing(path, any_failure=True), atomic_path(path) as tmp:
+    with writing(path, any_failure=True, code=RUN_FILE), atomic_path(path) as tmp:
         torch.save(payload, tmp)
 
 

@@ -5,10 +5,13 @@ checks its ``[training]`` section (``spacy.schemas``); a missing setting takes
 its default. A wrong setting stops with confection's ``ConfigValidationError``,
 coded E313, naming each setting (``training -> optimizer -> learn_rat``), what
 it expected and what it found. ``[model]`` holds the biLM architecture with the
-names of ``BiLMOptions``. The softmax's ``kind``, the optimiser's and the
-schedule's ``name`` are names of registered functions (training/registry.py):
-an unknown one lists those registered, and each function checks the settings
-it takes when the config is loaded.
+names of ``BiLMOptions``. The softmax, the optimiser and the schedule are
+registered functions (training/registry.py), named as spaCy names its parts:
+``@pretrain_optimizers = "spacy-elmo.Adam.v1"``. An unknown name lists those
+registered, and each function checks the settings it takes when the config is
+loaded. A config or run folder written before the names were versioned
+(``name = "adam"``, ``kind = "adaptive"``) reads as the same config in the
+new names (`upgrade_names`).
 """
 import configparser
 import difflib
@@ -34,7 +37,7 @@ from pydantic import (
 from ...bilm import BiLMOptions
 from ...bilm.precision import PRECISIONS
 from ...errors import ConfigError, ElmoError, Errors
-from ..registry import OPTIMIZERS, SCHEDULES, SOFTMAXES, build, is_registered, registered
+from ..registry import LEGACY_NAMES, OPTIMIZERS, SCHEDULES, SOFTMAXES, build, is_registered, registered
 
 # The environment variable `spacy train` reads --section.key overrides from;
 # the commands here read it too (weasel's parse_config_overrides).
@@ -45,6 +48,46 @@ SECTION = ConfigDict(extra="forbid")
 # Strict scalars, as the config parser gives them; a float setting takes an int too.
 _STRICT = {int: StrictInt, str: StrictStr, bool: StrictBool, float: StrictFloat}
 TextPaths = Union[StrictStr, List[StrictStr], None]
+
+# Where each part's registered function is named: its section, its key (as
+# spaCy's ``@optimizers``), the registry, and the key that named it before the
+# names were versioned.
+PARTS = (
+    (("softmax",), "@" + SOFTMAXES, SOFTMAXES, "kind"),
+    (("training", "optimizer"), "@" + OPTIMIZERS, OPTIMIZERS, "name"),
+    (("training", "schedule"), "@" + SCHEDULES, SCHEDULES, "name"),
+)
+
+
+def upgrade_names(data: Dict[str, Any]) -> Dict[str, Any]:
+    """`data` (sections of settings) with each part named in the versioned
+    form: ``[training.optimizer] name = "adam"`` becomes ``@pretrain_optimizers
+    = "spacy-elmo.Adam.v1"``. A section that uses both keys is left as it is,
+    for the check to refuse. A copy; `data` is not changed."""
+    out = {key: dict(value) if isinstance(value, dict) else value for key, value in data.items()}
+    for path, key, kind, old_key in PARTS:
+        parent, section = out, None
+        for i, name in enumerate(path):
+            node = parent.get(name)
+            if not isinstance(node, dict):
+                break
+            node = parent[name] = dict(node)
+            parent, section = node, (node if i == len(path) - 1 else None)
+        if section is not None and old_key in section and key not in section:
+            old = section.pop(old_key)
+            section[key] = LEGACY_NAMES[kind].get(old, old) if isinstance(old, str) else old
+    return out
+
+
+def _upgrade_overrides(overrides: Dict[str, Any]) -> Dict[str, Any]:
+    """``--training.optimizer.name adam`` read as ``--training.optimizer.@pretrain_optimizers spacy-elmo.Adam.v1``."""
+    out = dict(overrides)
+    for path, key, kind, old_key in PARTS:
+        old = ".".join((*path, old_key))
+        if old in out:
+            value = out.pop(old)
+            out[".".join((*path, key))] = LEGACY_NAMES[kind].get(value, value) if isinstance(value, str) else value
+    return out
 
 
 def _registered_name(kind: str) -> Any:
@@ -112,7 +155,8 @@ class VocabSettings(BaseModel):
 
 class SoftmaxSettings(BaseModel):
     model_config = SECTION
-    kind: StrictStr = "adaptive"  # a registered softmax: "full" or "adaptive", both exact
+    # A registered softmax: "spacy-elmo.FullSoftmax.v1" or "spacy-elmo.AdaptiveSoftmax.v1", both exact.
+    kind: StrictStr = Field("spacy-elmo.AdaptiveSoftmax.v1", alias="@" + SOFTMAXES)
     cutoffs: List[StrictInt] = [4000, 20000]
     div_value: StrictFloat = Field(4.0, ge=1)
 
@@ -135,7 +179,8 @@ class OptimizerSettings(BaseModel):
     """The settings of the registered optimisers (run/optim.py); each takes those it names."""
 
     model_config = SECTION
-    name: StrictStr = "adam"  # a registered optimiser: "adam", "sgd" or "adagrad"
+    # A registered optimiser: "spacy-elmo.Adam.v1", "spacy-elmo.SGD.v1" or "spacy-elmo.Adagrad.v1".
+    name: StrictStr = Field("spacy-elmo.Adam.v1", alias="@" + OPTIMIZERS)
     learn_rate: StrictFloat = Field(0.001, gt=0)
     beta1: StrictFloat = 0.9
     beta2: StrictFloat = 0.999
@@ -152,7 +197,8 @@ class ScheduleSettings(BaseModel):
     Each after a linear warm-up over `warmup_steps`."""
 
     model_config = SECTION
-    name: StrictStr = "constant"  # a registered schedule (run/optim.py)
+    # A registered schedule (run/optim.py): "spacy-elmo.constant.v1", "….linear.v1", "….cosine.v1", "….plateau.v1".
+    name: StrictStr = Field("spacy-elmo.constant.v1", alias="@" + SCHEDULES)
     warmup_steps: StrictInt = Field(0, ge=0)
     final_factor: StrictFloat = Field(0.0, ge=0, le=1)
     decay: StrictFloat = Field(0.5, gt=0, le=1)
@@ -271,7 +317,7 @@ class PretrainConfig(BaseModel):
         return Config(self.to_dict())
 
     def to_dict(self) -> Dict[str, Any]:
-        return self.model_dump(mode="json")
+        return self.model_dump(mode="json", by_alias=True)
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any], where: str = "(from a dict)") -> "PretrainConfig":
@@ -280,6 +326,7 @@ class PretrainConfig(BaseModel):
         Raises ConfigValidationError (E313) listing every unknown, mistyped or
         out-of-range setting.
         """
+        data = upgrade_names(data)
         config = Config(data)
         try:
             config.validate(cls)
@@ -296,11 +343,28 @@ def load_config(path: Union[str, Path], overrides: Optional[Dict[str, Any]] = No
     Settings the file leaves out take their defaults first, so that any
     setting can be overridden.
     """
-    raw = read_cfg(path, interpolate=False)
+    raw = upgrade_names(read_cfg(path, interpolate=False))
     defaults = PretrainConfig.model_construct().to_dict()  # no check: paths.train has no default
+    # confection merges no defaults into a section that names another function than
+    # the defaults' ("@pretrain_optimizers"): every section shares its settings here.
+    for section_path, key, _, _ in PARTS:
+        _section(defaults, section_path).pop(key)
     filled = Config(defaults).merge(raw)
-    config = Config().from_str(filled.to_str(), overrides=dict(overrides or {}), interpolate=True)
+    try:
+        config = Config().from_str(filled.to_str(), overrides=_upgrade_overrides(dict(overrides or {})), interpolate=True)
+    except ConfigValidationError as err:
+        unknown = err.__context__
+        if not isinstance(unknown, configparser.InterpolationError):
+            raise
+        raise ConfigError("E324", where=f"'{path}'", reason=_unknown_variable(unknown)) from None
     return PretrainConfig.from_dict(dict(config), where=f"'{path}'")
+
+
+def _unknown_variable(err: configparser.InterpolationError) -> str:
+    """Where the config refers to a variable it lacks, as the user wrote it."""
+    if isinstance(err, configparser.InterpolationMissingOptionError):
+        return f"[{err.section}] {err.option} = {err.args[2]} names '{err.reference}', which is not set"
+    return f"[{err.section}] {err.option}: {err.message.strip()}"
 
 
 # What confection and configparser add to a parse error that names no file.
@@ -330,6 +394,12 @@ def read_cfg(
     raise ConfigError("E318", path=path, reason=reason)
 
 
+def _section(data: Dict[str, Any], path: Tuple[str, ...]) -> Dict[str, Any]:
+    for name in path:
+        data = data[name]
+    return data
+
+
 def _as_paths(value: Union[str, List[str], None]) -> List[Path]:
     if value is None:
         return []
@@ -341,7 +411,10 @@ def _explain(error: Dict[str, Any]) -> Dict[str, Any]:
     what was found, and for an unknown name the setting it was probably meant to be."""
     loc = [str(p) for p in error.get("loc", ())]
     kind = error.get("type", "")
-    if kind == "extra_forbidden":
+    old_keys = {(*path, old_key): key for path, key, _, old_key in PARTS}
+    if kind == "extra_forbidden" and tuple(loc) in old_keys:
+        msg = f"the old key of {old_keys[tuple(loc)]}, which the section has too: keep only {old_keys[tuple(loc)]}"
+    elif kind == "extra_forbidden":
         msg = "unknown setting" + _suggestion(loc[-1], _section_at(loc[:-1]))
     else:
         if kind == "value_error":  # our own checks: the message names what is expected
@@ -367,12 +440,13 @@ def _suggestion(key: str, section: Optional[Type[BaseModel]]) -> str:
     """A hint naming the setting `key` was probably meant to be."""
     if section is None:
         return ""
-    known = list(section.model_fields)
+    known = [field.alias or name for name, field in section.model_fields.items()]
     # Settings of the subsections too: "learn_rat" in [training] -> optimizer.learn_rate.
     candidates = {name: name for name in known}
     for name, field in section.model_fields.items():
         if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
-            candidates.update({sub: f"{name}.{sub}" for sub in field.annotation.model_fields})
+            candidates.update({sub.alias or key: f"{name}.{sub.alias or key}"
+                               for key, sub in field.annotation.model_fields.items()})
     close = difflib.get_close_matches(key, list(candidates), n=1)
     if close:
         return f" (did you mean '{candidates[close[0]]}'?)"

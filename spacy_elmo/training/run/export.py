@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 
 from ...bilm import BiLM
+from ...disk import writing
 from ...errors import DamagedFileError, InputError
 from ...util import swap_directory
 from ..objective.lm import PretrainingLM
@@ -51,12 +52,15 @@ def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], direct
                  dtype: str = "float32") -> None:
     """Write the model into `directory`, replacing what was there only once
     the new files are complete; the weights as `dtype` ("float32", or "float16":
-    half the size, read back as float32)."""
-    with swap_directory(directory) as tmp:
+    half the size, read back as float32). A disk that is full or read-only is
+    a coded error (E513, E514) naming the file, and the new files go with it."""
+    with writing(directory), swap_directory(directory) as tmp:
         lm.bilm.save_allennlp(tmp, dtype)
-        vocab.to_file(tmp / VOCAB_NAME)
+        with writing(tmp / VOCAB_NAME):
+            vocab.to_file(tmp / VOCAB_NAME)
         lm.softmax.save(tmp / SOFTMAX_NAME, dtype)
-        (tmp / INFO_NAME).write_text(json.dumps({**info, "weights_dtype": dtype}, indent=2), encoding="utf8")
+        with writing(tmp / INFO_NAME):
+            (tmp / INFO_NAME).write_text(json.dumps({**info, "weights_dtype": dtype}, indent=2), encoding="utf8")
 
 
 def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Tuple[

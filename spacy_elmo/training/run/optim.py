@@ -1,12 +1,13 @@
 """The optimiser and the learning-rate schedule, both torch's own, each a
 registered function of its config section (see training/registry.py).
 
-``[training.optimizer] name = "adam"`` names a function of
-``registry.pretrain_optimizers``; called with the section's settings, it
-returns an `OptimizerFactory`: the model's parameters -> a torch optimiser.
-``[training.schedule] name = "linear"`` names one of
-``registry.pretrain_schedules``; it returns a `ScheduleFactory`: the optimiser
--> a `Schedule` (whose base rate is the optimiser's).
+``[training.optimizer] @pretrain_optimizers = "spacy-elmo.Adam.v1"`` names a
+function of ``registry.pretrain_optimizers``; called with the section's
+settings, it returns an `OptimizerFactory`: the model's parameters -> a torch
+optimiser. ``[training.schedule] @pretrain_schedules = "spacy-elmo.linear.v1"``
+names one of ``registry.pretrain_schedules``; it returns a `ScheduleFactory`:
+the optimiser -> a `Schedule` (whose base rate is the optimiser's). A
+schedule's saved state records its kind ("linear"), not its registered name.
 """
 from functools import partial
 from pathlib import Path
@@ -26,17 +27,17 @@ Decay = Callable[[torch.optim.Optimizer, int], LRScheduler]
 # Three named torch optimisers with their settings mapped by hand, rather than
 # getattr(torch.optim, name)(**settings): the config's names (beta1/beta2,
 # bilm-tf's Adagrad accumulator) then stay the same whatever torch renames.
-@registry.pretrain_optimizers("adam")
+@registry.pretrain_optimizers("spacy-elmo.Adam.v1")
 def adam(learn_rate: float, beta1: float, beta2: float, eps: float, weight_decay: float) -> OptimizerFactory:
     return partial(torch.optim.Adam, lr=learn_rate, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
 
 
-@registry.pretrain_optimizers("sgd")
+@registry.pretrain_optimizers("spacy-elmo.SGD.v1")
 def sgd(learn_rate: float, momentum: float, weight_decay: float) -> OptimizerFactory:
     return partial(torch.optim.SGD, lr=learn_rate, momentum=momentum, weight_decay=weight_decay)
 
 
-@registry.pretrain_optimizers("adagrad")
+@registry.pretrain_optimizers("spacy-elmo.Adagrad.v1")
 def adagrad(learn_rate: float, weight_decay: float) -> OptimizerFactory:
     """bilm-tf's choice, with its initial accumulator of 1."""
     return partial(torch.optim.Adagrad, lr=learn_rate, initial_accumulator_value=1.0, weight_decay=weight_decay)
@@ -136,7 +137,7 @@ def _needs_an_end(name: str, max_steps: int) -> None:
         raise ValueError(f"the '{name}' schedule needs max_steps > 0")
 
 
-@registry.pretrain_schedules("constant")
+@registry.pretrain_schedules("spacy-elmo.constant.v1")
 def constant(warmup_steps: int) -> ScheduleFactory:
     """The base rate, after the warm-up."""
 
@@ -146,7 +147,7 @@ def constant(warmup_steps: int) -> ScheduleFactory:
     return build
 
 
-@registry.pretrain_schedules("linear")
+@registry.pretrain_schedules("spacy-elmo.linear.v1")
 def linear(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFactory:
     """After the warm-up, a linear decay (``LinearLR``) to `final_factor` times the base rate at `max_steps`."""
     _needs_an_end("linear", max_steps)
@@ -162,7 +163,7 @@ def linear(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFa
     return build
 
 
-@registry.pretrain_schedules("cosine")
+@registry.pretrain_schedules("spacy-elmo.cosine.v1")
 def cosine(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFactory:
     """After the warm-up, a cosine decay (``CosineAnnealingLR``) to `final_factor` times the base rate at `max_steps`."""
     _needs_an_end("cosine", max_steps)
@@ -178,7 +179,7 @@ def cosine(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFa
     return build
 
 
-@registry.pretrain_schedules("plateau")
+@registry.pretrain_schedules("spacy-elmo.plateau.v1")
 def plateau(warmup_steps: int, decay: float, min_improvement: float) -> ScheduleFactory:
     """After the warm-up, the rate times `decay` after every dev evaluation that
     does not beat the best perplexity so far by `min_improvement` (``ReduceLROnPlateau``)."""

@@ -30,12 +30,12 @@ The operating system releases it when the process ends, even by kill -9, so a
 stopped run never leaves a stale lock; the holder's ``.lock.holder`` it leaves
 behind only names it until the next run takes the lock and writes its own.
 """
-import hashlib
 import json
 import os
 import socket
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple, Union
 
@@ -44,10 +44,9 @@ from confection import ConfigValidationError
 from filelock import FileLock, Timeout
 
 from ...errors import ConfigError, DamagedFileError, InputError, OutputError
-from ...util import atomic_path, make_parent_dir
+from ...util import atomic_path, file_digest, make_parent_dir
 from .config import PretrainConfig, read_cfg
-from ..disk import writing
-from ..data.reader import find_files
+from ...disk import RUN_FILE, writing
 from ..data.vocab import LMVocab
 
 LOCK_NAME = ".lock"
@@ -112,8 +111,9 @@ class RunDir:
             (self.path / HOLDER_NAME).unlink(missing_ok=True)
             lock.release()
 
-    def claim(self, config: PretrainConfig, resume: bool) -> List[str]:
-        """Check that this run may write here and record its config.
+    def claim(self, config: PretrainConfig, resume: bool, files: "InputFiles") -> List[str]:
+        """Check that this run may write here and record its config and its
+        input `files` (as the run lists them, once).
 
         RETURNS: the settings that changed since the run was started.
         """
@@ -121,7 +121,7 @@ class RunDir:
         if not entries or (self.config.exists() and not self.has_progress):
             self.path.mkdir(parents=True, exist_ok=True)
             self._write_config(config)
-            self._write_inputs(input_files(config))
+            self._write_inputs(input_record(files))
             return []
         if not self.config.exists():
             raise OutputError("E306", path=self.path, found=", ".join(entries[:5]))
@@ -132,12 +132,12 @@ class RunDir:
                  and (section, None) not in _FREE_SETTINGS]
         if fixed:
             raise ConfigError("E308", path=self.path, differences="; ".join(fixed[:10]))
-        files = input_files(config)
+        record = input_record(files)
         if self.inputs.exists():
-            self._check_inputs(files)
+            self._check_inputs(record)
         self._write_config(config)
         if not self.inputs.exists():  # a run started by an earlier version: recorded from now on
-            self._write_inputs(files)
+            self._write_inputs(record)
         return [d for _, _, d in differences]
 
     def stored_config(self) -> PretrainConfig:
@@ -222,25 +222,31 @@ class RunDir:
         return DamagedFileError("E317", what=what, path=path, reason=reason, fix=fix)
 
     def _write_config(self, config: PretrainConfig) -> None:
-        with writing(self.config), atomic_path(self.config) as tmp:
+        with writing(self.config, code=RUN_FILE), atomic_path(self.config) as tmp:
             config.to_config().to_disk(tmp)
 
     def _write_inputs(self, files: Dict[str, List[Dict[str, Any]]]) -> None:
-        with writing(self.inputs), atomic_path(self.inputs) as tmp:
+        with writing(self.inputs, code=RUN_FILE), atomic_path(self.inputs) as tmp:
             tmp.write_text(json.dumps(files, indent=1), encoding="utf8")
 
 
-def input_files(config: PretrainConfig) -> Dict[str, List[Dict[str, Any]]]:
+@dataclass(frozen=True)
+class InputFiles:
+    """The text files a run reads, listed once per run (`find_files` of
+    paths.train and paths.dev) and handed to everything that reads them."""
+
+    train: List[Path]
+    dev: List[Path]
+
+
+def input_record(files: InputFiles) -> Dict[str, List[Dict[str, Any]]]:
     """The training and dev files, each with its size and SHA-256 (exact,
     and about a second for 100 MB of text)."""
     out: Dict[str, List[Dict[str, Any]]] = {}
-    for key, paths in (("train", config.train_paths), ("dev", config.dev_paths)):
+    for key, listed in (("train", files.train), ("dev", files.dev)):
         out[key] = []
-        for path in find_files(paths):
-            with open(path, "rb") as f:
-                digest = hashlib.file_digest(f, "sha256").hexdigest()
-                size = os.fstat(f.fileno()).st_size
-            out[key].append({"path": str(path), "size": size, "sha256": digest})
+        for path in listed:
+            out[key].append({"path": str(path), **file_digest(path)})
     return out
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from ...util import atomic_path
-from ..disk import writing
+from ...disk import RUN_FILE, writing
 from ..objective.scoring import Perplexity
 
 
@@ -53,11 +53,11 @@ class TrainLog:
     def truncate(self, step: int) -> None:
         """Forget the records after `step` (a resumed run writes them again)."""
         kept = [r for r in self.records() if r.get("step", 0) <= step]
-        with writing(self.path), atomic_path(self.path) as tmp:
+        with writing(self.path, code=RUN_FILE), atomic_path(self.path) as tmp:
             tmp.write_text(_lines(kept), encoding="utf8")
 
     def write(self, record: Dict[str, Any]) -> None:
-        with writing(self.path), self.path.open("a+b") as f:  # appends go to the end whatever was read
+        with writing(self.path, code=RUN_FILE), self.path.open("a+b") as f:  # appends go to the end whatever was read
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - 1))
             # A line cut short by a kill gets its end, so that this record starts a line of its own.

@@ -12,8 +12,8 @@ from ...errors import DivergedRunError, ElmoError
 from ..data.lm_batches import CorpusBatches
 from .checkpoint import TrainState, damaged_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .config import TrainingSettings
-from ..disk import writing
-from .distributed import Distributed
+from ...disk import RUN_FILE, writing
+from ...distributed import Distributed
 from ..objective.scoring import Perplexity, nll_sums
 from .export import export_model, training_info
 from ..objective.lm import PretrainingLM
@@ -341,9 +341,9 @@ class Trainer:
     def _export(self, train_ppl: Optional[float], dev: Optional[Perplexity]) -> None:
         state = self.state
         info = {**self.export_info, **training_info(self.lm, self.vocab, state, train_ppl, dev)}
-        with writing(self.run.model):
+        with writing(self.run.model, code=RUN_FILE):
             export_model(self.lm, self.vocab, info, self.run.model)
-        with writing(self.run.plot):
+        with writing(self.run.plot, code=RUN_FILE):
             plot_curves(self.log.records(), self.run.plot, title=f"biLM pretraining: {self.run.path.name}")
         summary = f"Exported the biLM to {self.run.model} after {state.step:,} steps ({state.tokens:,} tokens)"
         if dev:

@@ -1,4 +1,5 @@
-"""Running on one process or many (``torchrun``, DistributedDataParallel).
+"""Running on one process or many (``torchrun``, DistributedDataParallel):
+pretraining's processes and `embed`'s share this.
 
 ``torchrun`` sets RANK, WORLD_SIZE and LOCAL_RANK; without them this is a
 single process and every collective below is a no-op. The backend is NCCL

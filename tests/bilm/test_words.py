@@ -1,0 +1,137 @@
+"""The word-level entry (`BiLM.encode_words`): the same layers as `forward`,
+and a token's layers bit-identical whatever else is computed with it."""
+import json
+from pathlib import Path
+
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
+from spacy_elmo.bilm.char_ids import distinct_words
+from spacy_elmo.bilm.packing import SentencePacking, TimeMajor, reversed_steps
+from spacy_elmo.errors import ElmoError
+
+SMALL = dict(
+    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16), (5, 16)], n_highway=1, lstm_dim=32,
+    projection_dim=12, n_layers=2,
+)
+
+
+def fixture_sentences(fixture_dir) -> list:
+    sentences = json.loads((fixture_dir / "sentences.json").read_text())
+    return [s.split() for batch in sentences for s in batch]
+
+
+def scaled_bilm(**changes) -> BiLM:
+    """Random weights at a realistic scale: gates that saturate, clips that bite."""
+    torch.manual_seed(0)
+    model = BiLM(BiLMOptions(**{**SMALL, **changes})).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(3.0)
+    return model
+
+
+SHIPPED = Path(__file__).parents[2] / "pretrained" / "elmo-en-small"
+
+
+@pytest.fixture(params=["fixture", "shipped", "small", "near-zero"])
+def model(request, fixture_paths):
+    if request.param == "fixture":
+        return BiLM.from_allennlp(*fixture_paths).eval()
+    if request.param == "shipped":
+        return BiLM.from_allennlp(SHIPPED).eval()
+    if request.param == "small":
+        return scaled_bilm()
+    return scaled_bilm(filters=[(1, 4), (2, 4)], n_highway=0, lstm_dim=8, projection_dim=8)
+
+
+def test_words_give_the_layers_forward_gives(model, fixture_dir):
+    sentences = fixture_sentences(fixture_dir)[:12] + [[], ["<S>", "x" * 60, "</S>"], ["é" * 30, ""], ["a"]]
+    with torch.inference_mode():
+        output = model(batch_to_ids(sentences))
+        model.clear_token_cache()
+        words = model.encode_words(sentences)
+    assert torch.equal(words, output.layers[:, output.mask])
+
+
+def test_a_tokens_layers_are_bit_identical_whatever_else_is_computed(model, request, fixture_dir):
+    if request.node.callspec.params["model"] == "small":
+        # MKL rounds this model's 48-wide highway product differently for some row
+        # counts (45, 59, 63, ... rows): its tokens differ by a few ulps across calls.
+        pytest.skip("MKL's products of this shape depend on the row count")
+    sentences = fixture_sentences(fixture_dir)
+    target = sentences[4]
+    n = len(target)
+    with torch.inference_mode():
+        model.clear_token_cache()
+        alone = model.encode_words([target])
+        others = sentences[:4] + sentences[5:] + [["x"], [], ["a", "b", "c"]] * 5
+        for position in (0, 7, len(others)):
+            model.clear_token_cache()
+            batch = others[:position] + [target] + others[position:]
+            start = sum(len(s) for s in batch[:position])
+            assert torch.equal(model.encode_words(batch)[:, start : start + n], alone)
+        # A warm cache: the target's words were encoded with other words, in other calls.
+        model.encode_words([target[::-1], ["x"]])
+        assert torch.equal(model.encode_words([target]), alone)
+        # forward over character ids, in any row order, gives them too.
+        ids = batch_to_ids(others[:9] + [target])
+        assert torch.equal(model(ids).layers[:, 9, :n], alone)
+        threads = torch.get_num_threads()
+        try:
+            torch.set_num_threads(2)
+            model.clear_token_cache()
+            assert torch.equal(model.encode_words(others + [target])[:, -n:], alone)
+        finally:
+            torch.set_num_threads(threads)
+
+
+def test_the_packing_of_words_is_the_packing_of_forward():
+    lengths = numpy.array([3, 0, 5, 3, 1])
+    index = numpy.arange(2, 2 + lengths.sum())
+    packing = SentencePacking.of(index, lengths)
+    steps = torch.from_numpy(lengths + 2)
+    expected = TimeMajor.of_lengths(steps, int(steps.max()))
+    assert packing.batch_sizes == expected.batch_sizes
+    # The word at every (row, step), padded as forward lays it out.
+    padded = torch.ones(len(lengths), int(steps.max()), dtype=torch.long)
+    padded[:, 0] = 0
+    mask = torch.arange(int(lengths.max()))[None, :] < torch.from_numpy(lengths)[:, None]
+    padded[:, 1 : int(lengths.max()) + 1][mask] = torch.from_numpy(index)
+    backward = torch.gather(padded, 1, reversed_steps(steps, int(steps.max())))
+    assert torch.equal(torch.from_numpy(packing.inputs[0]), expected.pack(padded))
+    assert torch.equal(torch.from_numpy(packing.inputs[1]), expected.pack(backward))
+    # Every token's output: step k + 1 forwards, step length - k backwards (with the boundaries).
+    inputs = torch.from_numpy(packing.inputs)
+    assert torch.equal(inputs[0][torch.from_numpy(packing.outputs[0])], torch.from_numpy(index))
+    assert torch.equal(inputs[1][torch.from_numpy(packing.outputs[1])], torch.from_numpy(index))
+
+
+def test_distinct_words_index_every_token():
+    words, index, lengths = distinct_words([["a", "b", "a"], [], ["<S>", "c", "b"]])
+    assert words == ["<S>", "</S>", "a", "b", "c"]
+    assert index.tolist() == [2, 3, 2, 0, 4, 3] and lengths.tolist() == [3, 0, 3]
+
+
+@pytest.mark.parametrize("bad", [["a string"], [["a", 1]], [["a", ["b"]]], "abc"])
+def test_bad_sentences_are_reported(bad):
+    with pytest.raises(ElmoError, match="E103"):
+        scaled_bilm().encode_words(bad if not isinstance(bad, str) else [bad])
+
+
+def test_the_word_cache_is_bounded_and_keeps_the_recent_words():
+    model = scaled_bilm()
+    model.token_cache.max_size = 8
+    with torch.inference_mode():
+        first = model.encode_words([["a", "b", "c"]])
+        model.encode_words([["a", "d"], ["e"]])  # a used again; 7 of 8 taken
+        model.encode_words([["f", "g"]])  # full: b, the least recently used, goes
+        assert len(model.token_cache) == 8
+        cached = set(model.token_cache._slots)
+        assert "b" not in cached and {"a", "c", "d", "e", "f", "g"} <= cached
+        assert torch.equal(model.encode_words([["a", "b", "c"]]), first)
+        big = [[f"w{i}" for i in range(20)]]  # more distinct words than the cache holds
+        assert torch.equal(model.encode_words(big), model(batch_to_ids(big)).layers[:, 0])
+        assert len(model.token_cache) <= 8
