@@ -92,13 +92,19 @@ def _file_sha256(path: Path) -> str:
     return _DIGESTS[key]
 
 
+def is_documentation(file: Path) -> bool:
+    """A folder's README or Markdown page (a biLM's model card): read by people, never by a run."""
+    return file.name.upper().startswith("README") or file.suffix.lower() == ".md"
+
+
 def digest(path: Path) -> str:
-    """The sha256 of a file's bytes, or of a folder's files (their relative names and digests, sorted)."""
+    """The sha256 of a file's bytes, or of a folder's files (their relative names and digests, sorted),
+    its documentation left out (`is_documentation`: a model card edited does not retrain a study)."""
     path = Path(path)
     if not path.is_dir():
         return _file_sha256(path)
     total = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and not is_documentation(p)):
         total.update(f"{file.relative_to(path).as_posix()}\0{_file_sha256(file)}\n".encode())
     return total.hexdigest()
 

@@ -144,3 +144,16 @@ def test_per_seed_score_files_are_views_of_the_records_that_the_paired_report_re
     assert write_views(records, metrics, ids) == []  # unchanged: not rewritten
     with pytest.raises(ExperimentError, match="<run>/seed<N>"):
         write_views(records, metrics, ["ner_elmo"])
+
+
+def test_a_model_card_edited_does_not_retrain_but_new_weights_do(in_root, tmp_path, test_split):
+    bilm = tmp_path / "bilm"
+    shutil.copytree(BILM, bilm)
+    (bilm / "README.md").write_text("the card\n", encoding="utf-8")
+    run = Run("s/ner_elmo/seed0", "configs/ner_elmo.cfg", (("paths.elmo", str(bilm)),), 0, str(test_split))
+    before = fingerprint(run)
+    (bilm / "README.md").write_text("the card, rewritten\n", encoding="utf-8")
+    assert fingerprint(run) == before
+    (bilm / "options.json").write_text((bilm / "options.json").read_text(encoding="utf-8") + " ", encoding="utf-8")
+    assert engine.changed(before, fingerprint(run)) == ["reads initialize.components.elmo.options_file",
+                                                      "reads paths.elmo"]
