@@ -17,6 +17,7 @@ import typer
 from experiments.report.comparison import TASKS as REPORT_TASKS
 from experiments.report.comparison import gains, mean_std, md_table
 from experiments.run.curves import TASKS
+from experiments.errors import run_main
 from spacy_elmo.inspect import mean_over_runs, plot_mixes
 
 TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
@@ -176,4 +177,4 @@ def main(
 
 
 if __name__ == "__main__":
-    typer.run(main)
+    run_main(main)
