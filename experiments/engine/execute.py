@@ -17,7 +17,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
@@ -201,13 +201,37 @@ def sizes(run: Run) -> Dict[str, int]:
     return result
 
 
-def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_id: int = -1) -> Path:
-    """Train, score and record ``run``; returns the record's path."""
+def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir: Path,
+          train_minutes: Optional[float] = None) -> Path:
+    """Score ``model`` (the pipeline ``run`` trained) on the run's test split and write its record, when the
+    run's fingerprint is still ``before``; ``run_dir`` holds the training's dev curve. Returns the record's path."""
     import spacy
-    import torch
-    from spacy.cli.train import train
 
     from spacy_elmo.inspect import listener_mixes
+
+    print(f"{run.id}: scoring {model} on {run.test}", flush=True)
+    nlp = spacy.load(model)
+    scores, counts = evaluate(nlp, Path(run.test))
+    after = fingerprint(run)
+    moved = changed(before, after)
+    if moved:
+        raise ExperimentError(run.id, expected="the run's inputs unchanged while it trained and was scored",
+                              found=f"{', '.join(moved)} changed", fix="run the study again once they are settled")
+    record = Record(
+        run=run.id, config=run.config, overrides=dict(run.overrides), seed=run.seed, test=run.test,
+        labels=dict(run.labels), fingerprint=after,
+        evaluated={"model": digest(model), "test": after["test"]}, scores=scores, counts=counts,
+        dev_curve=read_dev_curve(run_dir), mixes=listener_mixes(nlp), sizes=sizes(run),
+        train_minutes=train_minutes, cpu=cpu_model(),
+        finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
+    return write_record(records, record)
+
+
+def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_id: int = -1) -> Path:
+    """Train, score and record ``run``; returns the record's path."""
+    import torch
+    from spacy.cli.train import train
 
     torch.set_num_threads(1)
     before = fingerprint(run)
@@ -220,24 +244,8 @@ def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_i
     train(Path(run.config), partial, use_gpu=gpu_id,
           overrides={**settings, **dev_log_overrides(Path(run.config), settings, partial)})
     minutes = (time.time() - started) / 60
-    model = partial / "model-best"
-    print(f"{run.id}: trained in {minutes:.1f} min; scoring {model} on {run.test}", flush=True)
-    nlp = spacy.load(model)
-    scores, counts = evaluate(nlp, Path(run.test))
-    after = fingerprint(run)
-    moved = changed(before, after)
-    if moved:
-        raise ExperimentError(run.id, expected="the run's inputs unchanged while it trained",
-                              found=f"{', '.join(moved)} changed", fix="run the study again once they are settled")
-    record = Record(
-        run=run.id, config=run.config, overrides=dict(run.overrides), seed=run.seed, test=run.test,
-        labels=dict(run.labels), fingerprint=after,
-        evaluated={"model": digest(model), "test": after["test"]}, scores=scores, counts=counts,
-        dev_curve=read_dev_curve(partial), mixes=listener_mixes(nlp), sizes=sizes(run),
-        train_minutes=round(minutes, 2), cpu=cpu_model(),
-        finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    )
-    path = write_record(records, record)
+    print(f"{run.id}: trained in {minutes:.1f} min", flush=True)
+    path = score(run, partial / "model-best", records, before, partial, round(minutes, 2))
     if keep_model:
         final, stale = work / run.id, work / f"{run.id}.stale"
         shutil.rmtree(stale, ignore_errors=True)

@@ -190,7 +190,7 @@ class Record(BaseModel):
     dev_curve: List[Dict[str, float]] = []
     mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
     sizes: Dict[str, int] = {}  # docs in the training and test splits
-    train_minutes: float
+    train_minutes: Optional[float] = None  # None: a model trained before it was scored (experiments.run.evaluate_seeds)
     cpu: str = ""  # the CPU model that trained it (train_minutes are its minutes, on a machine maybe shared)
     finished: str
 

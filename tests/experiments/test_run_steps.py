@@ -134,11 +134,11 @@ def test_a_bilm_named_by_options_file_and_retrained_in_place_trains_the_seed_aga
 
 
 def model_folders(tmp_path: Path, *names: str) -> list:
+    from tests.experiments.test_full_plan import trained_model
+
     runs = []
     for name in names:
-        model = tmp_path / name / "seed0" / "model-best"
-        model.mkdir(parents=True)
-        (model / "weights").write_bytes(name.encode())
+        trained_model(tmp_path / name / "seed0" / "model-best", 0, name.encode())
         runs.append(tmp_path / name)
     return runs
 
@@ -147,9 +147,9 @@ def test_two_run_folders_of_one_name_never_share_a_metrics_file(tmp_path, monkey
     """Issue 37, 6: a/ner_baseline and b/ner_baseline would both be scored into metrics/ner_baseline/seed0.json."""
     from experiments.errors import ExperimentError
     from experiments.run import evaluate_seeds
+    from tests.experiments.test_full_plan import fake_scoring
 
-    scored = []
-    monkeypatch.setattr(evaluate_seeds, "evaluate_model", lambda model, test: scored.append(model) or {"ents_f": 0.5})
+    scored = fake_scoring(monkeypatch)
     test = tmp_path / "test.spacy"
     test.write_bytes(b"test")
     a, b = model_folders(tmp_path, "a/ner_baseline", "b/ner_baseline")
