@@ -17,7 +17,9 @@ Its fingerprint is everything the trained model and its scores depend on:
 
 A run is done when its record (``RECORDS/<id>.json``) exists, is a valid record, and holds the
 fingerprint of what would be trained now (``is_done``); the model itself need not be kept. A
-record is written atomically once the run has been trained and scored (``experiments.engine.execute``).
+record is written atomically once the run has been trained and scored (``experiments.engine.execute``;
+for a model trained earlier, as the demo's ``experiments.run.train_seeds`` keeps them, by
+``experiments.run.evaluate_seeds`` through the same ``execute.score``).
 """
 import hashlib
 import json

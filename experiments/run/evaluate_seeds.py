@@ -11,7 +11,9 @@ engine's one done-check (``is_done``: METRICS_DIR/records/<run name>/seed{N}.jso
 that fingerprint), and the record is written by the engine's scorer (``experiments.engine.execute.score``):
 spaCy's scores with the counts they come from and, for text classification, ``cats_accuracy``.
 A model trained again, a test split converted again, or data or a biLM changed since the model was
-trained makes the seed not done, and it is scored again; an unchanged seed is kept.
+trained makes the seed not done, and it is scored again; an unchanged seed is kept. A model whose
+inputs changed after it was trained (the fingerprint ``train_seeds`` stored beside it no longer
+matches what its config reads) is refused rather than scored: its score would be stale.
 
 METRICS_DIR/<run name>/seed{N}.json, which the reports read, is a view of the record
 (``experiments.engine.views``): its scores, ``evaluated`` (the digests of the model and test split)
@@ -27,10 +29,11 @@ from typing import Dict, List
 import typer
 
 from experiments.engine.execute import score
-from experiments.engine.run import Run, fingerprint, is_done, stored_record
+from experiments.engine.run import Run, config_fingerprint, fingerprint, is_done, stored_record
 from experiments.engine.views import view_of, view_path
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
+from experiments.run.fingerprint import read_fingerprint
 
 RUN = "run"
 FOLDER = "folder"  # the run folder, among a record's labels
@@ -65,6 +68,21 @@ def seed_run(model_dir: Path, test_path: Path) -> Run:
                seed=seed, test=str(test_path), inputs=(str(model_dir),), labels={FOLDER: run_of(model_dir)})
 
 
+def check_current(run: Run, model_dir: Path) -> None:
+    """Refuse a model trained from data, a biLM or versions that changed since: the fingerprint
+    ``train_seeds`` stored beside it against what the config the model was trained from reads now."""
+    stored = read_fingerprint(model_dir.parent)
+    if stored is None:
+        return
+    now = config_fingerprint(run.config, run.settings, run.id)
+    stale = [key for key in sorted(stored)
+             if (key.startswith("reads ") or key == "versions") and now.get(key) != stored[key]]
+    if stale:
+        raise ExperimentError(model_dir, expected="a model trained from the data, biLM and versions there are now",
+                              found=f"{', '.join(stale)} changed since it was trained",
+                              fix="train it again with experiments.run.train_seeds (same command), then score it")
+
+
 def check_names(metrics_dir: Path, run_dirs: List[Path]) -> None:
     """Two run folders of one name would write the same METRICS_DIR/<name>/seed{N}.json."""
     seen: Dict[str, Path] = {}
@@ -97,6 +115,7 @@ def evaluate_runs(test_path: Path, metrics_dir: Path, run_dirs: List[Path]) -> N
             raise SystemExit(f"No seed*/model-best in {run_dir}: train it first.")
         for model in models:
             run = seed_run(model, test_path)
+            check_current(run, model)
             stored = stored_record(records, run)
             other = stored.labels.get(FOLDER) if stored is not None else None
             if other is not None and other != run.labels[FOLDER]:

@@ -10,11 +10,10 @@ import srsly
 import typer
 from typer.testing import CliRunner
 
-from experiments.engine.execute import TRAIN_LOG
+from experiments.engine.execute import TRAIN_LOG, dev_log_overrides
 from experiments.engine.run import Run as EngineRun
 from experiments.run import evaluate_seeds
 from experiments.run import full
-from experiments.run import train_seeds as train_seeds_module
 from experiments.run.jobs import check_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,8 +218,8 @@ def test_a_config_with_its_own_logger_keeps_it(tmp_path):
     config = tmp_path / "other_logger.cfg"
     text = (ROOT / "configs" / "ner_baseline.cfg").read_text()
     config.write_text(text.replace('@loggers = "spacy.ConsoleLogger.v1"', '@loggers = "spacy.LookupLogger.v1"'))
-    assert train_seeds_module.dev_log_overrides(config, {}, tmp_path) == {}
-    assert train_seeds_module.dev_log_overrides(ROOT / "configs" / "ner_baseline.cfg", {}, tmp_path)
+    assert dev_log_overrides(config, {}, tmp_path) == {}
+    assert dev_log_overrides(ROOT / "configs" / "ner_baseline.cfg", {}, tmp_path)
 
 
 def test_a_tuning_job_is_done_while_its_record_matches_its_inputs_and_outputs(project):
