@@ -17,7 +17,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
@@ -201,50 +201,68 @@ def sizes(run: Run) -> Dict[str, int]:
     return result
 
 
-def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_id: int = -1) -> Path:
-    """Train, score and record ``run``; returns the record's path."""
-    import spacy
-    import torch
+def train_into(config: Path, settings: Dict[str, Any], partial: Path, gpu_id: int = -1) -> float:
+    """Train ``config`` with ``settings`` in a fresh folder ``partial``, its dev curve kept there
+    (``dev_log_overrides``); returns the minutes it took."""
     from spacy.cli.train import train
+
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    started = time.time()
+    train(config, partial, use_gpu=gpu_id, overrides={**settings, **dev_log_overrides(config, settings, partial)})
+    return (time.time() - started) / 60
+
+
+def swap_into_place(partial: Path, final: Path, stale: Path) -> None:
+    """Move a finished training from ``partial`` to ``final``; a folder already there goes to ``stale``
+    first and is removed last, so ``final`` is never half written."""
+    shutil.rmtree(stale, ignore_errors=True)
+    if final.exists():
+        final.rename(stale)
+    partial.rename(final)
+    shutil.rmtree(stale, ignore_errors=True)
+
+
+def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir: Path,
+          train_minutes: Optional[float] = None) -> Path:
+    """Score ``model`` (the pipeline ``run`` trained) on the run's test split and write its record, when the
+    run's fingerprint is still ``before``; ``run_dir`` holds the training's dev curve. Returns the record's path."""
+    import spacy
 
     from spacy_elmo.inspect import listener_mixes
 
-    torch.set_num_threads(1)
-    before = fingerprint(run)
-    partial = work / f"{run.id}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    print(f"{run.id}: training {run.config} (seed {run.seed}) in {partial}", flush=True)
-    started = time.time()
-    settings = run.settings
-    train(Path(run.config), partial, use_gpu=gpu_id,
-          overrides={**settings, **dev_log_overrides(Path(run.config), settings, partial)})
-    minutes = (time.time() - started) / 60
-    model = partial / "model-best"
-    print(f"{run.id}: trained in {minutes:.1f} min; scoring {model} on {run.test}", flush=True)
+    print(f"{run.id}: scoring {model} on {run.test}", flush=True)
     nlp = spacy.load(model)
     scores, counts = evaluate(nlp, Path(run.test))
     after = fingerprint(run)
     moved = changed(before, after)
     if moved:
-        raise ExperimentError(run.id, expected="the run's inputs unchanged while it trained",
+        raise ExperimentError(run.id, expected="the run's inputs unchanged while it trained and was scored",
                               found=f"{', '.join(moved)} changed", fix="run the study again once they are settled")
     record = Record(
         run=run.id, config=run.config, overrides=dict(run.overrides), seed=run.seed, test=run.test,
         labels=dict(run.labels), fingerprint=after,
         evaluated={"model": digest(model), "test": after["test"]}, scores=scores, counts=counts,
-        dev_curve=read_dev_curve(partial), mixes=listener_mixes(nlp), sizes=sizes(run),
-        train_minutes=round(minutes, 2), cpu=cpu_model(),
+        dev_curve=read_dev_curve(run_dir), mixes=listener_mixes(nlp), sizes=sizes(run),
+        train_minutes=train_minutes, cpu=cpu_model(),
         finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     )
-    path = write_record(records, record)
+    return write_record(records, record)
+
+
+def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_id: int = -1) -> Path:
+    """Train, score and record ``run``; returns the record's path."""
+    import torch
+
+    torch.set_num_threads(1)
+    before = fingerprint(run)
+    partial = work / f"{run.id}.partial"
+    print(f"{run.id}: training {run.config} (seed {run.seed}) in {partial}", flush=True)
+    minutes = train_into(Path(run.config), run.settings, partial, gpu_id)
+    print(f"{run.id}: trained in {minutes:.1f} min", flush=True)
+    path = score(run, partial / "model-best", records, before, partial, round(minutes, 2))
     if keep_model:
-        final, stale = work / run.id, work / f"{run.id}.stale"
-        shutil.rmtree(stale, ignore_errors=True)
-        if final.exists():
-            final.rename(stale)
-        partial.rename(final)
-        shutil.rmtree(stale, ignore_errors=True)
+        swap_into_place(partial, work / run.id, work / f"{run.id}.stale")
     else:
         shutil.rmtree(partial, ignore_errors=True)
     print(f"{run.id}: {path}", flush=True)

@@ -17,7 +17,9 @@ Its fingerprint is everything the trained model and its scores depend on:
 
 A run is done when its record (``RECORDS/<id>.json``) exists, is a valid record, and holds the
 fingerprint of what would be trained now (``is_done``); the model itself need not be kept. A
-record is written atomically once the run has been trained and scored (``experiments.engine.execute``).
+record is written atomically once the run has been trained and scored (``experiments.engine.execute``;
+for a model trained earlier, as the demo's ``experiments.run.train_seeds`` keeps them, by
+``experiments.run.evaluate_seeds`` through the same ``execute.score``).
 """
 import hashlib
 import json
@@ -190,7 +192,7 @@ class Record(BaseModel):
     dev_curve: List[Dict[str, float]] = []
     mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
     sizes: Dict[str, int] = {}  # docs in the training and test splits
-    train_minutes: float
+    train_minutes: Optional[float] = None  # None: a model trained before it was scored (experiments.run.evaluate_seeds)
     cpu: str = ""  # the CPU model that trained it (train_minutes are its minutes, on a machine maybe shared)
     finished: str
 

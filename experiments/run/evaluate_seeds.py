@@ -1,45 +1,47 @@
-"""Evaluate every seed's model-best of some runs on a test set.
+"""Score every seed's model-best of some runs on a test set, as runs of the engine.
 
 Usage: python -m experiments.run.evaluate_seeds TEST.spacy METRICS_DIR RUN_DIR [RUN_DIR ...]
 
-Writes METRICS_DIR/<run name>/seed{N}.json for every RUN_DIR/seed{N}/model-best:
-spaCy's scores (``nlp.evaluate``) plus, for text classification,
-``cats_accuracy`` (the share of docs whose top class is the gold class).
+Each RUN_DIR/seed{N}/model-best (``experiments.run.train_seeds``) is an engine run
+(``experiments.engine.run.Run``) named ``<run name>/seed{N}``: the config the model was trained
+from (its own ``config.cfg``, seed included), scored on TEST, with the model folder as an input.
+Its fingerprint is the engine's: the resolved config, every file it reads (data, biLM), the
+versions, the test split, and the model's own digest. So whether a seed is scored is decided by the
+engine's one done-check (``is_done``: METRICS_DIR/records/<run name>/seed{N}.json exists and holds
+that fingerprint), and the record is written by the engine's scorer (``experiments.engine.execute.score``):
+spaCy's scores with the counts they come from and, for text classification, ``cats_accuracy``.
+A model trained again, a test split converted again, or data or a biLM changed since the model was
+trained makes the seed not done, and it is scored again; an unchanged seed is kept. A model whose
+inputs changed after it was trained (the fingerprint ``train_seeds`` stored beside it no longer
+matches what its config reads) is refused rather than scored: its score would be stale.
 
-Each file also records, under "evaluated", the digests of the model folder and
-of the test split it scored, and under "run" the run folder it came from: two
-run folders of the same name (a/ner_baseline, b/ner_baseline) would share one
-file, so one call refuses them, and a file holding another run folder's scores is
-never overwritten. A seed whose file records the model and test split
-as they are now is not scored again; one trained again since, or a test split
-converted again, is. (Scoring again every time would cost minutes per run of
-the workflow: every ELMo model runs its biLM over the whole test split.)
+METRICS_DIR/<run name>/seed{N}.json, which the reports read, is a view of the record
+(``experiments.engine.views``): its scores, ``evaluated`` (the digests of the model and test split)
+and ``run``, the run folder it came from. Two run folders of one name (a/ner_baseline,
+b/ner_baseline) would share these files: one call refuses them, and a record of another run folder is
+never overwritten. (Scoring again every time would cost minutes per run of the workflow: every ELMo
+model runs its biLM over the whole test split.)
 """
 import json
 from pathlib import Path
 from typing import Dict, List
 
-import spacy
-import srsly
 import typer
-from spacy.training import Corpus
 
+from experiments.engine.execute import score
+from experiments.engine.run import Run, config_fingerprint, fingerprint, is_done, stored_record
+from experiments.engine.views import view_of, view_path
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
-from experiments.run.fingerprint import file_digest
+from experiments.run.fingerprint import read_fingerprint
 
-EVALUATED = "evaluated"
 RUN = "run"
+FOLDER = "folder"  # the run folder, among a record's labels
 
 
-def evaluated_inputs(model_dir: Path, test_path: Path) -> Dict[str, str]:
-    """What a seed's scores were computed from: the digests of its model folder and the test split."""
-    return {"model": file_digest(model_dir), "test": file_digest(test_path)}
-
-
-def metrics_path(metrics_dir: Path, model_dir: Path) -> Path:
-    """METRICS_DIR/<run name>/seed{N}.json for RUN_DIR/seed{N}/model-best."""
-    return metrics_dir / model_dir.parent.parent.name / f"{model_dir.parent.name}.json"
+def records_dir(metrics_dir: Path) -> Path:
+    """Where the seeds' engine records go (as the full workflow keeps its own)."""
+    return metrics_dir / "records"
 
 
 def run_of(model_dir: Path) -> str:
@@ -51,21 +53,34 @@ def run_of(model_dir: Path) -> str:
         return run_dir.as_posix()
 
 
-def stored_metrics(output: Path) -> dict:
-    """A seed's metrics file, or {} when there is none or it is unreadable."""
+def seed_run(model_dir: Path, test_path: Path) -> Run:
+    """RUN_DIR/seed{N}/model-best, scored on ``test_path``, as the engine run ``<run name>/seed{N}``."""
+    from spacy.util import load_config
+
+    config = model_dir / "config.cfg"
     try:
-        record = json.loads(output.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
+        seed = int(load_config(config, interpolate=False)["system"]["seed"])
+    except (OSError, KeyError, TypeError, ValueError) as err:
+        raise ExperimentError(config, expected="the config.cfg spaCy saves with a trained pipeline, with its "
+                              "[system] seed", found=f"{type(err).__name__}: {err}".splitlines()[0],
+                              fix="train the run with experiments.run.train_seeds") from None
+    return Run(id=f"{model_dir.parent.parent.name}/{model_dir.parent.name}", config=str(config), overrides=(),
+               seed=seed, test=str(test_path), inputs=(str(model_dir),), labels={FOLDER: run_of(model_dir)})
 
 
-def is_evaluated(output: Path, model_dir: Path, test_path: Path) -> bool:
-    """True when ``output`` holds the scores of ``model_dir`` (of its run folder) on ``test_path`` as both are now."""
-    if not model_dir.is_dir() or not test_path.exists():
-        return False
-    record = stored_metrics(output)
-    return record.get(RUN) == run_of(model_dir) and record.get(EVALUATED) == evaluated_inputs(model_dir, test_path)
+def check_current(run: Run, model_dir: Path) -> None:
+    """Refuse a model trained from data, a biLM or versions that changed since: the fingerprint
+    ``train_seeds`` stored beside it against what the config the model was trained from reads now."""
+    stored = read_fingerprint(model_dir.parent)
+    if stored is None:
+        return
+    now = config_fingerprint(run.config, run.settings, run.id)
+    stale = [key for key in sorted(stored)
+             if (key.startswith("reads ") or key == "versions") and now.get(key) != stored[key]]
+    if stale:
+        raise ExperimentError(model_dir, expected="a model trained from the data, biLM and versions there are now",
+                              found=f"{', '.join(stale)} changed since it was trained",
+                              fix="train it again with experiments.run.train_seeds (same command), then score it")
 
 
 def check_names(metrics_dir: Path, run_dirs: List[Path]) -> None:
@@ -80,39 +95,38 @@ def check_names(metrics_dir: Path, run_dirs: List[Path]) -> None:
         seen[run_dir.name] = run_dir
 
 
-def evaluate_model(model_dir: Path, test_path: Path) -> Dict[str, object]:
-    nlp = spacy.load(model_dir)
-    examples = list(Corpus(test_path)(nlp))
-    scores = nlp.evaluate(examples)
-    if "textcat" in nlp.pipe_names:
-        correct = 0
-        for eg, doc in zip(examples, nlp.pipe(eg.reference.text for eg in examples)):
-            gold = max(eg.reference.cats, key=eg.reference.cats.get)
-            correct += max(doc.cats, key=doc.cats.get) == gold
-        scores["cats_accuracy"] = correct / max(1, len(examples))
-    return scores
+def write_view(metrics_dir: Path, run: Run) -> Path:
+    """METRICS_DIR/<run name>/seed{N}.json from the run's record (rewritten only where it differs)."""
+    record = stored_record(records_dir(metrics_dir), run)
+    view = {**json.loads(view_of(record)), RUN: record.labels[FOLDER]}
+    text = json.dumps(view, indent=2) + "\n"
+    path = view_path(metrics_dir, run.id)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        write_atomic(path, text)
+    return path
 
 
 def evaluate_runs(test_path: Path, metrics_dir: Path, run_dirs: List[Path]) -> None:
     check_names(metrics_dir, run_dirs)
+    records = records_dir(metrics_dir)
     for run_dir in run_dirs:
         models = sorted(run_dir.glob("seed*/model-best"))
         if not models:
             raise SystemExit(f"No seed*/model-best in {run_dir}: train it first.")
         for model in models:
-            output = metrics_path(metrics_dir, model)
-            if is_evaluated(output, model, test_path):
-                print(f"{model}: {output} holds its scores on this test split, kept")
-                continue
-            other = stored_metrics(output).get(RUN)
-            if other is not None and other != run_of(model):
-                raise ExperimentError(output, expected=f"the scores of {run_of(model)} or no file",
-                                      found=f"the scores of another run folder, {other}",
-                                      fix="score this run into another METRICS_DIR, or remove the file")
-            inputs = evaluated_inputs(model, test_path)
-            scores = evaluate_model(model, test_path)
-            write_atomic(output, srsly.json_dumps({**scores, EVALUATED: inputs, RUN: run_of(model)}, indent=2) + "\n")
-            print(f"{model} -> {output}")
+            run = seed_run(model, test_path)
+            check_current(run, model)
+            stored = stored_record(records, run)
+            other = stored.labels.get(FOLDER) if stored is not None else None
+            if other is not None and other != run.labels[FOLDER]:
+                raise ExperimentError(view_path(metrics_dir, run.id), expected=f"the scores of {run.labels[FOLDER]} "
+                                      "or no file", found=f"the scores of another run folder, {other}",
+                                      fix="score this run into another METRICS_DIR, or remove its record")
+            if is_done(run, records):
+                print(f"{model}: its record holds its scores on this test split, kept")
+            else:
+                score(run, model, records, fingerprint(run), model.parent)
+            print(f"{model} -> {write_view(metrics_dir, run)}")
 
 
 def main(

@@ -1,30 +1,31 @@
-"""Train one spaCy config once per seed: OUTPUT_DIR/seed{N}/model-best.
+"""Train one spaCy config once per seed: OUTPUT_DIR/seed{N}/model-best (the demo workflow's runs).
 
 Usage: python -m experiments.run.train_seeds CONFIG OUTPUT_DIR --seeds "0 1 2"
     [--gpu-id -1] [-- --paths.train ... any spacy train override]
 
-A seed whose model-best exists is skipped only when it was trained from exactly
-what would be trained now (``experiments.run.fingerprint``: the config with its
-overrides, the data and biLM it names, the versions); otherwise it is trained
-again. So an interrupted run resumes where it stopped, and a changed setting,
-data split or biLM never leaves a stale run in place. Each run trains in a
-temporary folder beside its final place and is swapped into place when it ends.
+The training half of an engine run (``experiments.engine``), for a workflow that trains now and
+scores later (``experiments.run.evaluate_seeds``, which makes each seed an engine run and records it
+under the engine's one done-check). Each seed is trained by the engine's trainer
+(``experiments.engine.execute.train_into``: a temporary folder beside its final place, the dev curve
+OUTPUT_DIR/seed{N}/train_log.jsonl kept by spaCy's console logger) and swapped into place when it
+ends (``swap_into_place``). Beside model-best goes the engine's fingerprint of the training
+(``experiments.run.fingerprint``: the config with its overrides, every file it reads, the versions).
 
-Each run also keeps its dev curve, OUTPUT_DIR/seed{N}/train_log.jsonl (one line per
-evaluation: step, losses, dev scores), written by spaCy's console logger; the
-logger is not part of the fingerprint, since it does not change what is trained.
+A seed whose model-best exists is skipped only when that fingerprint equals what would be trained
+now; otherwise it is trained again, and the message names what changed. So an interrupted run
+resumes where it stopped, and a changed setting, data split or biLM never leaves a stale model in
+place; ``evaluate_seeds`` refuses to score a model whose stored fingerprint no longer matches what
+its config reads. The logger is not part of the fingerprint: it does not change what is trained.
 """
-import shutil
 from pathlib import Path
 from typing import List
 
 import typer
-from spacy.cli.train import train
 from weasel.util import parse_config_overrides
 
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 
-from experiments.engine.execute import dev_log_overrides
+from experiments.engine.execute import swap_into_place, train_into
 from experiments.errors import run_app
 from experiments.records import parse_seeds
 from experiments.run.fingerprint import changed, read_fingerprint, run_fingerprint, write_fingerprint
@@ -58,17 +59,9 @@ def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dic
                 continue
             print(f"seed {seed}: {final} is stale ({', '.join(differs)} changed), training it again")
         partial = output_dir / f".seed{seed}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        settings = seed_overrides(overrides, seed)
-        train(config, partial, use_gpu=gpu_id, overrides={**settings, **dev_log_overrides(config, settings, partial)})
+        train_into(config, seed_overrides(overrides, seed), partial, gpu_id)
         write_fingerprint(partial, fingerprint)
-        stale = output_dir / f".seed{seed}.stale"
-        shutil.rmtree(stale, ignore_errors=True)
-        if final.exists():
-            final.rename(stale)
-        partial.rename(final)
-        shutil.rmtree(stale, ignore_errors=True)
+        swap_into_place(partial, final, output_dir / f".seed{seed}.stale")
 
 
 def main(

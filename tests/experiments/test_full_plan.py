@@ -10,11 +10,10 @@ import srsly
 import typer
 from typer.testing import CliRunner
 
-from experiments.engine.execute import TRAIN_LOG
+from experiments.engine.execute import TRAIN_LOG, dev_log_overrides
 from experiments.engine.run import Run as EngineRun
 from experiments.run import evaluate_seeds
 from experiments.run import full
-from experiments.run import train_seeds as train_seeds_module
 from experiments.run.jobs import check_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,8 +218,8 @@ def test_a_config_with_its_own_logger_keeps_it(tmp_path):
     config = tmp_path / "other_logger.cfg"
     text = (ROOT / "configs" / "ner_baseline.cfg").read_text()
     config.write_text(text.replace('@loggers = "spacy.ConsoleLogger.v1"', '@loggers = "spacy.LookupLogger.v1"'))
-    assert train_seeds_module.dev_log_overrides(config, {}, tmp_path) == {}
-    assert train_seeds_module.dev_log_overrides(ROOT / "configs" / "ner_baseline.cfg", {}, tmp_path)
+    assert dev_log_overrides(config, {}, tmp_path) == {}
+    assert dev_log_overrides(ROOT / "configs" / "ner_baseline.cfg", {}, tmp_path)
 
 
 def test_a_tuning_job_is_done_while_its_record_matches_its_inputs_and_outputs(project):
@@ -344,25 +343,50 @@ def test_a_tune_text_names_its_task():
         full.experiment("long", "0", 10, 5, 1, "b", -1, "baseline,elmo", "full", None, "", ["ner=a.txt"])
 
 
-def test_a_seed_is_scored_again_only_when_its_model_or_the_test_split_changed(project, monkeypatch):
+def fake_scoring(monkeypatch) -> list:
+    """The engine's scoring, replaced by a fake that notes each model it scores and gives fixed scores."""
+    import spacy
+
+    import spacy_elmo.inspect
+    from experiments.engine import execute as execute_module
+
     scored = []
-    monkeypatch.setattr(evaluate_seeds, "evaluate_model", lambda model, test: scored.append(model) or {"ents_f": 0.5})
+    monkeypatch.setattr(spacy, "load", lambda path: path)
+    monkeypatch.setattr(execute_module, "evaluate",
+                        lambda nlp, test: scored.append(nlp) or ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 0}))
+    monkeypatch.setattr(execute_module, "sizes", lambda run: {})
+    monkeypatch.setattr(spacy_elmo.inspect, "listener_mixes", lambda nlp: {})
+    return scored
+
+
+def trained_model(model: Path, seed: int, weights: bytes) -> None:
+    """A model-best folder as train_seeds leaves it: the config it was trained from, and its weights."""
+    model.mkdir(parents=True)
+    (model / "config.cfg").write_text(f"[system]\nseed = {seed}\n")
+    (model / "model").write_bytes(weights)
+
+
+def test_a_seed_is_scored_again_only_when_its_model_or_the_test_split_changed(project, monkeypatch):
+    from experiments.engine.run import is_done
+
+    scored = fake_scoring(monkeypatch)
     run_dir = Path("training") / "full" / "ner_baseline"
     for seed in (0, 1):
-        (run_dir / f"seed{seed}" / "model-best").mkdir(parents=True)
-        (run_dir / f"seed{seed}" / "model-best" / "model").write_bytes(f"seed {seed}".encode())
+        trained_model(run_dir / f"seed{seed}" / "model-best", seed, f"seed {seed}".encode())
     test = Path("corpus/full/ner/test.spacy")
+    records = evaluate_seeds.records_dir(Path("metrics/full"))
 
     def current():
         models = [run_dir / f"seed{seed}" / "model-best" for seed in (0, 1)]
-        return [evaluate_seeds.is_evaluated(evaluate_seeds.metrics_path(Path("metrics/full"), m), m, test)
-                for m in models]
+        return [is_done(evaluate_seeds.seed_run(m, test), records) for m in models]
 
     assert current() == [False, False]
     evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
     assert len(scored) == 2 and current() == [True, True]
     record = srsly.read_json("metrics/full/ner_baseline/seed1.json")
-    assert record["ents_f"] == 0.5 and set(record[evaluate_seeds.EVALUATED]) == {"model", "test"}
+    assert record["ents_f"] == 0.5 and set(record["evaluated"]) == {"model", "test"}
+    assert record[evaluate_seeds.RUN] == "training/full/ner_baseline"
+    assert srsly.read_json(records / "ner_baseline" / "seed1.json")["scores"] == {"ents_f": 0.5}
     evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
     assert len(scored) == 2  # both current: kept
     (run_dir / "seed1" / "model-best" / "model").write_bytes(b"trained again")

@@ -15,6 +15,8 @@ CONFIG = ROOT / "configs" / "ner_elmo.cfg"
 @pytest.fixture
 def fake_train(monkeypatch):
     """spaCy's train, replaced by one that writes model-best/config.cfg as it would have trained it."""
+    import spacy.cli.train
+
     calls = []
 
     def train(config_path, output_path, use_gpu=-1, overrides=None):
@@ -23,7 +25,7 @@ def fake_train(monkeypatch):
         (output_path / "model-best").mkdir(parents=True)
         config.to_disk(output_path / "model-best" / "config.cfg")
 
-    monkeypatch.setattr(train_seeds_module, "train", train)
+    monkeypatch.setattr(spacy.cli.train, "train", train)
     return calls
 
 
@@ -134,11 +136,11 @@ def test_a_bilm_named_by_options_file_and_retrained_in_place_trains_the_seed_aga
 
 
 def model_folders(tmp_path: Path, *names: str) -> list:
+    from tests.experiments.test_full_plan import trained_model
+
     runs = []
     for name in names:
-        model = tmp_path / name / "seed0" / "model-best"
-        model.mkdir(parents=True)
-        (model / "weights").write_bytes(name.encode())
+        trained_model(tmp_path / name / "seed0" / "model-best", 0, name.encode())
         runs.append(tmp_path / name)
     return runs
 
@@ -147,9 +149,9 @@ def test_two_run_folders_of_one_name_never_share_a_metrics_file(tmp_path, monkey
     """Issue 37, 6: a/ner_baseline and b/ner_baseline would both be scored into metrics/ner_baseline/seed0.json."""
     from experiments.errors import ExperimentError
     from experiments.run import evaluate_seeds
+    from tests.experiments.test_full_plan import fake_scoring
 
-    scored = []
-    monkeypatch.setattr(evaluate_seeds, "evaluate_model", lambda model, test: scored.append(model) or {"ents_f": 0.5})
+    scored = fake_scoring(monkeypatch)
     test = tmp_path / "test.spacy"
     test.write_bytes(b"test")
     a, b = model_folders(tmp_path, "a/ner_baseline", "b/ner_baseline")
@@ -164,3 +166,27 @@ def test_two_run_folders_of_one_name_never_share_a_metrics_file(tmp_path, monkey
         evaluate_seeds.evaluate_runs(test, metrics, [b])
     record = json.loads((metrics / "ner_baseline" / "seed0.json").read_text(encoding="utf-8"))
     assert record[evaluate_seeds.RUN] == a.resolve().as_posix() and len(scored) == 1
+
+
+def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path, monkeypatch):
+    """The score of a model whose training data changed after train_seeds trained it would be stale."""
+    from experiments.errors import ExperimentError
+    from experiments.run import evaluate_seeds
+    from experiments.run.fingerprint import write_fingerprint
+    from tests.experiments.test_full_plan import fake_scoring
+
+    scored = fake_scoring(monkeypatch)
+    (tmp_path / "train.spacy").write_bytes(b"train v1")
+    (tmp_path / "test.spacy").write_bytes(b"test")
+    model = tmp_path / "runs" / "ner_baseline" / "seed0" / "model-best"
+    model.mkdir(parents=True)
+    config = tmp_path / "ner.cfg"
+    config.write_text(f"[paths]\ntrain = \"{tmp_path / 'train.spacy'}\"\n\n[system]\nseed = 0\n")
+    write_fingerprint(model.parent, run_fingerprint(config, {"system.seed": 0}))
+    (model / "config.cfg").write_text(config.read_text())
+    evaluate_seeds.evaluate_runs(tmp_path / "test.spacy", tmp_path / "metrics", [model.parent.parent])
+    assert len(scored) == 1
+    (tmp_path / "train.spacy").write_bytes(b"train v2")
+    with pytest.raises(ExperimentError, match="reads paths.train changed since it was trained"):
+        evaluate_seeds.evaluate_runs(tmp_path / "test.spacy", tmp_path / "metrics", [model.parent.parent])
+    assert len(scored) == 1
