@@ -200,7 +200,33 @@ class BiLM(nn.Module):
         if self.stateful:  # the carried-over state follows the rows of `forward`
             output = self.forward(batch_to_ids([list(s) for s in sentences], self.options.max_characters_per_token))
             return output.layers[:, output.mask]
-        words, index, lengths = distinct_words(sentences)
+        return self.encode_indexed(*distinct_words(sentences))
+
+    def encode_indexed(self, words: Sequence[str], index: numpy.ndarray, lengths: numpy.ndarray) -> torch.Tensor:
+        """`encode_words` from the batch's words already indexed on the host, as
+        `distinct_words` gives them (the `elmo` component makes them from spaCy's
+        ORTH ids, with no Python per token).
+
+        words: the distinct words, ``<S>`` and ``</S>`` first; index (n_tokens,)
+            every token's word, sentence after sentence; lengths (n_sentences,)
+            each sentence's number of tokens (E105 otherwise).
+        RETURNS: as `encode_words`.
+        """
+        index = numpy.asarray(index, dtype=numpy.int64)
+        lengths = numpy.asarray(lengths, dtype=numpy.int64)
+        found = None
+        if list(words[:2]) != [BOS_TOKEN, EOS_TOKEN]:
+            found = f"words starting {list(words[:2])}"
+        elif index.ndim != 1 or lengths.ndim != 1 or int(lengths.sum()) != len(index) or (lengths < 0).any():
+            found = f"{index.size} indices and lengths summing to {int(lengths.sum())}"
+        elif len(index) and (int(index.min()) < 0 or int(index.max()) >= len(words)):
+            found = f"indices from {int(index.min())} to {int(index.max())}"
+        if found is not None:
+            raise InputError("E105", n_words=len(words), n_tokens=index.size, found=found)
+        if self.stateful:
+            tokens = [words[i] for i in index.tolist()]
+            ends = numpy.cumsum(lengths).tolist()
+            return self.encode_words([tokens[end - n : end] for end, n in zip(ends, lengths.tolist())])
         device = self.boundary_ids.device
         max_chars = self.options.max_characters_per_token
 
