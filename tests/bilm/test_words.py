@@ -167,3 +167,26 @@ def test_the_word_cache_is_bounded_and_keeps_the_recent_words():
         big = [[f"w{i}" for i in range(20)]]  # more distinct words than the cache holds
         assert torch.equal(model.encode_words(big), model(batch_to_ids(big)).layers[:, 0])
         assert len(model.token_cache) <= 8
+
+
+def test_missing_words_are_encoded_in_groups_of_similar_length(model, request):
+    if request.node.callspec.params["model"] == "small":
+        pytest.skip("MKL's products of this shape depend on the row count")
+    short = [f"w{i}" for i in range(300)]
+    words = ["<S>", "</S>", *short, "https://example.com/" + "x" * 60, *[f"word{i}" * 2 for i in range(100)]]
+    calls = []
+    hook = model.token_encoder.register_forward_pre_hook(lambda module, args: calls.append(args[1]))
+    try:
+        with torch.inference_mode():
+            model.clear_token_cache()
+            got = model.encode_indexed(words, numpy.arange(len(words)), numpy.array([len(words)]))
+    finally:
+        hook.remove()
+    # The short words' windows stop at their own length, not at the URL's.
+    assert len(calls) > 1 and min(calls) <= 6 and max(calls) == 50
+    with torch.inference_mode():
+        model.clear_token_cache()
+        for k in (2, 150, 302, 350):  # each word alone: the same layers, bit for bit
+            alone = model.encode_words([[words[k]]])
+            model.clear_token_cache()
+            assert torch.equal(got[:1, k : k + 1], alone[:1])
