@@ -258,7 +258,13 @@ def sentence_starts(doc: Doc, sentences: str = "doc") -> List[int]:
 def _segments(docs: List[Doc], segmenter: Segmenter, window_size: int, sentences: str = "doc") -> List[Segment]:
     """Token ranges the biLM reads as sentences, as `segmenter` cuts each doc
     (given the sentences `sentence_starts` reads), each token kept from
-    exactly one (checked: E412)."""
+    exactly one (checked: E412; not for the default segmenter over the doc's
+    own sentences, whose windows are valid by construction)."""
+    if segmenter is read_sentences and sentences == "doc":
+        return [
+            (d, *window) for d, doc in enumerate(docs)
+            for window in read_sentences(doc, sentence_starts(doc, sentences), window_size)
+        ]
     return [
         (d, *window) for d, doc in enumerate(docs)
         for window in checked_windows(segmenter, doc, sentence_starts(doc, sentences), window_size)
