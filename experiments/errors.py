@@ -31,3 +31,12 @@ def run_app(app: Callable[[List[str]], object], argv: Optional[List[str]] = None
     except ExperimentError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def run_main(main: Callable[..., object]) -> None:
+    """`typer.run(main)` through `run_app`: a one-command script whose bad input is one line, exit 1."""
+    import typer
+
+    app = typer.Typer(add_completion=False)
+    app.command()(main)
+    run_app(app)

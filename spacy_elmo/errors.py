@@ -64,7 +64,7 @@ class InputError(ElmoError):
 
     codes = frozenset({
         "E006", "E101", "E102", "E103", "E105", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E402", "E410",
-        "E504", "E505", "E509", "E511", "E530", "E533", "E602",
+        "E504", "E505", "E509", "E511", "E533", "E602",
     })
 
 
@@ -77,7 +77,7 @@ class ConfigError(ElmoError):
 
     codes = frozenset({
         "E104", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E412", "E508", "E526", "E531", "E532", "E323", "E324",
+        "E409", "E411", "E412", "E508", "E526", "E532", "E323", "E324",
     })
 
 
@@ -518,18 +518,6 @@ class Errors(metaclass=ErrorsWithCodes):
     E526 = (
         "--minutes is {found!r}: expected a positive number of minutes of "
         "training. Pass e.g. --minutes 10."
-    )
-    E530 = (
-        "{missing} {verb} missing: run `python -m spacy project assets --extra` on a "
-        "machine with internet access (the published ELMo models are downloaded from "
-        "allennlp.s3.amazonaws.com), or copy the two files there (the model's "
-        "elmo_{name}_options.json and elmo_{name}_weights.hdf5, as options.json and "
-        "weights.hdf5)."
-    )
-    E531 = (
-        "The published ELMo model {found!r} is not one of this project's: expected "
-        "one of {expected} (vars.published, or full's --published), or \"\" for the "
-        "project's own biLM."
     )
     E532 = (
         "Cannot store the weights as {found!r}: {why}. Store them as \"float32\" (the "

@@ -17,6 +17,7 @@ import typer
 from experiments.report.comparison import TASKS as REPORT_TASKS
 from experiments.report.comparison import gains, mean_std, md_table
 from experiments.run.curves import TASKS
+from experiments.errors import run_main
 from spacy_elmo.inspect import mean_over_runs, plot_mixes
 
 TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
@@ -42,10 +43,16 @@ def collect(metrics_dir: Path):
     docs: Dict = defaultdict(dict)
     for path in sorted(metrics_dir.glob("*/*/f*_seed*.json")):
         record = json.loads(path.read_text())
-        task, variant, share, seed = record["task"], record["variant"], record["share"], record["seed"]
+        if "labels" in record:  # an engine record (experiments.engine.run.Record)
+            labels = record["labels"]
+            task, variant, share, seed = labels["task"], labels["variant"], float(labels["share"]), int(labels["seed"])
+            train_docs = record["sizes"]["train"]
+        else:  # a record of the curves runner before the engine
+            task, variant, share, seed = record["task"], record["variant"], record["share"], record["seed"]
+            train_docs = record["train_docs"]
         _, component, key = TASKS[task]
         by_seed[task][share][variant][f"seed{seed}"] = 100.0 * float(record["scores"][key])
-        docs[task][share] = record["train_docs"]
+        docs[task][share] = train_docs
         if share == 1.0 and component in record.get("mixes", {}):
             mixes[task][variant].append(record["mixes"][component]["weights"])
     scores = {
@@ -170,4 +177,4 @@ def main(
 
 
 if __name__ == "__main__":
-    typer.run(main)
+    run_main(main)

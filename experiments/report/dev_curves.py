@@ -17,7 +17,7 @@ import numpy
 import typer
 
 from experiments.report.comparison import md_table, save_figure
-from experiments.run.train_seeds import TRAIN_LOG
+from experiments.engine.execute import TRAIN_LOG
 
 
 def dev_scores(run_dir: Path, key: str) -> Dict[str, Dict[int, float]]:

@@ -21,6 +21,7 @@ import typer
 
 from experiments.report.comparison import gains, md_table, mean_std, save_figure
 from experiments.report.paired import scores
+from experiments.errors import run_main
 
 
 def perplexity_of(path: Path) -> float:
@@ -94,4 +95,4 @@ def main(
 
 
 if __name__ == "__main__":
-    typer.run(main)
+    run_main(main)

@@ -17,6 +17,7 @@ import typer
 
 from experiments.report.comparison import gains, md_table
 from experiments.report.paired import seed_row
+from experiments.errors import run_main
 from spacy_elmo.util import atomic_path
 
 # The scores each task is reported by: the test metric and the dev metric of its curves.
@@ -148,4 +149,4 @@ def main(
 
 
 if __name__ == "__main__":
-    typer.run(main)
+    run_main(main)

@@ -1,10 +1,11 @@
 """Where ELMo helps: learning curves, the GloVe pairs and the part-of-speech layer probe.
 
-One run = one task, variant, share of the training split and seed. Each run
-trains with ``spacy train`` on a nested subset of the training split, scores
-its model-best on the test split, keeps the learned layer mix, and writes
-``METRICS/<task>/<variant>/f<share>_seed<seed>.json``; a run whose file holds
-the fingerprint of what it would be trained from now is skipped, so a stopped
+One run = one task, variant, share of the training split and seed: a run of
+the studies' engine (``experiments.engine``) named ``<task>/<variant>/f<share>_seed<seed>``,
+trained on a nested subset of the training split and scored on the test split;
+its record, ``METRICS/<task>/<variant>/f<share>_seed<seed>.json``, keeps the test
+scores, the learned layer mix and the split sizes. A run whose record holds the
+fingerprint of what it would be trained from now is skipped, so a stopped
 experiment resumes run by run. Runs go side by side, ``--jobs`` at a time, one
 CPU thread each (``experiments.run.jobs``, as the `full` experiment's jobs); a
 run's log is ``METRICS/logs/<task>/<variant>/f<share>_seed<seed>.log``.
@@ -18,14 +19,9 @@ a share takes its first ``ceil(share · n)`` docs, so the 5% docs are among the
 10% docs and so on. Baseline and ELMo runs of one seed train on the same docs.
 The ELMo runs read the shipped biLM, frozen and not tuned to the task.
 """
-import json
 import math
-import os
 import random
-import shutil
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -33,8 +29,11 @@ from typing import Annotated, Dict, List, Optional
 
 import typer
 
+from experiments.engine import run as engine
+from experiments.engine.plan import importable
+from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
-from experiments.run.fingerprint import changed, file_digest, run_fingerprint
+from experiments.run.fingerprint import file_digest
 from experiments.run.jobs import Job, run_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,6 +110,9 @@ def subset_path(corpus: Path, task: str, share: float, seed: int) -> Path:
     converted again gets new subsets rather than the old ones.
     """
     train = corpus / task / "train.spacy"
+    if not train.exists():
+        raise ExperimentError(train, expected=f"the {task} training split", found="nothing",
+                              fix="convert the tasks first (`python -m spacy project run convert-curves`)")
     if share == 1.0:
         return train
     path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}_{file_digest(train)[:12]}.spacy"
@@ -155,85 +157,36 @@ def run_overrides(run: Run, corpus: Path, steps: int, eval_frequency: int, train
     return overrides
 
 
-def train_command(run: Run, corpus: Path, output: Path, steps: int, eval_frequency: int, train_path: Path) -> List[str]:
-    command = [sys.executable, "-m", "spacy", "train", str(config_path(run)), "--output", str(output), "--gpu-id", "-1"]
-    for key, value in run_overrides(run, corpus, steps, eval_frequency, train_path).items():
-        command += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
-    return command
+def engine_run(run: Run, corpus: Path, steps: int, eval_frequency: int) -> engine.Run:
+    """The run as the engine's: its config, settings and test split (its training subset written if missing)."""
+    train_path = subset_path(corpus, run.task, run.share, run.seed)
+    overrides = run_overrides(run, corpus, steps, eval_frequency, train_path)
+    seed = overrides.pop("system.seed")
+    return engine.Run(id=run.name, config=str(config_path(run)), overrides=tuple(overrides.items()), seed=seed,
+                      test=str(corpus / run.task / "test.spacy"),
+                      labels={"task": run.task, "variant": run.variant, "share": f"{run.share:g}",
+                              "seed": str(run.seed)})
 
 
 def current_fingerprint(run: Run, corpus: Path, steps: int, eval_frequency: int) -> Dict[str, str]:
     """What the run would be trained from now (its training subset is written if missing)."""
-    train_path = subset_path(corpus, run.task, run.share, run.seed)
-    return run_fingerprint(config_path(run), run_overrides(run, corpus, steps, eval_frequency, train_path))
-
-
-def stored_fingerprint(result: Path) -> Optional[Dict[str, str]]:
-    """The fingerprint kept in a run's result file (None when there is no readable one)."""
-    try:
-        record = json.loads(result.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record.get("fingerprint") if isinstance(record, dict) else None
+    return engine.fingerprint(engine_run(run, corpus, steps, eval_frequency))
 
 
 def is_done(run: Run, corpus: Path, metrics: Path, steps: int, eval_frequency: int) -> bool:
-    """True when the run's result exists and was trained from exactly what it would be trained from now."""
-    stored = stored_fingerprint(metrics / f"{run.name}.json")
-    return stored is not None and not changed(stored, current_fingerprint(run, corpus, steps, eval_frequency))
-
-
-def score_run(model_dir: Path, test_path: Path) -> Dict[str, object]:
-    """Test scores (as evaluate_seeds.py) and the learned mix of an ELMo listener."""
-    from experiments.run.evaluate_seeds import evaluate_model
-
-    import spacy
-    from spacy_elmo.inspect import listener_mixes
-
-    scores = evaluate_model(model_dir, test_path)
-    mixes = listener_mixes(spacy.load(model_dir))
-    return {"scores": scores, "mixes": mixes}
+    """True when the run's record exists and was trained from exactly what it would be trained from now."""
+    return engine.is_done(engine_run(run, corpus, steps, eval_frequency), metrics)
 
 
 def do_run(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_frequency: int) -> Optional[float]:
-    """Train, score and clean up one run; returns its minutes (None when it was done already).
+    """Train, score and record one run through the engine; returns its minutes (None when it was done already)."""
+    from experiments.engine.execute import execute
 
-    ``spacy train`` writes to this process's output (the run's log, when the run is a job).
-    """
-    result = metrics / f"{run.name}.json"
-    fingerprint = current_fingerprint(run, corpus, steps, eval_frequency)
-    if not changed(stored_fingerprint(result), fingerprint):
+    planned = engine_run(run, corpus, steps, eval_frequency)
+    if engine.is_done(planned, metrics):
         return None
-    started = time.time()
-    train_path = subset_path(corpus, run.task, run.share, run.seed)
-    output = work / run.name
-    shutil.rmtree(output, ignore_errors=True)
-    sys.stdout.flush()
-    code = subprocess.call(train_command(run, corpus, output, steps, eval_frequency, train_path),
-                           stderr=subprocess.STDOUT, cwd=ROOT)
-    if code != 0:
-        raise RuntimeError(f"{run.name}: spacy train exited with {code}")
-    train_minutes = (time.time() - started) / 60
-    scored = subprocess.run(
-        [sys.executable, "-m", "experiments.run.curves", "score", str(output / "model-best"), str(corpus / run.task / "test.spacy")],
-        capture_output=True, text=True, cwd=ROOT,
-    )
-    if scored.returncode != 0:
-        raise RuntimeError(f"{run.name}: scoring failed:\n{scored.stderr[-2000:]}")
-    record = json.loads(scored.stdout.strip().splitlines()[-1])
-    n_train = _count_docs(train_path)
-    record.update(task=run.task, variant=run.variant, share=run.share, seed=run.seed, steps=steps,
-                  train_docs=n_train, train_minutes=round(train_minutes, 2),
-                  fingerprint=fingerprint)
-    write_atomic(result, json.dumps(record, indent=1) + "\n")
-    shutil.rmtree(output, ignore_errors=True)
-    return (time.time() - started) / 60
-
-
-def _count_docs(path: Path) -> int:
-    from spacy.tokens import DocBin
-
-    return len(DocBin().from_disk(path))
+    execute(planned, metrics, work)
+    return engine.read_record(engine.record_path(metrics, planned.id)).train_minutes
 
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
@@ -280,7 +233,7 @@ def run_cli(
             if not only or any(r.name.startswith(o) for o in only)]
     jobs_to_run = [run_job(r, corpus, metrics, work, steps, eval_frequency) for r in runs]
     typer.echo(f"{len(runs)} runs, {jobs} at a time")
-    summary = run_jobs(jobs_to_run, jobs, minutes=minutes or None, env=_importable())
+    summary = run_jobs(jobs_to_run, jobs, minutes=minutes or None, env=importable(), follow=True, poll_seconds=0.5)
     left = [r for r in plan_runs(_seeds(curve_seeds), _seeds(full_seeds), share_list)
             if not is_done(r, corpus, metrics, steps, eval_frequency)]
     typer.echo(f"{summary.describe()}; {len(left)} runs left")
@@ -297,12 +250,6 @@ def run_job(run: Run, corpus: Path, metrics: Path, work: Path, steps: int, eval_
                done=lambda: is_done(run, corpus, metrics, steps, eval_frequency))
 
 
-def _importable() -> Dict[str, str]:
-    """The environment under which a job in this folder imports this project's modules."""
-    path = os.environ.get("PYTHONPATH")
-    return {"PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
-
-
 @app.command("one", hidden=True)
 def one_cli(
     task: str, variant: str, share: float, seed: int,
@@ -312,17 +259,11 @@ def one_cli(
     """Train, score and record one run (a job of `run`)."""
     try:
         took = do_run(Run(task, variant, share, seed), corpus, metrics, work, steps, eval_frequency)
-    except RuntimeError as err:
-        typer.echo(str(err), err=True)
+    except ExperimentError as err:
+        typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
     typer.echo(f"done in {took:.1f} min" if took is not None else "done already")
 
 
-@app.command("score", hidden=True)
-def score_cli(model_dir: Path, test_path: Path) -> None:
-    """Print one run's scores and mixes as one JSON line (in its own process)."""
-    typer.echo(json.dumps(score_run(model_dir, test_path)))
-
-
 if __name__ == "__main__":
-    app()
+    run_app(app)

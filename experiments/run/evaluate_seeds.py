@@ -7,7 +7,10 @@ spaCy's scores (``nlp.evaluate``) plus, for text classification,
 ``cats_accuracy`` (the share of docs whose top class is the gold class).
 
 Each file also records, under "evaluated", the digests of the model folder and
-of the test split it scored. A seed whose file records the model and test split
+of the test split it scored, and under "run" the run folder it came from: two
+run folders of the same name (a/ner_baseline, b/ner_baseline) would share one
+file, so one call refuses them, and a file holding another run folder's scores is
+never overwritten. A seed whose file records the model and test split
 as they are now is not scored again; one trained again since, or a test split
 converted again, is. (Scoring again every time would cost minutes per run of
 the workflow: every ELMo model runs its biLM over the whole test split.)
@@ -21,10 +24,12 @@ import srsly
 import typer
 from spacy.training import Corpus
 
+from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
 from experiments.run.fingerprint import file_digest
 
 EVALUATED = "evaluated"
+RUN = "run"
 
 
 def evaluated_inputs(model_dir: Path, test_path: Path) -> Dict[str, str]:
@@ -37,15 +42,42 @@ def metrics_path(metrics_dir: Path, model_dir: Path) -> Path:
     return metrics_dir / model_dir.parent.parent.name / f"{model_dir.parent.name}.json"
 
 
-def is_evaluated(output: Path, model_dir: Path, test_path: Path) -> bool:
-    """True when ``output`` holds the scores of ``model_dir`` on ``test_path`` as both are now."""
-    if not model_dir.is_dir() or not test_path.exists():
-        return False
+def run_of(model_dir: Path) -> str:
+    """The run folder of RUN_DIR/seed{N}/model-best: relative to the working folder when inside it."""
+    run_dir = model_dir.parent.parent.resolve()
+    try:
+        return run_dir.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return run_dir.as_posix()
+
+
+def stored_metrics(output: Path) -> dict:
+    """A seed's metrics file, or {} when there is none or it is unreadable."""
     try:
         record = json.loads(output.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def is_evaluated(output: Path, model_dir: Path, test_path: Path) -> bool:
+    """True when ``output`` holds the scores of ``model_dir`` (of its run folder) on ``test_path`` as both are now."""
+    if not model_dir.is_dir() or not test_path.exists():
         return False
-    return isinstance(record, dict) and record.get(EVALUATED) == evaluated_inputs(model_dir, test_path)
+    record = stored_metrics(output)
+    return record.get(RUN) == run_of(model_dir) and record.get(EVALUATED) == evaluated_inputs(model_dir, test_path)
+
+
+def check_names(metrics_dir: Path, run_dirs: List[Path]) -> None:
+    """Two run folders of one name would write the same METRICS_DIR/<name>/seed{N}.json."""
+    seen: Dict[str, Path] = {}
+    for run_dir in run_dirs:
+        if run_dir.name in seen and seen[run_dir.name] != run_dir:
+            raise ExperimentError(metrics_dir, expected="run folders of different names (each run's scores go to "
+                                  "METRICS_DIR/<its folder's name>/)",
+                                  found=f"{seen[run_dir.name]} and {run_dir}, both named {run_dir.name}",
+                                  fix="score them into different METRICS_DIRs")
+        seen[run_dir.name] = run_dir
 
 
 def evaluate_model(model_dir: Path, test_path: Path) -> Dict[str, object]:
@@ -62,6 +94,7 @@ def evaluate_model(model_dir: Path, test_path: Path) -> Dict[str, object]:
 
 
 def evaluate_runs(test_path: Path, metrics_dir: Path, run_dirs: List[Path]) -> None:
+    check_names(metrics_dir, run_dirs)
     for run_dir in run_dirs:
         models = sorted(run_dir.glob("seed*/model-best"))
         if not models:
@@ -71,9 +104,14 @@ def evaluate_runs(test_path: Path, metrics_dir: Path, run_dirs: List[Path]) -> N
             if is_evaluated(output, model, test_path):
                 print(f"{model}: {output} holds its scores on this test split, kept")
                 continue
+            other = stored_metrics(output).get(RUN)
+            if other is not None and other != run_of(model):
+                raise ExperimentError(output, expected=f"the scores of {run_of(model)} or no file",
+                                      found=f"the scores of another run folder, {other}",
+                                      fix="score this run into another METRICS_DIR, or remove the file")
             inputs = evaluated_inputs(model, test_path)
             scores = evaluate_model(model, test_path)
-            write_atomic(output, srsly.json_dumps({**scores, EVALUATED: inputs}, indent=2) + "\n")
+            write_atomic(output, srsly.json_dumps({**scores, EVALUATED: inputs, RUN: run_of(model)}, indent=2) + "\n")
             print(f"{model} -> {output}")
 
 
@@ -86,4 +124,6 @@ def main(
 
 
 if __name__ == "__main__":
-    typer.run(main)
+    app = typer.Typer(add_completion=False)
+    app.command()(main)
+    run_app(app)

@@ -16,8 +16,11 @@ The jobs, in order (``plan_jobs``):
    (``pretrain --resume``), its perplexity on the task's dev text measured before and
    after (``metrics/PROFILE/bilm_TASK_{before,after}.json``);
 3. train each task and seed with each variant: ``baseline`` (no ELMo), ``elmo``
-   (the tuned biLM) and ``elmo_untuned`` (the biLM as given): ``training/PROFILE/TASK_VARIANT/seedN``;
-4. score every run on the test split (``metrics/PROFILE/TASK_VARIANT``);
+   (the tuned biLM) and ``elmo_untuned`` (the biLM as given), and score it on the test split:
+   a run of the studies' engine (``experiments.engine``) named ``TASK_VARIANT/seedN``, its
+   record in ``metrics/PROFILE/records``, its pipeline kept in ``training/PROFILE/TASK_VARIANT/seedN``;
+4. write each variant's per-seed score files from the records (``metrics/PROFILE/TASK_VARIANT``,
+   ``experiments.engine.views``);
 5. write the report (``reports/PROFILE``).
 
 ``--reuse-tuned-from OTHER`` skips steps 1 and 2 and reads OTHER's corpora and tuned biLMs.
@@ -30,13 +33,12 @@ relative to the project folder, where every job runs.
 
 Resumable: a job whose result is current is skipped, so a stopped experiment
 continues where it was, and nothing made from other inputs is kept. A training
-run is current when its stored fingerprint matches (``train_seeds``: the
-config with its overrides, the data, the biLM, the versions); an evaluation when
-its metrics record the digests of the model and test split it scored
-(``evaluate_seeds``); a tuning when its record (``training/PROFILE/bilm_TASK.tuned.json``)
+run is done when its record holds its current fingerprint (the engine's one check: the
+config with its overrides, every file it reads, the test split, the versions); a tuning
+when its record (``training/PROFILE/bilm_TASK.tuned.json``)
 holds the same commands and the digests of its inputs and outputs as they are now;
 otherwise the tuning runs again and ``pretrain --resume`` continues or checks the
-run. The conversions and the report are cheap and run every time; their outputs
+run. The conversions, score files and the report are cheap and run every time; their outputs
 are deterministic, so the digests that the fingerprints compare do not move.
 """
 import json
@@ -53,9 +55,11 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from experiments.engine import run as engine
+from experiments.engine.plan import importable, run_job, work_lock
+from experiments.errors import ExperimentError
 from experiments.files import write_atomic
 from experiments.run.jobs import Job, is_done, run_jobs
-from spacy_elmo.errors import ConfigError, ElmoError, InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -131,6 +135,16 @@ class Experiment:
     def logs(self) -> str:
         return f"logs/{self.profile}"
 
+    @property
+    def records(self) -> str:
+        """The engine's records of the training runs."""
+        return f"metrics/{self.profile}/records"
+
+    @property
+    def work(self) -> str:
+        """Where the trained pipelines are kept: work/TASK_VARIANT/seedN (the report reads their layer mixes)."""
+        return f"training/{self.profile}"
+
     def corpus(self, task: str) -> str:
         return f"corpus/{self.data_profile}/{task}"
 
@@ -192,14 +206,21 @@ def tuning_commands(e: Experiment, task: str) -> List[List[str]]:
 
 
 def published_bilm(name: str) -> Path:
-    """The folder of a published model, checked: E531 for a name that is not one of
-    PUBLISHED, E530 (what to do, in one line) where its files have not been downloaded."""
+    """The folder of a published model, checked: an `ExperimentError` for a name that is not one
+    of PUBLISHED, and one saying what to do where its files have not been downloaded."""
     if name not in PUBLISHED:
-        raise ConfigError("E531", found=name, expected=", ".join(PUBLISHED))
+        raise ExperimentError("--published", expected=f"one of this project's published ELMo models, "
+                              f"{', '.join(PUBLISHED)} (vars.published, or full's --published)", found=repr(name),
+                              fix="name one of them, or \"\" for the project's own biLM")
     folder = Path(PUBLISHED_DIR) / name
     missing = [str(folder / file) for file in PUBLISHED_FILES if not (folder / file).is_file()]
     if missing:
-        raise InputError("E530", missing=" and ".join(missing), verb="are" if len(missing) > 1 else "is", name=name)
+        raise ExperimentError(" and ".join(missing), expected=f"the published model {name}'s "
+                              f"{' and '.join(PUBLISHED_FILES)}", found="no such file" if len(missing) == 1 else "neither",
+                              fix="run `python -m spacy project assets --extra` on a machine with internet access (the "
+                                  "published ELMo models are downloaded from allennlp.s3.amazonaws.com), or copy the two "
+                                  f"files there (the model's elmo_{name}_options.json and elmo_{name}_weights.hdf5, as "
+                                  "options.json and weights.hdf5)")
     return folder
 
 
@@ -235,14 +256,19 @@ def train_overrides(e: Experiment, task: str, variant: str) -> List[str]:
     return args + (["--paths.elmo", bilm] if bilm else [])
 
 
-def train_command(e: Experiment, task: str, variant: str, seed: int) -> List[str]:
-    return [PYTHON, "-m", "experiments.run.train_seeds", e.config(task, variant), e.run_dir(task, variant),
-            "--seeds", str(seed), "--gpu-id", str(e.gpu_id), *train_overrides(e, task, variant)]
+def engine_run(e: Experiment, task: str, variant: str, seed: int) -> engine.Run:
+    """One seed of a task's variant, as the engine trains, scores and records it: ``TASK_VARIANT/seedN``."""
+    from experiments.run.train_seeds import overrides_from_args
+
+    return engine.Run(id=f"{task}_{variant}/seed{seed}", config=e.config(task, variant),
+                      overrides=tuple(overrides_from_args(train_overrides(e, task, variant)).items()), seed=seed,
+                      test=f"{e.corpus(task)}/test.spacy", labels={"task": task, "variant": variant, "seed": str(seed)})
 
 
-def evaluate_command(e: Experiment, task: str, variant: str) -> List[str]:
-    return [PYTHON, "-m", "experiments.run.evaluate_seeds", f"{e.corpus(task)}/test.spacy", e.metrics,
-            e.run_dir(task, variant)]
+def scores_command(e: Experiment, task: str, variant: str) -> List[str]:
+    """The per-seed score files of a variant's runs, from their records, for the report."""
+    return [PYTHON, "-m", "experiments.engine.views", e.records, e.metrics,
+            *(engine_run(e, task, variant, seed).id for seed in e.seeds)]
 
 
 def report_command(e: Experiment) -> List[str]:
@@ -300,18 +326,8 @@ def is_tuned(e: Experiment, task: str) -> bool:
 
 
 def is_trained(e: Experiment, task: str, variant: str, seed: int) -> bool:
-    from experiments.run.train_seeds import is_trained as seed_is_trained, overrides_from_args
-
-    overrides = overrides_from_args(train_overrides(e, task, variant))
-    return seed_is_trained(Path(e.config(task, variant)), Path(e.run_dir(task, variant)), seed, overrides)
-
-
-def is_evaluated(e: Experiment, task: str, variant: str) -> bool:
-    from experiments.run.evaluate_seeds import is_evaluated as seed_is_evaluated, metrics_path
-
-    test = Path(f"{e.corpus(task)}/test.spacy")
-    models = [Path(e.run_dir(task, variant)) / f"seed{seed}" / "model-best" for seed in e.seeds]
-    return all(seed_is_evaluated(metrics_path(Path(e.metrics), model), model, test) for model in models)
+    """The engine's done-check: the seed's record holds the fingerprint of what it would be trained from now."""
+    return engine.is_done(engine_run(e, task, variant, seed), Path(e.records))
 
 
 def plan_jobs(e: Experiment) -> List[Job]:
@@ -337,17 +353,15 @@ def plan_jobs(e: Experiment) -> List[Job]:
     for variant in e.run_variants:
         for task in TASKS:
             needs = corpus_ready[task] + (tuned[task] if variant == "elmo" else [])
-            trained[task, variant] = [
-                add(f"{task}_{variant}_seed{seed}", train_command(e, task, variant, seed),
-                    done=lambda t=task, v=variant, s=seed: is_trained(e, t, v, s), needs=needs)
-                for seed in e.seeds
-            ]
-    evaluated = [
-        add(f"evaluate_{task}_{variant}", evaluate_command(e, task, variant),
-            done=lambda t=task, v=variant: is_evaluated(e, t, v), needs=trained[task, variant])
-        for task in TASKS for variant in e.run_variants
-    ]
-    add("report", report_command(e), needs=evaluated)
+            trained[task, variant] = []
+            for seed in e.seeds:
+                name = f"{task}_{variant}_seed{seed}"
+                jobs.append(run_job(engine_run(e, task, variant, seed), Path(e.records), Path(e.work), Path(e.logs),
+                                    keep_model=True, name=name, needs=needs, gpu_id=e.gpu_id))
+                trained[task, variant].append(name)
+    scored = [add(f"scores_{task}_{variant}", scores_command(e, task, variant), needs=trained[task, variant])
+              for task in TASKS for variant in e.run_variants]
+    add("report", report_command(e), needs=scored)
     return jobs
 
 
@@ -426,8 +440,8 @@ def check_published(e: Experiment) -> None:
     if e.published:
         try:
             published_bilm(e.published)
-        except ElmoError as err:
-            typer.echo(str(err), err=True)
+        except ExperimentError as err:
+            typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)
 
 
@@ -474,7 +488,9 @@ def run_cli(
     Path(e.metrics).mkdir(parents=True, exist_ok=True)
     planned = plan_jobs(e)
     typer.echo(f"{len(planned)} jobs, {jobs} at a time; logs in {e.logs}/")
-    summary = run_jobs(planned, jobs, minutes=minutes or None, cwd=ROOT)
+    with work_lock(Path(e.work)):
+        summary = run_jobs(planned, jobs, minutes=minutes or None, cwd=ROOT, env=importable(), follow=True,
+                           poll_seconds=0.5)
     typer.echo(summary.describe())
     if not summary.ok:
         raise typer.Exit(1)

@@ -109,9 +109,11 @@ def run_jobs(
     env: Optional[Mapping[str, str]] = None,
     echo: Callable[[str], None] = print,
     poll_seconds: float = 0.05,
+    follow: bool = False,
 ) -> Summary:
     """Run ``jobs`` ``n_jobs`` at a time (see the module's docstring); no job starts after
-    ``minutes`` (None or 0: no deadline). Each gets ``os.environ``, one thread and ``env``."""
+    ``minutes`` (None or 0: no deadline). Each gets ``os.environ``, one thread and ``env``.
+    With ``follow``, each line a running job writes to its log is echoed too, after its name."""
     if n_jobs < 1:
         raise ValueError(f"n_jobs must be 1 or more, got {n_jobs}")
     check_jobs(jobs)
@@ -121,13 +123,17 @@ def run_jobs(
     status: Dict[str, str] = {}  # name -> "ok" | "failed"
     pending = list(jobs)
     running: Dict[str, Tuple[Job, subprocess.Popen, IO, float]] = {}
+    followed: Dict[str, _Follower] = {}
     try:
         with _terminate_raises():
             while pending or running:
                 for name, (job, process, log, started) in list(running.items()):
                     code = process.poll()
+                    if name in followed:
+                        followed[name].echo_new(echo)
                     if code is None:
                         continue
+                    followed.pop(name, None)
                     log.close()
                     del running[name]
                     took = (time.monotonic() - started) / 60
@@ -170,6 +176,8 @@ def run_jobs(
                         continue
                     running[job.name] = (job, process, log, time.monotonic())
                     echo(f"start   {job.name}")
+                    if follow:
+                        followed[job.name] = _Follower(job.name, job.log)
                 if past_deadline and not running:
                     summary.not_started += [job.name for job in pending]
                     pending.clear()
@@ -182,6 +190,27 @@ def run_jobs(
             for _, _, log, _ in running.values():
                 log.close()
     return summary
+
+
+class _Follower:
+    """Echoes the complete lines added to a job's log since the last look, each after the job's name."""
+
+    def __init__(self, name: str, log: Path) -> None:
+        self.name, self.log, self.offset, self.rest = name, log, 0, b""
+
+    def echo_new(self, echo: Callable[[str], None]) -> None:
+        try:
+            with open(self.log, "rb") as file:
+                file.seek(self.offset)
+                data = file.read()
+        except OSError:
+            return
+        self.offset += len(data)
+        lines = (self.rest + data).replace(b"\r", b"\n").split(b"\n")
+        self.rest = lines.pop()
+        for line in lines:
+            if line.strip():
+                echo(f"  {self.name} | {line.decode('utf-8', errors='replace')}")
 
 
 class Terminated(SystemExit):

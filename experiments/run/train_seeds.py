@@ -20,11 +20,11 @@ from typing import List
 
 import typer
 from spacy.cli.train import train
-from spacy.util import load_config
 from weasel.util import parse_config_overrides
 
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 
+from experiments.engine.execute import dev_log_overrides
 from experiments.errors import run_app
 from experiments.records import parse_seeds
 from experiments.run.fingerprint import changed, read_fingerprint, run_fingerprint, write_fingerprint
@@ -37,25 +37,6 @@ def overrides_from_args(args: List[str]) -> dict:
 
 def seed_overrides(overrides: dict, seed: int) -> dict:
     return {**overrides, "system.seed": seed}
-
-
-TRAIN_LOG = "train_log.jsonl"
-CONSOLE_LOGGERS = ("spacy.ConsoleLogger.v1", "spacy.ConsoleLogger.v2", "spacy.ConsoleLogger.v3")
-
-
-def dev_log_overrides(config: Path, overrides: dict, run_dir: Path) -> dict:
-    """Overrides that make spaCy's console logger also write the dev curve to `run_dir`.
-
-    A config whose logger is not spaCy's console logger keeps its own logger.
-    """
-    logger = load_config(config, overrides=overrides, interpolate=False)["training"]["logger"]
-    if logger.get("@loggers") not in CONSOLE_LOGGERS:
-        return {}
-    return {
-        "training.logger.@loggers": "spacy.ConsoleLogger.v3",
-        "training.logger.progress_bar": None,
-        "training.logger.output_file": str(run_dir / TRAIN_LOG),
-    }
 
 
 def is_trained(config: Path, output_dir: Path, seed: int, overrides: dict) -> bool:

@@ -25,9 +25,11 @@ encoders    each task trained as the converged runs are, with the paper's kind o
             training/v2eval/configs/.
 
 Runs are listed seed by seed, baseline next to ELMo, so that a stopped evaluation leaves paired
-seeds; each seed is a job of its own (``experiments.run.jobs``), skipped when its fingerprint
-says it was trained from what would be trained now. Each group ends with the test scores of its
-runs in metrics/v2eval (``experiments.run.evaluate_seeds``). Then ``python -m
+seeds; each seed is a run of the studies' engine (``experiments.engine``: ``<run>/seed<N>``, trained,
+scored on the test split and recorded in metrics/v2eval/records, its pipeline kept in
+training/v2eval/<run>/seed<N>), skipped when its record holds the fingerprint of what it would be
+trained from now. Each group ends with per-seed score files of its runs, metrics/v2eval/<run>/seedN.json
+(``experiments.engine.views``), the format the reports read. Then ``python -m
 experiments.report.v2eval`` writes the report of every comparison, and ``experiments.report.paired``
 and ``experiments.report.dev_curves`` compare any runs by hand.
 """
@@ -39,10 +41,18 @@ from typing import Dict, List, Sequence, Tuple
 
 import typer
 
+from experiments.engine import run as engine
+from experiments.engine.plan import importable, run_job, work_lock
 from experiments.run.jobs import Job, run_jobs
 
 PYTHON = sys.executable
 BILM = "training/v2eval/bilm_v2"
+# The engine's records of the runs; per-seed score files of them (experiments.engine.views) for the
+# reports; the trained pipelines (kept: the report reads their layer mixes and dev curves); the logs.
+RECORDS = "metrics/v2eval/records"
+METRICS = "metrics/v2eval"
+WORK = "training/v2eval"
+LOGS = Path("logs/v2eval")
 GROUPS = ("converged", "glove", "ablations", "encoders")
 CORPUS = {"ner": "corpus/v2eval/ner", "sentiment5": "corpus/v2eval/sentiment5"}
 CONFIG = {("ner", False): "configs/ner_baseline.cfg", ("ner", True): "configs/ner_elmo.cfg",
@@ -73,14 +83,18 @@ class Run:
         data = ("--paths.train", f"{CORPUS[self.task]}/train.spacy", "--paths.dev", f"{CORPUS[self.task]}/dev.spacy")
         return (*data, *self.settings)
 
-    def train_command(self, seed: int) -> Tuple[str, ...]:
-        return (PYTHON, "-m", "experiments.run.train_seeds", self.config, self.run_dir, "--seeds", str(seed),
-                *self.overrides)
+    def engine_run(self, seed: int) -> engine.Run:
+        """The run of one seed, as the engine trains, scores and records it: ``<name>/seed<N>``."""
+        from experiments.run.train_seeds import overrides_from_args
+
+        return engine.Run(id=f"{self.name}/seed{seed}", config=self.config,
+                          overrides=tuple(overrides_from_args(list(self.overrides)).items()), seed=seed,
+                          test=f"{CORPUS[self.task]}/test.spacy",
+                          labels={"run": self.name, "task": self.task, "seed": str(seed)})
 
     def is_trained(self, seed: int) -> bool:
-        from experiments.run.train_seeds import is_trained, overrides_from_args
-
-        return is_trained(Path(self.config), Path(self.run_dir), seed, overrides_from_args(list(self.overrides)))
+        """The engine's done-check: the seed's record holds what it would be trained from now."""
+        return engine.is_done(self.engine_run(seed), Path(RECORDS))
 
 
 def converged_runs(steps: int) -> List[Run]:
@@ -174,18 +188,17 @@ def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Se
                for group, runs in group_runs(steps).items()}
     jobs: List[Job] = []
     for group in groups:
-        trained: Dict[str, List[str]] = {}
+        trained: Dict[str, List[Tuple[str, str]]] = {}
         for seed in seeds:
             for run in planned[group]:
+                planned_run = run.engine_run(seed)
                 name = f"{run.name}_seed{seed}"
-                jobs.append(Job(name, run.train_command(seed), Path("logs/v2eval") / f"{name}.log",
-                                done=lambda r=run, s=seed: r.is_trained(s)))
-                trained.setdefault(run.task, []).append(name)
+                jobs.append(run_job(planned_run, Path(RECORDS), Path(WORK), LOGS, keep_model=True, name=name))
+                trained.setdefault(run.task, []).append((name, planned_run.id))
         for task, names in trained.items():
-            runs = [run.run_dir for run in planned[group] if run.task == task]
-            jobs.append(Job(f"evaluate_{group}_{task}", (PYTHON, "-m", "experiments.run.evaluate_seeds",
-                                                         f"{CORPUS[task]}/test.spacy", "metrics/v2eval", *runs),
-                            Path("logs/v2eval") / f"evaluate_{group}_{task}.log", needs=tuple(names)))
+            jobs.append(Job(f"scores_{group}_{task}", (PYTHON, "-m", "experiments.engine.views", RECORDS, METRICS,
+                                                       *(run_id for _, run_id in names)),
+                            LOGS / f"scores_{group}_{task}.log", needs=tuple(name for name, _ in names)))
     return jobs
 
 
@@ -230,13 +243,13 @@ def main(
                                  f"`python -m spacy project run fetch-glove`, then `python -m experiments.data.glove "
                                  f"assets/glove {GLOVE}`", param_hint="--groups")
     if published:
+        from experiments.errors import ExperimentError
         from experiments.run.full import published_bilm
-        from spacy_elmo.errors import ElmoError
 
         try:
             bilm = published_bilm(published)
-        except ElmoError as err:  # E531 for an unknown name, E530 (what to do, one line) where not downloaded
-            typer.echo(str(err), err=True)
+        except ExperimentError as err:  # an unknown name, or (what to do, one line) not downloaded
+            typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)
     sync_bilm(bilm)
     only = [r.strip() for r in runs.split(",") if r.strip()]
@@ -245,7 +258,8 @@ def main(
         raise typer.BadParameter(f"expected run names among {', '.join(sorted(known))}, got {runs!r}", param_hint="--runs")
     write_bilstm_configs()
     jobs_planned = plan_jobs(chosen, [int(s) for s in seeds.split()], steps, chosen_tasks, only)
-    summary = run_jobs(jobs_planned, n_jobs=jobs, minutes=minutes)
+    with work_lock(Path(WORK)):
+        summary = run_jobs(jobs_planned, n_jobs=jobs, minutes=minutes, env=importable(), follow=True, poll_seconds=0.5)
     raise typer.Exit(0 if summary.ok else 1)
 
 

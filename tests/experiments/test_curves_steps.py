@@ -156,28 +156,38 @@ def test_subset_file_holds_the_subset(tmp_path):
     assert run_curves.subset_path(tmp_path, "ner", 1.0, 3) == tmp_path / "ner" / "train.spacy"
 
 
-def test_plan_and_commands(tmp_path):
+def splits(corpus, task="ner", words=("doc",)):
+    nlp = spacy.blank("en")
+    (corpus / task).mkdir(parents=True, exist_ok=True)
+    for split in ("train", "dev", "test"):
+        docs = [Doc(nlp.vocab, words=[f"{split}{w}{i}" for w in words], spaces=[False] * len(words)) for i in range(8)]
+        DocBin(docs=docs).to_disk(corpus / task / f"{split}.spacy")
+
+
+def test_plan_and_runs(tmp_path):
     runs = run_curves.plan_runs([0, 1, 2], [0, 1, 2, 3, 4])
     assert len({r.name for r in runs}) == len(runs) == 2 * 4 * 5 + 5 * 3 + 2 * 2 * 4 * 3
     curve = {(r.task, r.variant) for r in runs if r.share < 1}
     assert curve == {(t, v) for t in ("ner", "sentiment5") for v in ("baseline", "elmo")}
-    glove_elmo = run_curves.train_command(run_curves.Run("ner", "glove_elmo", 1.0, 2), tmp_path, tmp_path / "o",
-                                          1000, 200, tmp_path / "train.spacy")
-    text = " ".join(glove_elmo)
-    assert "ner_elmo.cfg" in text and "--paths.elmo" in text and "--system.seed 2" in text
-    assert "--components.ner.model.tok2vec.embed.include_static_vectors true" in text
-    probe = " ".join(run_curves.train_command(run_curves.Run("pos", "probe_layer1", 1.0, 0), tmp_path,
-                                              tmp_path / "o", 10, 5, tmp_path / "t.spacy"))
-    assert "pos_probe.cfg" in probe and "--components.tagger.model.tok2vec.mix.layer 1" in probe
-    assert "--paths.vectors" not in probe
+    with pytest.raises(ExperimentError, match="convert-curves"):
+        run_curves.engine_run(run_curves.Run("ner", "baseline", 1.0, 0), tmp_path, 1000, 200)
+    splits(tmp_path)
+    splits(tmp_path, task="pos")
+    glove_elmo = run_curves.engine_run(run_curves.Run("ner", "glove_elmo", 1.0, 2), tmp_path, 1000, 200)
+    settings = glove_elmo.settings
+    assert glove_elmo.id == "ner/glove_elmo/f1_seed2" and glove_elmo.config.endswith("ner_elmo.cfg")
+    assert settings["system.seed"] == 2 and settings["paths.elmo"].endswith(run_curves.BILM)
+    assert settings["components.ner.model.tok2vec.embed.include_static_vectors"] is True
+    assert glove_elmo.test == str(tmp_path / "ner" / "test.spacy")
+    probe = run_curves.engine_run(run_curves.Run("pos", "probe_layer1", 1.0, 0), tmp_path, 10, 5)
+    assert probe.config.endswith("pos_probe.cfg") and probe.settings["components.tagger.model.tok2vec.mix.layer"] == 1
+    assert "paths.vectors" not in probe.settings
 
 
 def test_a_result_counts_as_done_only_for_the_same_steps_and_data(tmp_path):
-    nlp = spacy.blank("en")
-    (tmp_path / "ner").mkdir()
-    for split in ("train", "dev"):
-        docs = [Doc(nlp.vocab, words=[f"{split}{i}"], spaces=[False]) for i in range(8)]
-        DocBin(docs=docs).to_disk(tmp_path / "ner" / f"{split}.spacy")
+    from experiments.engine.run import Record, write_record
+
+    splits(tmp_path)
     run = run_curves.Run("ner", "baseline", 0.5, 0)
     metrics = tmp_path / "metrics"
     result = metrics / f"{run.name}.json"
@@ -185,12 +195,30 @@ def test_a_result_counts_as_done_only_for_the_same_steps_and_data(tmp_path):
     result.write_text(json.dumps({"scores": {}}))  # a result without a fingerprint is not trusted
     assert not run_curves.is_done(run, tmp_path, metrics, 20, 10)
     fingerprint = run_curves.current_fingerprint(run, tmp_path, 20, 10)
-    result.write_text(json.dumps({"scores": {}, "fingerprint": fingerprint}))
+    write_record(metrics, Record(run=run.name, config="c", overrides={}, seed=0, test="t", fingerprint=fingerprint,
+                                 evaluated={}, scores={}, counts={"tp": 0, "fp": 0, "fn": 0}, train_minutes=1.0,
+                                 finished="x"))
     assert run_curves.is_done(run, tmp_path, metrics, 20, 10)
     assert not run_curves.is_done(run, tmp_path, metrics, 50, 10)  # other steps: a stale result
-    docs = [Doc(nlp.vocab, words=["changed"], spaces=[False]) for _ in range(8)]
-    DocBin(docs=docs).to_disk(tmp_path / "ner" / "dev.spacy")
-    assert not run_curves.is_done(run, tmp_path, metrics, 20, 10)  # other dev data
+    splits(tmp_path, words=("changed",))
+    assert not run_curves.is_done(run, tmp_path, metrics, 20, 10)  # other data
+
+
+@pytest.mark.slow
+def test_a_probe_run_is_trained_scored_and_recorded_by_the_engine(tmp_path, monkeypatch):
+    nlp = spacy.blank("en")
+    (tmp_path / "pos").mkdir()
+    for split in ("train", "dev", "test"):
+        docs = [Doc(nlp.vocab, words=["Alice", "saw", "it"], spaces=[True, True, False], tags=["NNP", "VBD", "PRP"])
+                for _ in range(6)]
+        DocBin(docs=docs).to_disk(tmp_path / "pos" / f"{split}.spacy")
+    monkeypatch.chdir(tmp_path)
+    run = run_curves.Run("pos", "probe_mix", 1.0, 0)
+    minutes = run_curves.do_run(run, tmp_path, tmp_path / "metrics", tmp_path / "work", 3, 1)
+    assert minutes is not None and run_curves.do_run(run, tmp_path, tmp_path / "metrics", tmp_path / "work", 3, 1) is None
+    scores, mixes, docs = report_curves.collect(tmp_path / "metrics")
+    assert docs["pos"] == {1.0: 6} and len(mixes["pos"]["probe_mix"][0]) == 3
+    assert 0 <= scores["pos"][1.0]["probe_mix"]["mean"] <= 100
 
 
 def test_report_pairs_seeds_and_tables(tmp_path):

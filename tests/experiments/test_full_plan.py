@@ -10,6 +10,8 @@ import srsly
 import typer
 from typer.testing import CliRunner
 
+from experiments.engine.execute import TRAIN_LOG
+from experiments.engine.run import Run as EngineRun
 from experiments.run import evaluate_seeds
 from experiments.run import full
 from experiments.run import train_seeds as train_seeds_module
@@ -28,7 +30,15 @@ def position(jobs, name):
     return [job.name for job in jobs].index(name)
 
 
+def settings_of(job):
+    """The spacy train settings of an engine job's run."""
+    return EngineRun.from_json(job.command[job.command.index("--run") + 1]).settings
+
+
 def args_of(command, flag):
+    """A flag's value on a command line; on an engine job's, a config setting of its run."""
+    if flag not in command and "--run" in command:
+        return str(EngineRun.from_json(command[command.index("--run") + 1]).settings[flag[2:]])
     return command[command.index(flag) + 1]
 
 
@@ -57,24 +67,24 @@ def test_tuning_comes_before_the_elmo_runs_that_read_it_and_only_those():
             untuned = named[f"{task}_elmo_untuned_seed{seed}"]
             assert args_of(untuned.command, "--paths.elmo") == "pretrained/elmo-en-small"
             baseline = named[f"{task}_baseline_seed{seed}"]
-            assert "--paths.elmo" not in baseline.command
+            assert "paths.elmo" not in settings_of(baseline)
             for run in (baseline, untuned):  # they need the corpus only, so they can start during the tuning
                 assert run.needs == (f"convert_{task}",)
 
 
-def test_evaluation_comes_after_the_training_it_scores_and_the_report_last():
+def test_the_score_files_come_after_the_training_they_show_and_the_report_last():
     jobs = full.plan_jobs(full.Experiment(seeds=(0, 1)))
     named = by_name(jobs)
     for task in full.TASKS:
         for variant in full.VARIANTS:
-            evaluate = named[f"evaluate_{task}_{variant}"]
+            scores = named[f"scores_{task}_{variant}"]
             trains = (f"{task}_{variant}_seed0", f"{task}_{variant}_seed1")
-            assert evaluate.needs == trains
-            assert all(position(jobs, t) < position(jobs, evaluate.name) for t in trains)
-            assert evaluate.command[-3:] == (f"corpus/full/{task}/test.spacy", "metrics/full",
-                                             f"training/full/{task}_{variant}")
+            assert scores.needs == trains
+            assert all(position(jobs, t) < position(jobs, scores.name) for t in trains)
+            assert scores.command[2:] == ("experiments.engine.views", "metrics/full/records", "metrics/full",
+                                          f"{task}_{variant}/seed0", f"{task}_{variant}/seed1")
     report = named["report"]
-    assert set(report.needs) == {n for n in named if n.startswith("evaluate_")}
+    assert set(report.needs) == {n for n in named if n.startswith("scores_")}
     assert report.command[2:] == ("experiments.report.comparison", "metrics/full", "training/full", "reports/full",
                                   "--title", "Profile full, seeds 0 1")
 
@@ -83,12 +93,14 @@ def test_the_commands_are_those_of_the_experiment():
     e = full.Experiment(gpu_id=0, tune_steps=150)
     named = by_name(full.plan_jobs(e))
     train = named["sentiment5_elmo_seed3"].command
-    assert train[1:] == (
-        "-m", "experiments.run.train_seeds", "configs/textcat_elmo.cfg", "training/full/sentiment5_elmo",
-        "--seeds", "3", "--gpu-id", "0", "--paths.train", "corpus/full/sentiment5/train.spacy",
-        "--paths.dev", "corpus/full/sentiment5/dev.spacy", "--training.max_steps", "1000",
-        "--training.eval_frequency", "200", "--paths.elmo", "training/full/bilm_sentiment5/model",
-    )
+    assert train[1:5] == ("-m", "experiments.engine.execute", "metrics/full/records", "training/full")
+    assert train[-3:] == ("--keep-model", "--gpu-id", "0")
+    run = EngineRun.from_json(args_of(train, "--run"))
+    assert (run.id, run.config, run.seed, run.test) == ("sentiment5_elmo/seed3", "configs/textcat_elmo.cfg", 3,
+                                                        "corpus/full/sentiment5/test.spacy")
+    assert run.overrides == (("paths.train", "corpus/full/sentiment5/train.spacy"),
+                             ("paths.dev", "corpus/full/sentiment5/dev.spacy"), ("training.max_steps", 1000),
+                             ("training.eval_frequency", 200), ("paths.elmo", "training/full/bilm_sentiment5/model"))
     assert named["convert_ner"].command[1:] == ("-m", "experiments.convert.ner", "assets/wnut16/ner.txt",
                                                 "corpus/full/ner")
     assert named["text_ner_dev"].command[2:] == ("experiments.convert.task_text", "corpus/full/ner/dev.spacy",
@@ -117,13 +129,13 @@ def test_a_profile_reusing_another_s_corpora_and_tuned_biLMs():
     assert len(named) == 2 * 2 * 3 + 4 + 1
     elmo = named["ner_elmo_seed2"]
     assert elmo.needs == ()
-    assert elmo.command[2:5] == ("experiments.run.train_seeds", "configs/ner_elmo.cfg", "training/long/ner_elmo")
+    assert elmo.command[2:5] == ("experiments.engine.execute", "metrics/long/records", "training/long")
+    assert EngineRun.from_json(args_of(elmo.command, "--run")).config == "configs/ner_elmo.cfg"
     assert args_of(elmo.command, "--paths.elmo") == "training/full/bilm_ner/model"
     assert args_of(elmo.command, "--paths.train") == "corpus/full/ner/train.spacy"
     assert args_of(elmo.command, "--training.max_steps") == "3000"
     assert args_of(elmo.command, "--training.eval_frequency") == "500"
-    assert named["evaluate_sentiment5_elmo"].command[-3:] == ("corpus/full/sentiment5/test.spacy", "metrics/long",
-                                                              "training/long/sentiment5_elmo")
+    assert named["scores_sentiment5_elmo"].command[3:5] == ("metrics/long/records", "metrics/long")
     assert named["report"].command[3:6] == ("metrics/long", "training/long", "reports/long")
     assert all(job.log.parent == Path("logs/long") for job in jobs)
 
@@ -148,6 +160,12 @@ def project(tmp_path, monkeypatch):
 
 @pytest.fixture
 def fake_train(monkeypatch):
+    """The engine's training and scoring, replaced by fakes: a model-best folder, fixed scores."""
+    import spacy.cli.train
+
+    import spacy_elmo.inspect
+    from experiments.engine import execute as execute_module
+
     calls = []
 
     def train(config_path, output_path, use_gpu=-1, overrides=None):
@@ -155,26 +173,32 @@ def fake_train(monkeypatch):
         (output_path / "model-best").mkdir(parents=True)
         (output_path / "model-best" / "meta.json").write_text(json.dumps({"seed": overrides["system.seed"]}))
 
-    monkeypatch.setattr(train_seeds_module, "train", train)
+    monkeypatch.setattr(spacy.cli.train, "train", train)
+    monkeypatch.setattr(spacy, "load", lambda path: path)
+    monkeypatch.setattr(execute_module, "evaluate", lambda nlp, test: ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 0}))
+    monkeypatch.setattr(execute_module, "sizes", lambda run: {})
+    monkeypatch.setattr(spacy_elmo.inspect, "listener_mixes", lambda nlp: {})
     return calls
 
 
 def run_job_here(job):
-    """A train_seeds job's command, in this process (as its subprocess would run it)."""
-    app = train_seeds_module.typer.Typer(add_completion=False)
-    app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(train_seeds_module.main)
-    assert job.command[1:3] == ("-m", "experiments.run.train_seeds")
+    """An engine job's command, in this process (as its subprocess would run it)."""
+    from experiments.engine import execute as execute_module
+
+    app = typer.Typer(add_completion=False)
+    app.command()(execute_module.main)
+    assert job.command[1:3] == ("-m", "experiments.engine.execute")
     result = CliRunner().invoke(app, list(job.command[3:]))
     assert result.exit_code == 0, result.output
 
 
-def test_a_training_job_is_done_exactly_when_train_seeds_would_skip_it(project, fake_train):
+def test_a_training_job_is_done_exactly_when_its_record_holds_what_it_would_train_from(project, fake_train):
     job = by_name(full.plan_jobs(full.Experiment(seeds=(4,))))["ner_elmo_untuned_seed4"]
     assert not job.done()
     run_job_here(job)
     assert job.done() and len(fake_train) == 1
-    run_job_here(job)
-    assert len(fake_train) == 1  # train_seeds agrees: skipped
+    assert (project / "training" / "full" / "ner_elmo_untuned" / "seed4" / "model-best").is_dir()  # kept
+    assert srsly.read_json("metrics/full/records/ner_elmo_untuned/seed4.json")["scores"] == {"ents_f": 0.5}
     longer = by_name(full.plan_jobs(full.Experiment(seeds=(4,), steps=2000)))["ner_elmo_untuned_seed4"]
     assert not longer.done()  # another number of steps
     (project / "pretrained" / "elmo-en-small" / "weights.hdf5").write_bytes(b"weights v2")
@@ -187,7 +211,7 @@ def test_each_run_keeps_its_dev_curve_and_the_logger_is_not_in_the_fingerprint(p
     (settings,) = fake_train
     assert settings["training.logger.@loggers"] == "spacy.ConsoleLogger.v3"
     log = Path(settings["training.logger.output_file"])
-    assert log.name == train_seeds_module.TRAIN_LOG and log.parent.name == ".seed4.partial"  # moved with the run
+    assert log.name == TRAIN_LOG and log.parent.name == "seed4.partial"  # moved with the run
     assert job.done()  # the fingerprint is of the user's settings alone, so the run is not stale
 
 
@@ -323,26 +347,30 @@ def test_a_tune_text_names_its_task():
 def test_a_seed_is_scored_again_only_when_its_model_or_the_test_split_changed(project, monkeypatch):
     scored = []
     monkeypatch.setattr(evaluate_seeds, "evaluate_model", lambda model, test: scored.append(model) or {"ents_f": 0.5})
-    run_dir = project / "training" / "full" / "ner_baseline"
+    run_dir = Path("training") / "full" / "ner_baseline"
     for seed in (0, 1):
         (run_dir / f"seed{seed}" / "model-best").mkdir(parents=True)
         (run_dir / f"seed{seed}" / "model-best" / "model").write_bytes(f"seed {seed}".encode())
     test = Path("corpus/full/ner/test.spacy")
-    e = full.Experiment(seeds=(0, 1))
-    job = by_name(full.plan_jobs(e))["evaluate_ner_baseline"]
-    assert not job.done()
+
+    def current():
+        models = [run_dir / f"seed{seed}" / "model-best" for seed in (0, 1)]
+        return [evaluate_seeds.is_evaluated(evaluate_seeds.metrics_path(Path("metrics/full"), m), m, test)
+                for m in models]
+
+    assert current() == [False, False]
     evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
-    assert len(scored) == 2 and job.done()
+    assert len(scored) == 2 and current() == [True, True]
     record = srsly.read_json("metrics/full/ner_baseline/seed1.json")
     assert record["ents_f"] == 0.5 and set(record[evaluate_seeds.EVALUATED]) == {"model", "test"}
     evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
     assert len(scored) == 2  # both current: kept
     (run_dir / "seed1" / "model-best" / "model").write_bytes(b"trained again")
-    assert not job.done()
+    assert current() == [True, False]
     evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
     assert [m.parent.name for m in scored[2:]] == ["seed1"]
     test.write_bytes(b"converted again")
-    assert not job.done()
+    assert current() == [False, False]
     evaluate_seeds.evaluate_runs(test, Path("metrics/full"), [run_dir])
     assert len(scored) == 5
 
@@ -466,14 +494,16 @@ def test_a_published_model_not_downloaded_fails_in_one_line_saying_what_to_do(tm
         return
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     (line,) = result.output.strip().splitlines()
-    assert line.startswith(f"[E530] assets/published/{PUBLISHED}/options.json and "
-                           f"assets/published/{PUBLISHED}/weights.hdf5 are missing: run "
+    assert line.startswith(f"error: assets/published/{PUBLISHED}/options.json and "
+                           f"assets/published/{PUBLISHED}/weights.hdf5: expected the published model {PUBLISHED}'s "
+                           "options.json and weights.hdf5, found neither; run "
                            "`python -m spacy project assets --extra` on a machine with internet access")
     assert "allennlp.s3.amazonaws.com" in line and "copy the two files there" in line
     (tmp_path / full.PUBLISHED_DIR / PUBLISHED).mkdir(parents=True)
     shutil.copy(FIXTURE / "options.json", tmp_path / full.PUBLISHED_DIR / PUBLISHED / "options.json")
     result = CliRunner().invoke(full.app, [*command, "--published", PUBLISHED])
-    assert result.exit_code == 1 and f"[E530] assets/published/{PUBLISHED}/weights.hdf5 is missing" in result.output
+    assert result.exit_code == 1 and f"error: assets/published/{PUBLISHED}/weights.hdf5: expected" in result.output
+    assert "found no such file" in result.output
 
 
 def test_an_unknown_published_model_is_named_with_the_known_ones(tmp_path, monkeypatch):
@@ -482,4 +512,5 @@ def test_an_unknown_published_model_is_named_with_the_known_ones(tmp_path, monke
     result = CliRunner().invoke(full.app, ["tune", "ner", "--published", "elmo_large"])
     assert result.exit_code == 1
     (line,) = result.output.strip().splitlines()
-    assert line.startswith("[E531]") and all(name in line for name in full.PUBLISHED)
+    assert line.startswith("error: --published: expected one of this project's published ELMo models")
+    assert "found 'elmo_large'" in line and all(name in line for name in full.PUBLISHED)

@@ -34,3 +34,25 @@ def test_a_file_without_a_perplexity_or_a_malformed_point_says_what_is_expected(
         gain_vs_perplexity.perplexity_of(tmp_path / "other.json")
     with pytest.raises(typer.BadParameter, match="LABEL=PERPLEXITY_JSON:METRICS_DIR"):
         gain_vs_perplexity.parse_point("no-equals-sign")
+
+
+def test_a_damaged_seed_file_is_one_line_naming_it(tmp_path):
+    """The command's bad input is one line on stderr and exit 1 (`run_main`), not a traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    write_scores(tmp_path / "base", [0.40, 0.50, 0.45, 0.42])
+    write_scores(tmp_path / "weak", [0.38, 0.49, 0.44, 0.40])
+    (tmp_path / "weak" / "seed1.json").write_text('{"ents_f": 0.4')  # cut in half
+    (tmp_path / "weak.json").write_text(json.dumps({"mean": 300.0, "tokens": 10}))
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.report.gain_vs_perplexity", str(tmp_path / "gain.png"), "ents_f",
+         str(tmp_path / "base"), f"weak={tmp_path / 'weak.json'}:{tmp_path / 'weak'}"],
+        cwd=root, capture_output=True, text=True,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "seed1.json" in lines[0], done.stderr

@@ -73,7 +73,7 @@ def test_changed_data_or_a_retuned_bilm_trains_the_seed_again(tmp_path, fake_tra
     train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
     assert len(fake_train) == 2
     expected = "paths.train" if what == "data" else "paths.elmo"
-    assert f"({expected} changed)" in capsys.readouterr().out
+    assert f"reads {expected} changed)" in capsys.readouterr().out
 
 
 def test_a_run_without_a_fingerprint_is_not_trusted(tmp_path, fake_train):
@@ -116,3 +116,51 @@ def test_overrides_come_from_the_command_line_and_the_environment_through_weasel
     assert result.exit_code == 0, result.output
     assert fake_train[0]["training.max_steps"] == 7 and fake_train[0]["system.seed"] == 3
     assert fake_train[0]["paths.train"] == str(tmp_path / "train.spacy")
+
+
+def test_a_bilm_named_by_options_file_and_retrained_in_place_trains_the_seed_again(tmp_path, fake_train, capsys):
+    """Issue 37, 5: the config's own comment offers initialize.components.elmo.options_file; a biLM
+    named there (not under [paths]) and exported again in place is seen."""
+    overrides = {**inputs(tmp_path), "paths.elmo": None,
+                 "initialize.components.elmo.options_file": str(tmp_path / "bilm"), "training.max_steps": 5}
+    out = tmp_path / "runs"
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    assert len(fake_train) == 1
+    (tmp_path / "bilm" / "weights.hdf5").write_bytes(b"weights v2")
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    assert len(fake_train) == 2
+    assert "reads initialize.components.elmo.options_file changed)" in capsys.readouterr().out
+
+
+def model_folders(tmp_path: Path, *names: str) -> list:
+    runs = []
+    for name in names:
+        model = tmp_path / name / "seed0" / "model-best"
+        model.mkdir(parents=True)
+        (model / "weights").write_bytes(name.encode())
+        runs.append(tmp_path / name)
+    return runs
+
+
+def test_two_run_folders_of_one_name_never_share_a_metrics_file(tmp_path, monkeypatch):
+    """Issue 37, 6: a/ner_baseline and b/ner_baseline would both be scored into metrics/ner_baseline/seed0.json."""
+    from experiments.errors import ExperimentError
+    from experiments.run import evaluate_seeds
+
+    scored = []
+    monkeypatch.setattr(evaluate_seeds, "evaluate_model", lambda model, test: scored.append(model) or {"ents_f": 0.5})
+    test = tmp_path / "test.spacy"
+    test.write_bytes(b"test")
+    a, b = model_folders(tmp_path, "a/ner_baseline", "b/ner_baseline")
+    metrics = tmp_path / "metrics"
+    with pytest.raises(ExperimentError, match="both named ner_baseline"):
+        evaluate_seeds.evaluate_runs(test, metrics, [a, b])
+    assert scored == []
+    evaluate_seeds.evaluate_runs(test, metrics, [a])
+    evaluate_seeds.evaluate_runs(test, metrics, [a])  # scored already
+    assert len(scored) == 1
+    with pytest.raises(ExperimentError, match="the scores of another run folder"):
+        evaluate_seeds.evaluate_runs(test, metrics, [b])
+    record = json.loads((metrics / "ner_baseline" / "seed0.json").read_text(encoding="utf-8"))
+    assert record[evaluate_seeds.RUN] == a.resolve().as_posix() and len(scored) == 1

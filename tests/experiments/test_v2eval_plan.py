@@ -8,18 +8,24 @@ from experiments.run import v2eval
 
 
 def test_runs_are_listed_seed_by_seed_and_each_group_ends_with_its_test_scores():
+    from experiments.engine.run import Run as EngineRun
+
     jobs = v2eval.plan_jobs(["converged"], [0, 1], steps=3000)
     names = [job.name for job in jobs]
     assert names[:4] == ["ner_baseline_converged_seed0", "ner_elmo_v2_converged_seed0",
                          "sentiment5_baseline_converged_seed0", "sentiment5_elmo_v2_converged_seed0"]
-    evaluate_ner = jobs[names.index("evaluate_converged_ner")]
-    assert set(evaluate_ner.needs) == {f"ner_{run}_converged_seed{seed}" for run in ("baseline", "elmo_v2")
-                                       for seed in (0, 1)}
-    assert evaluate_ner.command[-2:] == ("training/v2eval/ner_baseline_converged", "training/v2eval/ner_elmo_v2_converged")
-    elmo = jobs[1].command
-    assert elmo[elmo.index("--training.max_steps") + 1] == "3000"
-    assert elmo[elmo.index("--paths.elmo") + 1] == v2eval.BILM
-    assert "--paths.elmo" not in jobs[0].command  # the baseline reads no biLM
+    scores_ner = jobs[names.index("scores_converged_ner")]
+    assert set(scores_ner.needs) == {f"ner_{run}_converged_seed{seed}" for run in ("baseline", "elmo_v2")
+                                     for seed in (0, 1)}
+    assert scores_ner.command[1:5] == ("-m", "experiments.engine.views", v2eval.RECORDS, v2eval.METRICS)
+    assert set(scores_ner.command[5:]) == {f"ner_{run}_converged/seed{seed}" for run in ("baseline", "elmo_v2")
+                                           for seed in (0, 1)}
+    runs = [EngineRun.from_json(job.command[job.command.index("--run") + 1]) for job in jobs[:2]]
+    assert all("--keep-model" in job.command and job.command[3:5] == (v2eval.RECORDS, v2eval.WORK) for job in jobs[:2])
+    baseline, elmo = (run.settings for run in runs)
+    assert runs[1].id == "ner_elmo_v2_converged/seed0" and runs[1].test == "corpus/v2eval/ner/test.spacy"
+    assert elmo["training.max_steps"] == 3000 and elmo["paths.elmo"] == v2eval.BILM
+    assert "paths.elmo" not in baseline  # the baseline reads no biLM
 
 
 def test_each_ablation_is_one_setting_away_from_the_untuned_elmo_run_of_its_task():
@@ -75,14 +81,14 @@ def test_a_seed_is_done_only_when_trained_from_the_same_settings(tmp_path, monke
 def test_tasks_limit_the_plan():
     names = [job.name for job in v2eval.plan_jobs(["converged", "ablations"], [0], steps=3000, tasks=["ner"])]
     assert names and not any("sentiment5" in name for name in names)
-    assert "evaluate_converged_ner" in names and "evaluate_ablations_ner" in names
+    assert "scores_converged_ner" in names and "scores_ablations_ner" in names
 
 
 def test_named_runs_limit_the_plan_and_their_evaluation():
     jobs = v2eval.plan_jobs(["ablations"], [0, 1], steps=3000, only=["ner_elmo_v2_dropout05"])
     assert [job.name for job in jobs] == ["ner_elmo_v2_dropout05_seed0", "ner_elmo_v2_dropout05_seed1",
-                                          "evaluate_ablations_ner"]
-    assert jobs[-1].command[-1] == "training/v2eval/ner_elmo_v2_dropout05"
+                                          "scores_ablations_ner"]
+    assert jobs[-1].command[-2:] == ("ner_elmo_v2_dropout05/seed0", "ner_elmo_v2_dropout05/seed1")
 
 
 def test_the_bilm_copy_follows_its_source_so_a_changed_bilm_is_seen_by_every_fingerprint(tmp_path, monkeypatch):

@@ -1,0 +1,254 @@
+"""One run of a study, what it depends on, and the record that says it is done.
+
+A `Run` is a spaCy config trained once with some overrides and a seed, then scored on a test split.
+Its identity (``Run.id``, e.g. ``cv/ner/elmo/fold3/seed1``) names its record: two runs of a plan
+never share one, whatever their folders are called.
+
+Its fingerprint is everything the trained model and its scores depend on:
+
+* ``config``: the config as spaCy would train it (the file, every override and the seed applied,
+  the variables interpolated), so a changed setting or default counts;
+* ``reads <key>``: the content of every file or folder the resolved config names, wherever it
+  names it: ``[paths]``, but also ``initialize.components.elmo.options_file``, vectors, a corpus
+  path written straight into a reader's block; a biLM exported again in place changes the run;
+* ``test``: the test split it is scored on; ``input <path>``: any other file the plan says the
+  run depends on (a study's fold assignment);
+* ``versions``: spaCy's and spacy-elmo's.
+
+A run is done when its record (``RECORDS/<id>.json``) exists, is a valid record, and holds the
+fingerprint of what would be trained now (``is_done``); the model itself need not be kept. A
+record is written atomically once the run has been trained and scored (``experiments.engine.execute``).
+"""
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+import spacy
+from pydantic import BaseModel, ValidationError, field_validator
+
+import spacy_elmo
+from experiments.errors import ExperimentError
+from experiments.files import write_atomic
+
+RECORD_SUFFIX = ".json"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run: ``config`` with ``overrides`` and ``seed``, scored on ``test``.
+
+    id: the run's identity in its plan, a relative path such as ``cv/ner/elmo/fold3/seed1``.
+    overrides: ``spacy train`` settings (``section.key``: value), the seed left out.
+    inputs: other files the run depends on (their content is part of the fingerprint).
+    """
+    id: str
+    config: str
+    overrides: Tuple[Tuple[str, Any], ...]
+    seed: int
+    test: str
+    inputs: Tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        parts = self.id.replace("\\", "/").split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise ExperimentError("a run id", expected="a relative path such as cv/ner/elmo/fold0/seed0",
+                                  found=repr(self.id), fix="name each run by a path of plain parts")
+
+    @property
+    def settings(self) -> Dict[str, Any]:
+        """The overrides ``spacy train`` gets, the seed included."""
+        return {**dict(self.overrides), "system.seed": self.seed}
+
+    def to_json(self) -> str:
+        return json.dumps({"id": self.id, "config": self.config, "overrides": [list(o) for o in self.overrides],
+                           "seed": self.seed, "test": self.test, "inputs": list(self.inputs),
+                           "labels": dict(self.labels)})
+
+    @classmethod
+    def from_json(cls, text: str) -> "Run":
+        data = json.loads(text)
+        return cls(id=data["id"], config=data["config"], overrides=tuple(tuple(o) for o in data["overrides"]),
+                   seed=data["seed"], test=data["test"], inputs=tuple(data["inputs"]),
+                   labels=data.get("labels", {}))
+
+
+# Digests, cached by (path, size, mtime) within a process: a plan asks for the same biLM many times.
+_DIGESTS: Dict[Tuple[str, int, int], str] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        with path.open("rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
+
+
+def is_documentation(file: Path) -> bool:
+    """A folder's README or Markdown page (a biLM's model card): read by people, never by a run."""
+    return file.name.upper().startswith("README") or file.suffix.lower() == ".md"
+
+
+def digest(path: Path) -> str:
+    """The sha256 of a file's bytes, or of a folder's files (their relative names and digests, sorted),
+    its documentation left out (`is_documentation`: a model card edited does not retrain a study)."""
+    path = Path(path)
+    if not path.is_dir():
+        return _file_sha256(path)
+    total = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and not is_documentation(p)):
+        total.update(f"{file.relative_to(path).as_posix()}\0{_file_sha256(file)}\n".encode())
+    return total.hexdigest()
+
+
+def _strings(tree: Any, prefix: str = "") -> Iterator[Tuple[str, str]]:
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            yield from _strings(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(tree, (list, tuple)):
+        for i, value in enumerate(tree):
+            yield from _strings(value, f"{prefix}[{i}]")
+    elif isinstance(tree, str):
+        yield prefix, tree
+
+
+def read_paths(config: Mapping[str, Any]) -> Dict[str, Path]:
+    """{dotted key: path} for every value of a resolved config that names an existing file or
+    folder: every value under ``[paths]``, and any other that holds a path separator."""
+    found = {}
+    for key, value in _strings(config):
+        if not value or "\n" in value:
+            continue
+        if (key.startswith("paths.") or "/" in value or os.sep in value) and Path(value).exists():
+            found[key] = Path(value)
+    return found
+
+
+def config_fingerprint(config_path: str, settings: Mapping[str, Any], where: str = "") -> Dict[str, str]:
+    """The digests of what training ``config_path`` with ``settings`` depends on: the resolved config,
+    the versions, and every file or folder the resolved config reads (``reads <key>``)."""
+    from spacy.util import load_config
+
+    try:
+        config = load_config(config_path, overrides=dict(settings), interpolate=True)
+    except (OSError, ValueError) as err:  # confection's ConfigValidationError is a ValueError
+        raise ExperimentError(config_path, expected="a spaCy config that takes the run's overrides",
+                              found=f"{type(err).__name__}: {err}".splitlines()[0],
+                              fix=f"check the config and the overrides{' of run ' + where if where else ''}") from None
+    result = {
+        "config": hashlib.sha256(config.to_str().encode("utf-8")).hexdigest(),
+        "versions": f"spacy {spacy.__version__}, spacy-elmo {spacy_elmo.__version__}",
+    }
+    for key, path in sorted(read_paths(config).items()):
+        result[f"reads {key}"] = digest(path)
+    return result
+
+
+def fingerprint(run: Run) -> Dict[str, str]:
+    """The digests of everything ``run`` depends on (see the module's docstring)."""
+    training = config_fingerprint(run.config, run.settings, run.id)
+    test = Path(run.test)
+    if not test.exists():
+        raise ExperimentError(test, expected=f"the test split of run {run.id}", found="nothing",
+                              fix="convert or cut the data first")
+    result = {**training, "test": digest(test)}
+    for path in run.inputs:
+        if not Path(path).exists():
+            raise ExperimentError(path, expected=f"an input of run {run.id}", found="nothing",
+                                  fix="prepare the study's inputs first")
+        result[f"input {path}"] = digest(Path(path))
+    return result
+
+
+def changed(stored: Optional[Mapping[str, str]], current: Mapping[str, str]) -> List[str]:
+    """The parts of ``current`` that ``stored`` does not match (all of them when nothing is stored)."""
+    if stored is None:
+        return ["no fingerprint stored with the run"]
+    return [key for key in sorted(set(stored) | set(current)) if stored.get(key) != current.get(key)]
+
+
+class Record(BaseModel):
+    """What a finished run leaves: its scores and what they were computed from."""
+    run: str
+    config: str
+    overrides: Dict[str, Any]
+    seed: int
+    test: str
+    labels: Dict[str, str] = {}
+    fingerprint: Dict[str, str]
+    evaluated: Dict[str, str]  # {"model": digest of the model scored, "test": digest of the test split}
+    scores: Dict[str, Any]
+    counts: Dict[str, Any]  # NER, tagger: {"tp", "fp", "fn"}; textcat: {"labels", "confusion" (gold rows, predicted columns)}
+    dev_curve: List[Dict[str, float]] = []
+    mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
+    sizes: Dict[str, int] = {}  # docs in the training and test splits
+    train_minutes: float
+    cpu: str = ""  # the CPU model that trained it (train_minutes are its minutes, on a machine maybe shared)
+    finished: str
+
+    @field_validator("counts")
+    @classmethod
+    def _counts_are_counts(cls, counts: Dict[str, Any]) -> Dict[str, Any]:
+        if "confusion" in counts:
+            rows = counts["confusion"]
+            labels = counts.get("labels")
+            if not isinstance(labels, list) or len(rows) != len(labels) or any(len(r) != len(labels) for r in rows):
+                raise ValueError("a confusion matrix is square, one row and column per label")
+            values = [v for row in rows for v in row]
+        else:
+            values = [counts.get(k) for k in ("tp", "fp", "fn")]
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in values):
+            raise ValueError("counts are whole numbers of 0 or more")
+        return counts
+
+
+def record_path(records: Path, run_id: str) -> Path:
+    return Path(records) / f"{run_id}{RECORD_SUFFIX}"
+
+
+def read_record(path: Path) -> Record:
+    """A record, validated; `ExperimentError` naming the file for anything else."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ExperimentError(path, expected="a run record (UTF-8 JSON)", found=f"{type(err).__name__}: {err}",
+                              fix="run the study again: a run without a readable record is trained again") from None
+    try:
+        return Record.model_validate_json(text)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the file"
+        raise ExperimentError(path, expected="a run record", found=f"{where}: {first['msg']}",
+                              fix="remove it and run the study again") from None
+
+
+def stored_record(records: Path, run: Run) -> Optional[Record]:
+    """The run's record, or None when there is none or it is not a valid record of this run."""
+    path = record_path(records, run.id)
+    if not path.exists():
+        return None
+    try:
+        record = read_record(path)
+    except ExperimentError:
+        return None
+    return record if record.run == run.id else None
+
+
+def is_done(run: Run, records: Path) -> bool:
+    """The one done-check: the run's record exists and holds the fingerprint of what would be trained now."""
+    record = stored_record(records, run)
+    return record is not None and not changed(record.fingerprint, fingerprint(run))
+
+
+def write_record(records: Path, record: Record) -> Path:
+    path = record_path(records, record.run)
+    write_atomic(path, record.model_dump_json(indent=1) + "\n")
+    return path

@@ -1,0 +1,195 @@
+"""The cross-validated comparisons: runs pooled over folds and seeds, paired by (fold, seed).
+
+Per arm: the score over all test examples of all its runs (NER: F1 over every fold's entities, from
+the runs' summed true/false positives and false negatives; sentiment: macro-F and accuracy over
+every snippet, from the summed confusion matrices), and each run's own score. Per comparison A → B,
+over the (fold, seed) pairs both arms have run:
+
+* the pooled gain (B's pooled score minus A's) and a 95% bootstrap interval that resamples the pairs
+  (``BOOTSTRAP`` draws, seeded), each draw pooling the drawn runs' counts;
+* a two-sided sign-flip p over the pairs' differences of run scores: exact (every sign pattern) up
+  to ``EXACT_MAX_PAIRS`` pairs, a seeded Monte-Carlo estimate from ``FLIPS`` patterns beyond, its
+  standard error given;
+* the relative error reduction, (error A - error B) / error A, error = 100 - pooled score.
+
+    python -m experiments.run.cv report          # docs/results/cv/results.{md,json}
+"""
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy
+
+from experiments.engine.run import Record, Run, read_record, record_path
+from experiments.files import write_atomic
+
+BOOTSTRAP = 10_000
+FLIPS = 100_000
+EXACT_MAX_PAIRS = 16
+SEED = 0
+
+
+def _f1(tp: float, fp: float, fn: float) -> float:
+    return 100 * 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def _macro_f(matrix: numpy.ndarray) -> float:
+    tp = numpy.diag(matrix).astype(float)
+    denominator = 2 * tp + (matrix.sum(axis=0) - tp) + (matrix.sum(axis=1) - tp)
+    return 100 * float(numpy.mean(numpy.where(tp > 0, 2 * tp / numpy.maximum(denominator, 1), 0.0)))
+
+
+def _accuracy(matrix: numpy.ndarray) -> float:
+    total = matrix.sum()
+    return 100 * float(numpy.trace(matrix) / total) if total else 0.0
+
+
+def metrics_of(counts: Dict[str, Any]) -> Dict[str, float]:
+    """The scores (0-100) of one run's counts, or of counts summed over runs."""
+    if "confusion" in counts:
+        matrix = numpy.asarray(counts["confusion"])
+        return {"macro_f": _macro_f(matrix), "accuracy": _accuracy(matrix)}
+    return {"f1": _f1(counts["tp"], counts["fp"], counts["fn"])}
+
+
+def sum_counts(records: Sequence[Record]) -> Dict[str, Any]:
+    first = records[0].counts
+    if "confusion" in first:
+        labels = first["labels"]
+        if any(r.counts.get("labels") != labels for r in records):
+            raise ValueError("runs scored with different class orders cannot be pooled")
+        return {"labels": labels, "confusion": sum(numpy.asarray(r.counts["confusion"]) for r in records).tolist()}
+    return {key: sum(r.counts[key] for r in records) for key in ("tp", "fp", "fn")}
+
+
+def sign_flip_p(differences: Sequence[float], flips: int = FLIPS, seed: int = SEED) -> Tuple[float, Optional[float]]:
+    """Two-sided p of the mean difference under random signs, and the standard error of a Monte-Carlo
+    estimate (None when exact: every one of the 2^n patterns up to ``EXACT_MAX_PAIRS`` pairs)."""
+    d = numpy.asarray(differences, dtype=float)
+    n = len(d)
+    if n == 0:
+        return 1.0, None
+    observed = abs(d.mean())
+    tolerance = 1e-12 * max(1.0, float(numpy.abs(d).max()))
+    if n <= EXACT_MAX_PAIRS:
+        signs = numpy.array(list(itertools.product((1.0, -1.0), repeat=n)))
+        means = numpy.abs(signs @ d) / n
+        return float(numpy.mean(means >= observed - tolerance)), None
+    rng = numpy.random.default_rng(seed)
+    hits = 0
+    for start in range(0, flips, 10_000):
+        signs = rng.choice((1.0, -1.0), size=(min(10_000, flips - start), n))
+        hits += int(numpy.sum(numpy.abs(signs @ d) / n >= observed - tolerance))
+    p = (hits + 1) / (flips + 1)  # the observed pattern counts as one of the draws
+    return p, math.sqrt(p * (1 - p) / flips)
+
+
+def compare(a: Sequence[Record], b: Sequence[Record], metric: str, draws: int = BOOTSTRAP,
+            seed: int = SEED) -> Dict[str, Any]:
+    """A → B over paired runs (``a[i]`` and ``b[i]`` share fold and seed)."""
+    pooled_a, pooled_b = metrics_of(sum_counts(a))[metric], metrics_of(sum_counts(b))[metric]
+    differences = [metrics_of(rb.counts)[metric] - metrics_of(ra.counts)[metric] for ra, rb in zip(a, b)]
+    rng = numpy.random.default_rng(seed)
+    gains = []
+    for _ in range(draws):
+        picks = rng.integers(0, len(a), size=len(a))
+        gains.append(metrics_of(sum_counts([b[i] for i in picks]))[metric]
+                     - metrics_of(sum_counts([a[i] for i in picks]))[metric])
+    low, high = numpy.percentile(gains, [2.5, 97.5])
+    p, p_error = sign_flip_p(differences)
+    error_a, error_b = 100 - pooled_a, 100 - pooled_b
+    return {
+        "metric": metric, "pairs": len(a), "score_a": pooled_a, "score_b": pooled_b, "gain": pooled_b - pooled_a,
+        "interval": [float(low), float(high)], "p": p, "p_error": p_error,
+        "relative_error_reduction": (error_a - error_b) / error_a if error_a else None,
+        "mean_run_gain": float(numpy.mean(differences)), "run_gain_std": float(numpy.std(differences, ddof=1))
+        if len(differences) > 1 else None,
+    }
+
+
+def read_arm(runs: Sequence[Run], records: Path) -> Dict[Tuple[str, str], Record]:
+    """{(fold, seed): record} of the planned runs whose records exist."""
+    found = {}
+    for run in runs:
+        path = record_path(records, run.id)
+        if path.exists():
+            found[run.labels["fold"], run.labels["seed"]] = read_record(path)
+    return found
+
+
+def build(runs: Sequence[Run], records: Path, comparisons: Sequence[Tuple[str, str, str]]) -> Dict[str, Any]:
+    by_arm: Dict[Tuple[str, str], List[Run]] = {}
+    for run in runs:
+        by_arm.setdefault((run.labels["task"], run.labels["arm"]), []).append(run)
+    arms = {}
+    for (task, arm), planned in by_arm.items():
+        done = read_arm(planned, records)
+        entry: Dict[str, Any] = {"task": task, "arm": arm, "planned": len(planned), "done": len(done)}
+        if done:
+            recs = list(done.values())
+            entry["pooled"] = metrics_of(sum_counts(recs))
+            entry["runs"] = {f"fold{f}/seed{s}": metrics_of(r.counts) for (f, s), r in sorted(done.items())}
+            entry["train_minutes"] = sum(r.train_minutes for r in recs)
+            entry["cpus"] = sorted({r.cpu for r in recs if r.cpu})
+        arms[f"{task}/{arm}"] = entry
+    results = []
+    for task, a, b in comparisons:
+        if (task, a) not in by_arm or (task, b) not in by_arm:
+            continue
+        done_a, done_b = read_arm(by_arm[task, a], records), read_arm(by_arm[task, b], records)
+        pairs = sorted(set(done_a) & set(done_b))
+        planned = len(by_arm[task, a])
+        for metric in (("f1",) if task == "ner" else ("macro_f", "accuracy")):
+            entry = {"task": task, "a": a, "b": b, "metric": metric, "planned_pairs": planned, "pairs": len(pairs)}
+            if pairs:
+                entry.update(compare([done_a[k] for k in pairs], [done_b[k] for k in pairs], metric))
+                entry["pair_keys"] = [f"fold{f}/seed{s}" for f, s in pairs]
+            if len(pairs) == 1:  # one pair gives a gain, but no interval and no test
+                entry.update(interval=None, p=None, p_error=None)
+            results.append(entry)
+    return {"arms": arms, "comparisons": results}
+
+
+def markdown(report: Dict[str, Any]) -> str:
+    lines = ["# Cross-validated comparisons", ""]
+    partial = [c for c in report["comparisons"] if c["pairs"] < c["planned_pairs"]]
+    if partial:
+        lines += ["**Partial**: not every planned (fold, seed) pair has run; the figures below are over the "
+                  "pairs that have, and will move.", ""]
+    lines += ["| task | A → B | metric | pairs | A | B | gain [95% CI] | rel. error reduction | p |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for c in report["comparisons"]:
+        head = f"| {c['task']} | {c['a']} → {c['b']} | {c['metric']} | {c['pairs']} of {c['planned_pairs']} |"
+        if "gain" not in c:
+            lines.append(head + " | | | | |")
+            continue
+        if c["p"] is None:
+            p, interval = "one pair: no test", "(one pair: no interval)"
+        else:
+            p = f"{c['p']:.3f}" + (f" ± {c['p_error']:.3f} (Monte Carlo)" if c["p_error"] is not None else " (exact)")
+            interval = f"[{c['interval'][0]:+.2f}, {c['interval'][1]:+.2f}]"
+        rer = f"{100 * c['relative_error_reduction']:+.1f}%" if c["relative_error_reduction"] is not None else ""
+        lines.append(head + f" {c['score_a']:.2f} | {c['score_b']:.2f} | {c['gain']:+.2f} {interval} | {rer} | {p} |")
+    lines += ["", "Pooled over all test examples of the pairs' runs (NER: F1 over all entities; sentiment: "
+              "macro-F and accuracy over all snippets); the interval resamples (fold, seed) pairs; p: two-sided "
+              "sign-flip test over the pairs' run-level differences.", "", "## Arms", "",
+              "| arm | runs | pooled | training minutes |", "| --- | --- | --- | --- |"]
+    for name, arm in report["arms"].items():
+        pooled = ", ".join(f"{k} {v:.2f}" for k, v in arm.get("pooled", {}).items())
+        lines.append(f"| {name} | {arm['done']} of {arm['planned']} | {pooled} | {arm.get('train_minutes', 0):.0f} |")
+    cpus = sorted({cpu for arm in report["arms"].values() for cpu in arm.get("cpus", [])})
+    lines += ["", f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one run at a time on one thread, on machines shared "
+              "with other work (the minutes are wall-clock). Runs: `python -m experiments.run.cv run --jobs 1` "
+              "(resumes; records in docs/results/cv/records); this page: `python -m experiments.run.cv report`."]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(runs: Sequence[Run], records: Path, output: Path,
+                 comparisons: Sequence[Tuple[str, str, str]]) -> Dict[str, Any]:
+    report = build(runs, records, comparisons)
+    write_atomic(output / "results.json", json.dumps(report, indent=1) + "\n")
+    write_atomic(output / "results.md", markdown(report))
+    print(markdown(report))
+    return report
