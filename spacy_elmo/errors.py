@@ -63,7 +63,7 @@ class InputError(ElmoError):
     that names the wrong kind of thing, a device that cannot be used."""
 
     codes = frozenset({
-        "E006", "E101", "E102", "E103", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E402", "E410",
+        "E006", "E101", "E102", "E103", "E105", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E402", "E410",
         "E504", "E505", "E509", "E511", "E533", "E602",
     })
 
@@ -194,6 +194,12 @@ class Errors(metaclass=ErrorsWithCodes):
     E104 = (
         "Unknown precision '{found}': expected one of {choices}. Set it with "
         "--precision (embed) or [training] precision (pretrain)."
+    )
+    E105 = (
+        "Expected distinct words starting with '<S>', '</S>', word indices below "
+        "{n_words} and sentence lengths summing to the {n_tokens} indices; found "
+        "{found}. Build them with spacy_elmo.bilm.char_ids.distinct_words(sentences), "
+        "or call BiLM.encode_words(sentences)."
     )
     # CLI (E2xx)
     E201 = (

@@ -89,6 +89,18 @@ def distinct_words(sentences: Sequence[Sequence[str]]) -> Tuple[List[str], numpy
     return words, index, lengths
 
 
+def words_with_boundaries(texts: Sequence[str]) -> Tuple[List[str], numpy.ndarray]:
+    """Distinct token texts (e.g. a batch's, from its ORTH ids) as the words of
+    `distinct_words`: ``<S>`` and ``</S>`` first, then the others; and where
+    each text is among them, (len(texts),) int64. A text ``<S>`` or ``</S>``
+    is that boundary word, as in `distinct_words`."""
+    words = list(dict.fromkeys(chain((BOS_TOKEN, EOS_TOKEN), texts)))
+    if len(words) == len(texts) + 2:  # neither boundary among the texts
+        return words, numpy.arange(2, len(words), dtype=numpy.int64)
+    vocab = {word: i for i, word in enumerate(words)}
+    return words, numpy.fromiter(map(vocab.__getitem__, texts), dtype=numpy.int64, count=len(texts))
+
+
 def batch_to_ids(
     sentences: List[List[str]], max_chars: int = MAX_CHARS_PER_TOKEN
 ) -> torch.Tensor:

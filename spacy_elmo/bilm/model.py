@@ -22,6 +22,13 @@ from .token_encoder import CharCNNTokenEncoder
 
 PathLike = Union[str, Path]
 
+# `BiLM._encode_by_length`: token lengths (in character ids, with begin- and
+# end-word) bounding each group of tokens encoded in one call, and the fewest
+# tokens a group gets a call of its own for.
+ENCODER_LENGTH_GROUPS = (6, 9, 12, 16, 24)
+ENCODER_MIN_GROUP = 64
+ENCODER_ROW_MULTIPLE = 16
+
 
 @dataclass
 class BiLMOutput:
@@ -200,7 +207,33 @@ class BiLM(nn.Module):
         if self.stateful:  # the carried-over state follows the rows of `forward`
             output = self.forward(batch_to_ids([list(s) for s in sentences], self.options.max_characters_per_token))
             return output.layers[:, output.mask]
-        words, index, lengths = distinct_words(sentences)
+        return self.encode_indexed(*distinct_words(sentences))
+
+    def encode_indexed(self, words: Sequence[str], index: numpy.ndarray, lengths: numpy.ndarray) -> torch.Tensor:
+        """`encode_words` from the batch's words already indexed on the host, as
+        `distinct_words` gives them (the `elmo` component makes them from spaCy's
+        ORTH ids, with no Python per token).
+
+        words: the distinct words, ``<S>`` and ``</S>`` first; index (n_tokens,)
+            every token's word, sentence after sentence; lengths (n_sentences,)
+            each sentence's number of tokens (E105 otherwise).
+        RETURNS: as `encode_words`.
+        """
+        index = numpy.asarray(index, dtype=numpy.int64)
+        lengths = numpy.asarray(lengths, dtype=numpy.int64)
+        found = None
+        if list(words[:2]) != [BOS_TOKEN, EOS_TOKEN]:
+            found = f"words starting {list(words[:2])}"
+        elif index.ndim != 1 or lengths.ndim != 1 or int(lengths.sum()) != len(index) or (lengths < 0).any():
+            found = f"{index.size} indices and lengths summing to {int(lengths.sum())}"
+        elif len(index) and (int(index.min()) < 0 or int(index.max()) >= len(words)):
+            found = f"indices from {int(index.min())} to {int(index.max())}"
+        if found is not None:
+            raise InputError("E105", n_words=len(words), n_tokens=index.size, found=found)
+        if self.stateful:
+            tokens = [words[i] for i in index.tolist()]
+            ends = numpy.cumsum(lengths).tolist()
+            return self.encode_words([tokens[end - n : end] for end, n in zip(ends, lengths.tolist())])
         device = self.boundary_ids.device
         max_chars = self.options.max_characters_per_token
 
@@ -209,7 +242,11 @@ class BiLM(nn.Module):
             longest = int((ids != PAD_CHAR + 1).sum(axis=1).max(initial=1))  # known here: no read from the device
             return torch.from_numpy(ids).to(device, non_blocking=True), longest
 
-        vectors = self._token_vectors(words, char_ids)
+        def encode(positions: numpy.ndarray) -> torch.Tensor:
+            ids = words_to_ids([words[i] for i in positions.tolist()], max_chars)
+            return self._encode_by_length(ids, device)
+
+        vectors = self._token_vectors(words, char_ids, encode)
         if not len(index):
             return vectors.new_zeros(self.n_layers, 0, self.output_dim, dtype=torch.float32)
         packing = SentencePacking.of(index, lengths)
@@ -224,8 +261,36 @@ class BiLM(nn.Module):
             torch.index_select(out[1], 0, rows[1], out=layers[layer, :, p:])
         return layers
 
+    def _encode_by_length(self, ids: numpy.ndarray, device: torch.device) -> torch.Tensor:
+        """The token encoder over host character ids (n, max_chars), the tokens
+        in groups of similar length (ENCODER_LENGTH_GROUPS), each group's
+        windows only as long as its longest token: most words are short, and
+        one long one (a URL) would otherwise make every token's windows reach
+        max_chars. A token's vector is the same whatever else is in its call
+        (the class's promise), so grouping changes no value."""
+        lengths = (ids != PAD_CHAR + 1).sum(axis=1)
+        groups = numpy.searchsorted(numpy.asarray(ENCODER_LENGTH_GROUPS), lengths)
+        if len(ids) < 2 * ENCODER_MIN_GROUP or (groups == groups[0]).all():
+            return self.token_encoder(torch.from_numpy(ids).to(device), int(lengths.max(initial=1)))
+        order = numpy.argsort(groups, kind="stable")
+        ends = numpy.searchsorted(groups[order], numpy.arange(len(ENCODER_LENGTH_GROUPS) + 1), side="right")
+        parts, first = [], 0
+        for end in ends.tolist():
+            # A small group joins the next one rather than paying a call of its own.
+            if end - first >= ENCODER_MIN_GROUP or (end == len(ids) and end > first):
+                rows = order[first:end]
+                # Rows up to a multiple of ENCODER_ROW_MULTIPLE, copies of the first.
+                padded = numpy.concatenate([rows, numpy.full(-len(rows) % ENCODER_ROW_MULTIPLE, rows[0])])
+                vectors = self.token_encoder(torch.from_numpy(ids[padded]).to(device), int(lengths[rows].max()))
+                parts.append(vectors[: len(rows)])
+                first = end
+        inverse = numpy.empty(len(ids), dtype=numpy.int64)
+        inverse[order] = numpy.arange(len(ids))
+        return torch.cat(parts)[torch.from_numpy(inverse).to(device)]
+
     def _token_vectors(
-        self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]]
+        self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]],
+        encode: Optional[Callable[[numpy.ndarray], torch.Tensor]] = None,
     ) -> torch.Tensor:
         """Vectors of the distinct tokens `keys` (n_distinct, projection_dim),
         through the token cache where it is valid.
@@ -233,6 +298,8 @@ class BiLM(nn.Module):
         char_ids: positions in `keys` (int64 array) -> their character ids
             (n, max_chars), on the model's device, and their longest token's
             number of ids when known on the host (else None).
+        encode: positions in `keys` -> their vectors without gradients (the
+            token encoder over `char_ids` when None).
         """
         parameters = list(self.token_encoder.parameters())
         needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in parameters)
@@ -252,9 +319,10 @@ class BiLM(nn.Module):
             device == "cuda" and (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32),
         )
         weights_key = tuple((p.data_ptr(), p.device, p.dtype) for p in parameters)
-        return self.token_cache.lookup(
-            keys, lambda missing: self.token_encoder(*char_ids(missing)), (weights_key, arithmetic)
-        )
+        if encode is None:
+            def encode(missing: numpy.ndarray) -> torch.Tensor:
+                return self.token_encoder(*char_ids(missing))
+        return self.token_cache.lookup(keys, encode, (weights_key, arithmetic))
 
     def _check_ids(self, char_ids: torch.Tensor) -> None:
         max_chars = self.options.max_characters_per_token

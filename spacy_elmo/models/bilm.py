@@ -35,12 +35,14 @@ from typing import Callable, List, Optional, Tuple
 import numpy
 import srsly
 import torch
+from spacy.attrs import ORTH, SENT_START
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3, get_torch_default_device, torch2xp, xp2torch
 from thinc.types import Floats3d
 
 from ..bilm import BiLM, BiLMOptions, batch_to_ids
+from ..bilm.char_ids import words_with_boundaries
 from ..bilm.precision import check_precision
 from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
@@ -190,14 +192,27 @@ def forward(
 
 
 def _predict(bilm: BiLM, docs: List[Doc], batches, outputs: List[Floats3d], precision: str) -> List[Floats3d]:
-    """The layers at prediction, from the words (`BiLM.encode_words`): one copy
-    to the host per batch, then each segment's kept tokens into its doc."""
-    texts = [[t.text for t in doc] for doc in docs]
+    """The layers at prediction, from the words (`BiLM.encode_indexed`): each
+    doc's ORTH ids in one array, a batch's distinct ids found by NumPy and only
+    those looked up as text; one copy to the host per batch, then each
+    segment's kept tokens into its doc."""
+    orths = [doc.to_array(ORTH) for doc in docs]
     device = get_torch_default_device()
     for batch in batches:
-        words = [texts[d][start:end] for d, start, end, _, _ in batch]
+        ids = numpy.concatenate([orths[d][start:end] for d, start, end, _, _ in batch])
+        lengths = numpy.fromiter((end - start for _, start, end, _, _ in batch), dtype=numpy.int64, count=len(batch))
+        distinct, inverse = numpy.unique(ids, return_inverse=True)
+        strings = docs[batch[0][0]].vocab.strings
+        if all(docs[d].vocab.strings is strings for d, *_ in batch):
+            texts = [strings[orth] for orth in distinct.tolist()]
+        else:  # docs of several vocabs: each distinct id's text from a doc that holds it
+            first = numpy.unique(ids, return_index=True)[1]
+            owners = numpy.repeat([d for d, *_ in batch], lengths)[first]
+            texts = [docs[d].vocab.strings[orth] for d, orth in zip(owners.tolist(), distinct.tolist())]
+        words, positions = words_with_boundaries(texts)
         with torch.inference_mode(), in_precision(device, precision):
-            layers = bilm.encode_words(words).float().cpu().numpy()  # (n_layers, n_tokens, width)
+            layers = bilm.encode_indexed(words, positions[inverse.reshape(-1)], lengths)
+            layers = layers.float().cpu().numpy()  # (n_layers, n_tokens, width)
         offset = 0
         for d, start, end, keep_start, keep_end in batch:
             outputs[d][:, keep_start:keep_end] = layers[:, offset + keep_start - start : offset + keep_end - start]
@@ -234,15 +249,22 @@ def sentence_starts(doc: Doc, sentences: str = "doc") -> List[int]:
         data = doc._.elmo  # checked: E410 if the doc was retokenized since
         recorded = getattr(data, "sentence_starts", None)
         return [0] if recorded is None else [int(i) for i in recorded]
-    if doc.has_annotation("SENT_START"):
-        return [sent.start for sent in doc.sents]
+    if doc.has_annotation("SENT_START"):  # doc.sents' starts, read in one array
+        starts = numpy.flatnonzero(doc.to_array(SENT_START) == 1)
+        return [0, *starts[starts > 0].tolist()]
     return [0]
 
 
 def _segments(docs: List[Doc], segmenter: Segmenter, window_size: int, sentences: str = "doc") -> List[Segment]:
     """Token ranges the biLM reads as sentences, as `segmenter` cuts each doc
     (given the sentences `sentence_starts` reads), each token kept from
-    exactly one (checked: E412)."""
+    exactly one (checked: E412; not for the default segmenter over the doc's
+    own sentences, whose windows are valid by construction)."""
+    if segmenter is read_sentences and sentences == "doc":
+        return [
+            (d, *window) for d, doc in enumerate(docs)
+            for window in read_sentences(doc, sentence_starts(doc, sentences), window_size)
+        ]
     return [
         (d, *window) for d, doc in enumerate(docs)
         for window in checked_windows(segmenter, doc, sentence_starts(doc, sentences), window_size)

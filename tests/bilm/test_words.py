@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
-from spacy_elmo.bilm.char_ids import distinct_words
+from spacy_elmo.bilm.char_ids import distinct_words, words_with_boundaries
 from spacy_elmo.bilm.packing import SentencePacking, TimeMajor, reversed_steps
 from spacy_elmo.errors import ElmoError
 
@@ -115,6 +115,38 @@ def test_distinct_words_index_every_token():
     assert index.tolist() == [2, 3, 2, 0, 4, 3] and lengths.tolist() == [3, 0, 3]
 
 
+def test_words_with_boundaries_puts_the_boundaries_first():
+    words, positions = words_with_boundaries(["b", "a"])
+    assert words == ["<S>", "</S>", "b", "a"] and positions.tolist() == [2, 3]
+    words, positions = words_with_boundaries(["x", "</S>", "<S>", "y"])  # boundary texts are the boundaries
+    assert words == ["<S>", "</S>", "x", "y"] and positions.tolist() == [2, 1, 0, 3]
+
+
+def test_indexed_words_in_any_order_give_the_layers_of_encode_words(model):
+    sentences = [["the", "cat", "the", "<S>"], [], ["</S>", "dog", "cat"], ["a"]]
+    with torch.inference_mode():
+        want = model.encode_words(sentences)
+        # The distinct words in another order, as the elmo component finds them (sorted ORTH ids).
+        words, index, lengths = distinct_words(sentences)
+        order = numpy.array([0, 1, *range(len(words) - 1, 1, -1)])  # words[order[k]] is new word k
+        new_of_old = numpy.argsort(order)
+        model.clear_token_cache()
+        got = model.encode_indexed([words[i] for i in order], new_of_old[index], lengths)
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("words,index,lengths", [
+    (["a", "<S>", "</S>"], [0], [1]),  # boundaries not first
+    (["<S>", "</S>", "a"], [2, 3], [2]),  # an index past the words
+    (["<S>", "</S>", "a"], [2, -1], [2]),
+    (["<S>", "</S>", "a"], [2, 2], [1]),  # lengths not covering the indices
+    (["<S>", "</S>", "a"], [2, 2], [3, -1]),
+])
+def test_bad_indexed_words_are_reported(words, index, lengths):
+    with pytest.raises(ElmoError, match="E105"):
+        scaled_bilm().encode_indexed(words, numpy.array(index), numpy.array(lengths))
+
+
 @pytest.mark.parametrize("bad", [["a string"], [["a", 1]], [["a", ["b"]]], "abc"])
 def test_bad_sentences_are_reported(bad):
     with pytest.raises(ElmoError, match="E103"):
@@ -135,3 +167,26 @@ def test_the_word_cache_is_bounded_and_keeps_the_recent_words():
         big = [[f"w{i}" for i in range(20)]]  # more distinct words than the cache holds
         assert torch.equal(model.encode_words(big), model(batch_to_ids(big)).layers[:, 0])
         assert len(model.token_cache) <= 8
+
+
+def test_missing_words_are_encoded_in_groups_of_similar_length(model, request):
+    if request.node.callspec.params["model"] == "small":
+        pytest.skip("MKL's products of this shape depend on the row count")
+    short = [f"w{i}" for i in range(300)]
+    words = ["<S>", "</S>", *short, "https://example.com/" + "x" * 60, *[f"word{i}" * 2 for i in range(100)]]
+    calls = []
+    hook = model.token_encoder.register_forward_pre_hook(lambda module, args: calls.append(args[1]))
+    try:
+        with torch.inference_mode():
+            model.clear_token_cache()
+            got = model.encode_indexed(words, numpy.arange(len(words)), numpy.array([len(words)]))
+    finally:
+        hook.remove()
+    # The short words' windows stop at their own length, not at the URL's.
+    assert len(calls) > 1 and min(calls) <= 6 and max(calls) == 50
+    with torch.inference_mode():
+        model.clear_token_cache()
+        for k in (2, 150, 302, 350):  # each word alone: the same layers, bit for bit
+            alone = model.encode_words([[words[k]]])
+            model.clear_token_cache()
+            assert torch.equal(got[:1, k : k + 1], alone[:1])

@@ -79,3 +79,17 @@ def test_a_forked_worker_runs_torch_on_one_thread():
     finally:
         torch.set_num_threads(threads)
     assert (in_parent, in_worker) == (2, 1)
+
+
+def test_prediction_from_orth_ids_gives_the_layers_of_the_words():
+    # Docs of two vocabs in one batch, boundary texts and repeated words: each doc's
+    # layers are those encode_words gives its sentences.
+    model = thinc_bilm()
+    other = spacy.blank("en")
+    docs = make_docs() + [other.make_doc("<S> cat </S> cat unseen"), spacy.blank("en").make_doc("")]
+    predicted = model.predict(docs)
+    bilm = get_bilm(model)
+    with torch.inference_mode():
+        for doc, layers in zip(docs, predicted):
+            want = bilm.encode_words([[t.text for t in doc]]).numpy()
+            assert layers.shape == want.shape and numpy.array_equal(layers, want)

@@ -48,13 +48,13 @@ def bilm_calls(nlp):
     calls = []
     bilm = get_bilm(nlp.get_pipe("elmo").model)
     bilm.register_forward_pre_hook(lambda module, args: calls.append(torch.is_autocast_enabled("cpu")))
-    encode_words = bilm.encode_words  # the entry at prediction
+    encode_indexed = bilm.encode_indexed  # the entry at prediction
 
     def recorded(*args, **kwargs):
         calls.append(torch.is_autocast_enabled("cpu"))
-        return encode_words(*args, **kwargs)
+        return encode_indexed(*args, **kwargs)
 
-    bilm.encode_words = recorded
+    bilm.encode_indexed = recorded
     return calls
 
 
