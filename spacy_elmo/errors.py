@@ -77,7 +77,7 @@ class ConfigError(ElmoError):
 
     codes = frozenset({
         "E104", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E412", "E508", "E526", "E532", "E323", "E324",
+        "E409", "E411", "E412", "E508", "E532", "E323", "E324",
     })
 
 
@@ -514,10 +514,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "left behind and the run's files are as they were. Make room or raise "
         "the limit, then run the same command again (with --resume once the run "
         "has saved a checkpoint)."
-    )
-    E526 = (
-        "--minutes is {found!r}: expected a positive number of minutes of "
-        "training. Pass e.g. --minutes 10."
     )
     E532 = (
         "Cannot store the weights as {found!r}: {why}. Store them as \"float32\" (the "

@@ -29,7 +29,7 @@ import typer
 from weasel.util import parse_config_overrides
 from wasabi import msg
 
-from spacy_elmo.errors import ConfigError, ElmoError
+from spacy_elmo.errors import ElmoError
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV, load_config
 from spacy_elmo.training.perplexity import perplexity
 from spacy_elmo.training.pretrain import pretrain
@@ -61,7 +61,8 @@ def main(
 def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: str, max_epochs: Optional[int],
                    score: List[Path], overrides: dict) -> dict:
     if not (math.isfinite(minutes) and minutes > 0):
-        raise ConfigError("E526", found=minutes)
+        raise ExperimentError("--minutes", expected="a positive number of minutes of training", found=repr(minutes),
+                              fix="pass e.g. --minutes 10")
     if max_epochs is not None and max_epochs < 1:
         raise ExperimentError("--max-epochs", expected="a whole number of epochs of 1 or more (or no --max-epochs "
                               "for no cap)", found=str(max_epochs), fix="pass e.g. --max-epochs 3")

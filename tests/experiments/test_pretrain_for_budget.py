@@ -37,8 +37,11 @@ def run_script(*args):
 @pytest.mark.parametrize("minutes", ["-1", "0", "nan", "inf"])
 def test_a_budget_that_is_not_a_positive_number_is_refused_before_the_probe(tmp_path, config, minutes):
     before = sorted(p.name for p in tmp_path.iterdir())
+    from experiments.errors import ExperimentError
+
     result = run_script(config, tmp_path / "run", "--minutes", minutes)
-    assert result.exit_code == 1 and "E526" in result.output, result.output
+    assert isinstance(result.exception, ExperimentError), result.output
+    assert str(result.exception).startswith("--minutes: expected a positive number of minutes of training")
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no probe, no prepared corpus
 
 
