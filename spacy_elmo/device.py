@@ -1,4 +1,6 @@
-"""Checking a torch device name before anything is loaded onto it."""
+"""Torch devices: checking a name before anything is loaded onto it, and the
+copies between host arrays and a device."""
+import numpy
 import torch
 
 from .errors import InputError
@@ -23,3 +25,29 @@ def check_device(name: str) -> torch.device:
 
 def _unusable(name: str, reason: str) -> InputError:
     return InputError("E509", found=name, reason=reason, n_gpus=torch.cuda.device_count())
+
+
+def to_device(array: numpy.ndarray, device: torch.device) -> torch.Tensor:
+    """A host array as a tensor on `device`. To a CUDA device through
+    page-locked memory and without waiting: a copy from ordinary (pageable)
+    memory would first wait for everything queued on the GPU, so the host could
+    not prepare the next batch while the GPU works on this one. On the CPU the
+    array itself, shared."""
+    tensor = torch.from_numpy(numpy.ascontiguousarray(array))
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
+def to_host(tensor: torch.Tensor) -> numpy.ndarray:
+    """`tensor` as a NumPy array on the host. From a CUDA device one copy into
+    page-locked memory (several times faster than into pageable memory) and one
+    wait for it; the array keeps that memory until it is freed, so a caller
+    that holds on to many results should copy out what it keeps."""
+    tensor = tensor.detach()
+    if tensor.device.type != "cuda":
+        return tensor.numpy()
+    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    host.copy_(tensor, non_blocking=True)
+    torch.cuda.current_stream(tensor.device).synchronize()
+    return host.numpy()

@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from .bilm import BiLM, length_sorted_batches
 from .bilm.precision import precision as in_precision
-from .device import check_device
+from .device import check_device, to_host
 from .disk import hdf5_writer
 from .errors import ConfigError, ElmoError, InputError, OutputError
 from .distributed import Distributed
@@ -136,7 +136,8 @@ class _Embedder:
                 if j % world_size != rank:  # another process's batch
                     continue
                 batch = [sentences[i] for i in rows]
-                layers = self.model.encode_words(batch).float().cpu()  # one copy to the host per batch
+                # one copy to the host per batch
+                layers = torch.from_numpy(to_host(self.model.encode_words(batch).float()))
                 starts = numpy.cumsum([0] + [len(s) for s in batch])
                 for k, i in enumerate(rows):
                     vectors = layers[:, starts[k] : starts[k + 1]]  # (n_layers + 1, n_tokens, dim)

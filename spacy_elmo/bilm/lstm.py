@@ -205,12 +205,17 @@ class BiLSTMStack(nn.Module):
         # its vectors: 5 to 10 times slower at 512 rows), and torch's tanh gives the
         # same bits in its vector and scalar paths (its sigmoid does not), so a
         # token's values still do not depend on where its row falls.
-        scale = x.new_tensor([0.5, 0.5, 0.5, 1.0]).view(1, N_GATES, 1, 1)
-        W_input = (self.W_input[layer][:, gate_order] * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
-        W_hidden = (self.W_hidden[layer][:, gate_order] * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
-        bias = ((self.bias[layer] + self.forget_bias)[:, gate_order] * scale[:, :, :, 0]).reshape(
-            2, 1, N_GATES * c_dim
-        )
+        # (The reordering by views and the scale made on the device: an index or a
+        # tensor copied from a host list would make the host wait for the GPU.)
+        scale = x.new_full((1, N_GATES, 1, 1), 0.5)
+        scale[:, 3] = 1.0
+
+        def reordered(w: torch.Tensor) -> torch.Tensor:
+            return torch.stack([w[:, gate] for gate in gate_order], dim=1)
+
+        W_input = (reordered(self.W_input[layer]) * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
+        W_hidden = (reordered(self.W_hidden[layer]) * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
+        bias = (reordered(self.bias[layer] + self.forget_bias) * scale[:, :, :, 0]).reshape(2, 1, N_GATES * c_dim)
         W_proj = self.W_proj[layer]
         rows = max(batch_sizes[0], MIN_STEP_ROWS)
         out = x.new_empty(x.shape)
@@ -230,7 +235,7 @@ class BiLSTMStack(nn.Module):
             return views[m]
 
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
-        half = x.new_tensor(0.5)
+        half = x.new_full((), 0.5)
         h = h0
         for first, end in blocks:
             block_start = offsets[first]

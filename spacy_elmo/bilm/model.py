@@ -12,6 +12,7 @@ import numpy
 import torch
 from torch import nn
 
+from ..device import to_device
 from ..errors import InputError
 from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, batch_to_ids, distinct_words, words_to_ids
 from .lstm import BiLSTMStack, LayerState
@@ -154,11 +155,11 @@ class BiLM(nn.Module):
         # Each row as indices into the distinct token vectors: <S>, its words, </S>.
         ids = torch.cat([self.boundary_ids.to(device), char_ids[mask]])
         keys, first, inverse_array = distinct_rows(ids)
-        first_t = torch.from_numpy(first).to(device)
+        first_t = to_device(first, device)
         distinct = self._token_vectors(
-            keys, lambda positions: (ids[first_t[torch.from_numpy(positions).to(device)]], None)
+            keys, lambda positions: (ids[first_t[to_device(positions, device)]], None)
         )
-        inverse = torch.from_numpy(inverse_array).to(device)
+        inverse = to_device(inverse_array, device)
         lengths = mask.sum(dim=1) + 2  # with <S> and </S>
         steps = n_tokens + 2
         index = torch.zeros(batch, steps, dtype=torch.long, device=device)
@@ -240,7 +241,7 @@ class BiLM(nn.Module):
         def char_ids(positions: numpy.ndarray) -> Tuple[torch.Tensor, int]:
             ids = words_to_ids([words[i] for i in positions.tolist()], max_chars)
             longest = int((ids != PAD_CHAR + 1).sum(axis=1).max(initial=1))  # known here: no read from the device
-            return torch.from_numpy(ids).to(device, non_blocking=True), longest
+            return to_device(ids, device), longest
 
         def encode(positions: numpy.ndarray) -> torch.Tensor:
             ids = words_to_ids([words[i] for i in positions.tolist()], max_chars)
@@ -251,9 +252,9 @@ class BiLM(nn.Module):
             return vectors.new_zeros(self.n_layers, 0, self.output_dim, dtype=torch.float32)
         packing = SentencePacking.of(index, lengths)
         # float32 even under autocast, as in `forward`.
-        inputs = nn.functional.embedding(torch.from_numpy(packing.inputs).to(device), vectors.float())
+        inputs = nn.functional.embedding(to_device(packing.inputs, device), vectors.float())
         outputs, _ = self.lstm(inputs, packing.batch_sizes)
-        rows = torch.from_numpy(packing.outputs).to(device)
+        rows = to_device(packing.outputs, device)
         p = inputs.shape[2]
         layers = inputs.new_empty(self.n_layers, rows.shape[1], 2 * p)
         for layer, out in enumerate([inputs, *outputs]):
@@ -271,7 +272,7 @@ class BiLM(nn.Module):
         lengths = (ids != PAD_CHAR + 1).sum(axis=1)
         groups = numpy.searchsorted(numpy.asarray(ENCODER_LENGTH_GROUPS), lengths)
         if len(ids) < 2 * ENCODER_MIN_GROUP or (groups == groups[0]).all():
-            return self.token_encoder(torch.from_numpy(ids).to(device), int(lengths.max(initial=1)))
+            return self.token_encoder(to_device(ids, device), int(lengths.max(initial=1)))
         order = numpy.argsort(groups, kind="stable")
         ends = numpy.searchsorted(groups[order], numpy.arange(len(ENCODER_LENGTH_GROUPS) + 1), side="right")
         parts, first = [], 0
@@ -281,12 +282,12 @@ class BiLM(nn.Module):
                 rows = order[first:end]
                 # Rows up to a multiple of ENCODER_ROW_MULTIPLE, copies of the first.
                 padded = numpy.concatenate([rows, numpy.full(-len(rows) % ENCODER_ROW_MULTIPLE, rows[0])])
-                vectors = self.token_encoder(torch.from_numpy(ids[padded]).to(device), int(lengths[rows].max()))
+                vectors = self.token_encoder(to_device(ids[padded], device), int(lengths[rows].max()))
                 parts.append(vectors[: len(rows)])
                 first = end
         inverse = numpy.empty(len(ids), dtype=numpy.int64)
         inverse[order] = numpy.arange(len(ids))
-        return torch.cat(parts)[torch.from_numpy(inverse).to(device)]
+        return torch.cat(parts)[to_device(inverse, device)]
 
     def _token_vectors(
         self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]],

@@ -10,6 +10,8 @@ from typing import Callable, Dict, Hashable, List, Sequence
 import numpy
 import torch
 
+from ..device import to_device
+
 
 class TokenCache:
     """Least-recently-used store of token vectors in one preallocated tensor.
@@ -70,7 +72,7 @@ class TokenCache:
         if len(missing):
             vectors = encode(missing)
             slots[missing] = self._allocate([keys[i] for i in missing], vectors)
-        return self._storage[torch.from_numpy(slots).to(self._storage.device)]
+        return self._storage[to_device(slots, self._storage.device)]
 
     def _allocate(self, keys: List[Hashable], vectors: torch.Tensor) -> numpy.ndarray:
         """Slots for `keys` (none of them cached), filled with `vectors`; the
@@ -102,7 +104,7 @@ class TokenCache:
             else:
                 self._keys.append(key)
         self._stamps[slots] = self._calls
-        self._storage[torch.from_numpy(slots).to(vectors.device)] = vectors
+        self._storage[to_device(slots, vectors.device)] = vectors
         return slots
 
 

@@ -46,6 +46,7 @@ from ..bilm.char_ids import words_with_boundaries
 from ..bilm.precision import check_precision
 from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
+from ..device import to_host
 from ..errors import ConfigError
 from ..extensions import install_extensions
 from .segmenters import Segmenter, checked_windows, read_sentences
@@ -212,7 +213,7 @@ def _predict(bilm: BiLM, docs: List[Doc], batches, outputs: List[Floats3d], prec
         words, positions = words_with_boundaries(texts)
         with torch.inference_mode(), in_precision(device, precision):
             layers = bilm.encode_indexed(words, positions[inverse.reshape(-1)], lengths)
-            layers = layers.float().cpu().numpy()  # (n_layers, n_tokens, width)
+            layers = to_host(layers.float())  # (n_layers, n_tokens, width)
         offset = 0
         for d, start, end, keep_start, keep_end in batch:
             outputs[d][:, keep_start:keep_end] = layers[:, offset + keep_start - start : offset + keep_end - start]
@@ -295,7 +296,7 @@ def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
     _, output = inputs_outputs
     layers = output.layers
     if not is_train:  # one device-to-host copy for the whole batch
-        return layers.float().cpu().numpy(), None
+        return to_host(layers.float()), None
 
     def get_d_layers(d_layers) -> ArgsKwargs:
         return ArgsKwargs(args=(layers,), kwargs={"grad_tensors": xp2torch(d_layers)})

@@ -112,3 +112,46 @@ def test_words_to_layers_read_nothing_back_from_the_device(fixture_paths):
     assert torch.equal(cold, expected)
     n = sum(len(s) for s in SENTENCES)
     assert warm.shape[1] == n + 2
+
+
+def test_host_copies_go_through_page_locked_memory_without_waiting():
+    import numpy
+
+    from spacy_elmo.device import to_device, to_host
+
+    array = numpy.arange(24, dtype=numpy.int64).reshape(4, 6)[:, ::2]  # not contiguous
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        on_gpu = to_device(array, torch.device("cuda"))
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert on_gpu.is_cuda
+    back = to_host(on_gpu * 2)
+    assert isinstance(back, numpy.ndarray)
+    numpy.testing.assert_array_equal(back, array * 2)
+
+
+def test_the_component_path_waits_once_a_batch(fixture_paths):
+    """encode_indexed and the copy of its layers to the host: the copy's wait is
+    the only synchronisation."""
+    import warnings
+
+    from spacy_elmo.bilm.char_ids import distinct_words
+    from spacy_elmo.device import to_host
+
+    model = BiLM.from_allennlp(*fixture_paths).cuda().eval()
+    expected = run(BiLM.from_allennlp(*fixture_paths), "cpu")
+    with torch.inference_mode():
+        to_host(model.encode_indexed(*distinct_words(SENTENCES)))  # warm-up
+        model.clear_token_cache()
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                layers = to_host(model.encode_indexed(*distinct_words(SENTENCES)))
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    assert len(syncs) <= 1, [str(w.message) for w in syncs]
+    mask = batch_to_ids(SENTENCES)[:, :, 0] > 0
+    assert relative_error(torch.from_numpy(layers), expected[:, mask]) <= 1e-4
