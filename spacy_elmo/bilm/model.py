@@ -51,7 +51,9 @@ class BiLM(nn.Module):
 
     Two entries: `encode_words` (tokenised sentences -> every token's layers,
     the one the `elmo` component and `embed` use) and `forward` (character ids
-    from `batch_to_ids`, the AllenNLP-compatible one). A token's layers are bit
+    from `batch_to_ids`, the AllenNLP-compatible one). `top_layer_indexed`
+    gives, from the words, what the two language models predict from (the
+    `perplexity` evaluation). A token's layers are bit
     for bit the same whatever else is in the call, its row order, the token
     cache's state and the thread count, as tests/bilm/test_words.py checks for
     the shipped, fixture and near-zero biLMs (MKL rounds products of a few
@@ -192,7 +194,7 @@ class BiLM(nn.Module):
 
     def encode_words(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """Every token's layers, from the words: the entry of the `elmo`
-        component, `embed` and `perplexity`.
+        component and `embed`.
 
         sentences: tokenised sentences, each a list of str.
         RETURNS: (n_layers + 1, n_tokens, 2 * projection_dim), the tokens of all

@@ -2,6 +2,9 @@
 
 The `perplexity` function the CLI command (cli/perplexity.py) wraps; the
 arithmetic over batches, shared with training's dev evaluation, is objective/scoring.py.
+The text is batched as the dev evaluation batches its own, but scored from the
+words (`CorpusBatches.word_batch`, `BiLM.top_layer_indexed`): only words the
+token cache has not seen get character ids; the figures are the same.
 
 The text is read and tokenised as in training (the tokenizer and the longest
 segment are those recorded in the model's pretrain.json): each sentence, or
