@@ -51,7 +51,9 @@ class BiLM(nn.Module):
 
     Two entries: `encode_words` (tokenised sentences -> every token's layers,
     the one the `elmo` component and `embed` use) and `forward` (character ids
-    from `batch_to_ids`, the AllenNLP-compatible one). A token's layers are bit
+    from `batch_to_ids`, the AllenNLP-compatible one). `top_layer_indexed`
+    gives, from the words, what the two language models predict from (the
+    `perplexity` evaluation). A token's layers are bit
     for bit the same whatever else is in the call, its row order, the token
     cache's state and the thread count, as tests/bilm/test_words.py checks for
     the shipped, fixture and near-zero biLMs (MKL rounds products of a few
@@ -192,7 +194,7 @@ class BiLM(nn.Module):
 
     def encode_words(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """Every token's layers, from the words: the entry of the `elmo`
-        component, `embed` and `perplexity`.
+        component and `embed`.
 
         sentences: tokenised sentences, each a list of str.
         RETURNS: (n_layers + 1, n_tokens, 2 * projection_dim), the tokens of all
@@ -220,6 +222,56 @@ class BiLM(nn.Module):
             each sentence's number of tokens (E105 otherwise).
         RETURNS: as `encode_words`.
         """
+        index, lengths = self._check_indexed(words, index, lengths)
+        if self.stateful:
+            tokens = [words[i] for i in index.tolist()]
+            ends = numpy.cumsum(lengths).tolist()
+            return self.encode_words([tokens[end - n : end] for end, n in zip(ends, lengths.tolist())])
+        vectors = self._word_vectors(words)
+        if not len(index):
+            return vectors.new_zeros(self.n_layers, 0, self.output_dim, dtype=torch.float32)
+        packing = SentencePacking.of(index, lengths)
+        inputs, outputs = self._run_packed(vectors, packing)
+        rows = to_device(packing.outputs, self.boundary_ids.device)
+        p = inputs.shape[2]
+        layers = inputs.new_empty(self.n_layers, rows.shape[1], 2 * p)
+        for layer, out in enumerate([inputs, *outputs]):
+            torch.index_select(out[0], 0, rows[0], out=layers[layer, :, :p])
+            torch.index_select(out[1], 0, rows[1], out=layers[layer, :, p:])
+        return layers
+
+    def top_layer_indexed(
+        self, words: Sequence[str], index: numpy.ndarray, lengths: numpy.ndarray
+    ) -> Tuple[torch.Tensor, numpy.ndarray]:
+        """What the two language models predict from: the top LSTM layer's
+        output before each of their predictions, from the words as
+        `encode_indexed` takes them (the same internals, the boundaries kept).
+
+        Each sentence ``w1 … wn`` gives n + 1 predictions per direction, in the
+        sentence's order: the forward LM predicts ``w1 … wn </S>`` from its
+        outputs at ``<S> w1 … wn``, the backward LM ``<S> w1 … wn`` from its
+        outputs at ``w1 … wn </S>``. Every sentence starts from the zero state,
+        as in pretraining, even for a ``stateful`` biLM; no dropout.
+
+        RETURNS: (outputs, predicted): outputs (2, n_tokens + n_sentences,
+            projection_dim) on the model's device, direction first; predicted
+            (2, n_tokens + n_sentences) int64 on the host, the word (index into
+            `words`) each output predicts.
+        """
+        index, lengths = self._check_indexed(words, index, lengths)
+        vectors = self._word_vectors(words)
+        if not len(lengths):
+            return vectors.new_zeros(2, 0, vectors.shape[1], dtype=torch.float32), numpy.zeros((2, 0), dtype=numpy.int64)
+        packing = SentencePacking.of(index, lengths, predictions=True)
+        _, outputs = self._run_packed(vectors, packing)
+        positions = to_device(packing.predictions[0], self.boundary_ids.device)
+        top = outputs[-1]
+        return torch.stack([top[0][positions[0]], top[1][positions[1]]]), packing.predictions[1]
+
+    def _check_indexed(
+        self, words: Sequence[str], index: numpy.ndarray, lengths: numpy.ndarray
+    ) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """index and lengths as int64 arrays; E105 where they do not fit `words`."""
         index = numpy.asarray(index, dtype=numpy.int64)
         lengths = numpy.asarray(lengths, dtype=numpy.int64)
         found = None
@@ -231,10 +283,11 @@ class BiLM(nn.Module):
             found = f"indices from {int(index.min())} to {int(index.max())}"
         if found is not None:
             raise InputError("E105", n_words=len(words), n_tokens=index.size, found=found)
-        if self.stateful:
-            tokens = [words[i] for i in index.tolist()]
-            ends = numpy.cumsum(lengths).tolist()
-            return self.encode_words([tokens[end - n : end] for end, n in zip(ends, lengths.tolist())])
+        return index, lengths
+
+    def _word_vectors(self, words: Sequence[str]) -> torch.Tensor:
+        """The token vectors of the distinct `words` (len(words), projection_dim),
+        through the token cache, keyed by the word."""
         device = self.boundary_ids.device
         max_chars = self.options.max_characters_per_token
 
@@ -247,20 +300,20 @@ class BiLM(nn.Module):
             ids = words_to_ids([words[i] for i in positions.tolist()], max_chars)
             return self._encode_by_length(ids, device)
 
-        vectors = self._token_vectors(words, char_ids, encode)
-        if not len(index):
-            return vectors.new_zeros(self.n_layers, 0, self.output_dim, dtype=torch.float32)
-        packing = SentencePacking.of(index, lengths)
+        return self._token_vectors(words, char_ids, encode)
+
+    def _run_packed(self, vectors: torch.Tensor, packing: SentencePacking) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+        """The word `vectors` read in `packing`'s layout and run through the
+        LSTMs from the zero state.
+
+        RETURNS: (inputs, outputs): inputs (2, n_packed, projection_dim), the
+            token vector at each packed position; outputs, each LSTM layer's
+            (2, n_packed, projection_dim).
+        """
         # float32 even under autocast, as in `forward`.
-        inputs = nn.functional.embedding(to_device(packing.inputs, device), vectors.float())
+        inputs = nn.functional.embedding(to_device(packing.inputs, self.boundary_ids.device), vectors.float())
         outputs, _ = self.lstm(inputs, packing.batch_sizes)
-        rows = to_device(packing.outputs, device)
-        p = inputs.shape[2]
-        layers = inputs.new_empty(self.n_layers, rows.shape[1], 2 * p)
-        for layer, out in enumerate([inputs, *outputs]):
-            torch.index_select(out[0], 0, rows[0], out=layers[layer, :, :p])
-            torch.index_select(out[1], 0, rows[1], out=layers[layer, :, p:])
-        return layers
+        return inputs, outputs
 
     def _encode_by_length(self, ids: numpy.ndarray, device: torch.device) -> torch.Tensor:
         """The token encoder over host character ids (n, max_chars), the tokens

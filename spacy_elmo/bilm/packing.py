@@ -9,7 +9,7 @@ with `TimeMajor`; `length_sorted_batches` (batching.py) is another thing: it
 groups whole sentences into batches.
 """
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 import numpy
 import torch
@@ -74,16 +74,25 @@ class SentencePacking:
     batch_sizes: rows running at each step.
     outputs: (2, n_tokens) where each real token's output is in each direction's
         packed output, tokens sentence after sentence.
+    predictions: only when asked for (``of(..., predictions=True)``), the two
+        language models' predictions, ``n_tokens + rows`` per direction, row
+        after row in the row's own order: direction 0 predicts ``w1 … wn </S>``
+        and direction 1 ``<S> w1 … wn`` (what each reads next), every one from the
+        output at the position its direction reads just before. (2, 2,
+        n_tokens + rows): ``[0]`` those packed positions, ``[1]`` the words
+        predicted (0 ``<S>``, 1 ``</S>``, else the token's word).
     """
 
     inputs: numpy.ndarray
     batch_sizes: List[int]
     outputs: numpy.ndarray
+    predictions: Optional[numpy.ndarray] = None
 
     @classmethod
-    def of(cls, index: numpy.ndarray, lengths: numpy.ndarray) -> "SentencePacking":
+    def of(cls, index: numpy.ndarray, lengths: numpy.ndarray, predictions: bool = False) -> "SentencePacking":
         """index: (n_tokens,) every token's word, sentence after sentence;
-        lengths: (rows,) each sentence's number of tokens."""
+        lengths: (rows,) each sentence's number of tokens; predictions: also
+        lay out the language models' predictions."""
         steps = lengths + 2  # with <S> and </S>
         rows = len(steps)
         order = numpy.argsort(-steps, kind="stable")
@@ -106,4 +115,14 @@ class SentencePacking:
         inputs[0, forward] = words
         inputs[1, backward] = words
         outputs = numpy.stack([forward[is_token], backward[is_token]])
-        return cls(inputs=inputs, batch_sizes=batch_sizes.tolist(), outputs=outputs)
+        packing = cls(inputs=inputs, batch_sizes=batch_sizes.tolist(), outputs=outputs)
+        if predictions:
+            # Forwards, the cell at step t > 0 is predicted from step t - 1;
+            # backwards, the cell at step t < steps - 1 from step t + 1.
+            forwards = numpy.flatnonzero(t > 0)
+            backwards = numpy.flatnonzero(t < steps[row] - 1)
+            packing.predictions = numpy.stack([
+                numpy.stack([forward[forwards - 1], backward[backwards + 1]]),
+                numpy.stack([words[forwards], words[backwards]]),
+            ])
+        return packing

@@ -2,6 +2,9 @@
 
 The `perplexity` function the CLI command (cli/perplexity.py) wraps; the
 arithmetic over batches, shared with training's dev evaluation, is objective/scoring.py.
+The text is batched as the dev evaluation batches its own, but scored from the
+words (`CorpusBatches.word_batch`, `BiLM.top_layer_indexed`): only words the
+token cache has not seen get character ids; the figures are the same.
 
 The text is read and tokenised as in training (the tokenizer and the longest
 segment are those recorded in the model's pretrain.json): each sentence, or
@@ -65,12 +68,13 @@ def perplexity(
     sums = torch.zeros(3, dtype=torch.float64)
     oov = 0
     for pool in _pools(sentences, tokens_per_batch * _BATCHES_PER_POOL):
-        # Batched and scored as training's dev evaluation batches and scores its text.
+        # Batched as training's dev evaluation batches its text, and scored from
+        # the words (the token cache serves the words seen before).
         corpus = PreparedCorpus.from_sentences(pool)
         data = CorpusBatches(corpus, vocab, max_length, tokens_per_batch, max_chars)
         known = numpy.fromiter((w in vocab.index for w in corpus.words), dtype=bool, count=len(corpus.words))
         oov += int(numpy.sum(~known[corpus.tokens]))
-        sums += nll_sums(lm, (data.batch(b) for b in data.evaluation()), device)
+        sums += nll_sums(lm, (data.word_batch(b) for b in data.evaluation()), device)
     if int(sums[2]) == 0:
         raise InputError(
             "E504", what=f"the text {[str(p) for p in paths]}",

@@ -6,7 +6,7 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from spacy_elmo.bilm import BiLM, batch_to_ids
-from spacy_elmo.bilm.packing import TimeMajor, reversed_steps
+from spacy_elmo.bilm.packing import SentencePacking, TimeMajor, reversed_steps
 from spacy_elmo.training.data.lm_batches import collate
 from spacy_elmo.training.data.vocab import LMVocab
 
@@ -63,3 +63,17 @@ def test_pretraining_batches_feed_the_lstms_as_the_biLM_does(fixture_paths):
         backward = top[1, packing.positions[row, 1 : n + 1]].flip(0)  # after </S> wn … wk
         assert_close_to_scale(forward, expected[row, :n, :p])
         assert_close_to_scale(backward, expected[row, :n, p:])
+
+
+def test_sentence_packing_predictions_read_the_word_before():
+    """Each prediction comes from the position its direction reads just before
+    the predicted word: forwards <S> w1 … wn predict w1 … wn </S>, backwards
+    w1 … wn </S> predict <S> w1 … wn; an empty sentence predicts one boundary."""
+    index, lengths = numpy.array([2, 3, 4, 5, 6]), numpy.array([2, 0, 3])
+    packing = SentencePacking.of(index, lengths, predictions=True)
+    positions, predicted = packing.predictions
+    numpy.testing.assert_array_equal(predicted[0], [2, 3, 1, 1, 4, 5, 6, 1])
+    numpy.testing.assert_array_equal(predicted[1], [0, 2, 3, 0, 0, 4, 5, 6])
+    numpy.testing.assert_array_equal(packing.inputs[0][positions[0]], [0, 2, 3, 0, 0, 4, 5, 6])
+    numpy.testing.assert_array_equal(packing.inputs[1][positions[1]], [2, 3, 1, 1, 4, 5, 6, 1])
+    assert SentencePacking.of(index, lengths).predictions is None

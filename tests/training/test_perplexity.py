@@ -6,7 +6,7 @@ import torch
 from torch.nn import functional as F
 
 from spacy_elmo.bilm import words_to_ids
-from spacy_elmo.training import SoftmaxHead, load_model, perplexity, pretrain
+from spacy_elmo.training import PretrainConfig, SoftmaxHead, load_model, perplexity, pretrain
 
 from .conftest import write_corpus
 
@@ -95,3 +95,51 @@ def test_softmax_stored_as_float16_loads_back_as_float32(tmp_path):
     loaded = SoftmaxHead.load(tmp_path / "softmax.hdf5")
     for (name, p), (_, q) in zip(head.state_dict().items(), loaded.state_dict().items()):
         assert q.dtype == torch.float32 and torch.equal(q, p.half().float()), name
+
+
+def test_perplexity_from_words_is_that_of_character_ids(tmp_path):
+    """The word-level path `perplexity` takes (`BiLM.top_layer_indexed`) scores
+    every prediction as the character-id batches of training's dev evaluation
+    do: a word outside the vocabulary, a sentence cut at max_length and an empty
+    line included; a dropped or misplaced boundary prediction changes both the
+    counts and the values."""
+    from spacy_elmo.training.data.lm_batches import CorpusBatches
+    from spacy_elmo.training.data.prepared import PreparedCorpus
+    from spacy_elmo.training.objective.scoring import Perplexity, nll_sums
+
+    from .conftest import tiny_settings
+
+    config = PretrainConfig.from_dict(
+        tiny_settings(write_corpus(tmp_path / "train.txt", 50), corpus={"max_length": 6}, training={"max_steps": 4})
+    )
+    pretrain(config, tmp_path / "run", progress=False)
+    model_dir = tmp_path / "run" / "model"
+    text = write_corpus(tmp_path / "eval.txt", 12, seed=5)
+    long = "the cat sat on the mat and the dog ran to the big red house slowly ."  # 16 words: 3 pieces
+    with text.open("a", encoding="utf8") as f:
+        f.write(f"the zebra sat\n\n{long}\n")
+    report = perplexity(model_dir, text, tokens_per_batch=60)
+
+    lm, vocab, info = load_model(model_dir)
+    assert info["max_length"] == 6
+    sentences = [line.split() for line in text.read_text(encoding="utf8").splitlines()]
+    data = CorpusBatches(
+        PreparedCorpus.from_sentences(sentences), vocab, 6, 60, lm.bilm.options.max_characters_per_token
+    )
+    plan = data.evaluation()
+    sums = nll_sums(lm, (data.batch(b) for b in plan), torch.device("cpu"))
+    expected = Perplexity.from_sums(float(sums[0]), float(sums[1]), int(sums[2]))
+    n_predictions = sum(-(-len(s) // 6) + len(s) for s in sentences)  # each piece's words and one boundary
+    assert report.perplexity.tokens == expected.tokens == n_predictions
+    assert report.oov == 1
+    for name in ("forward", "backward", "mean"):
+        assert getattr(report.perplexity, name) == pytest.approx(getattr(expected, name), rel=1e-6), name
+    # Prediction by prediction (each batch's in another order): the same values.
+    lm.eval()
+    with torch.no_grad():
+        for b in plan:
+            by_words, by_chars = lm.log_probs_of_words(data.word_batch(b)), lm(data.batch(b))
+            assert by_words.shape == by_chars.shape
+            numpy.testing.assert_allclose(
+                by_words.sort(dim=1).values.numpy(), by_chars.sort(dim=1).values.numpy(), rtol=1e-5, atol=1e-6
+            )

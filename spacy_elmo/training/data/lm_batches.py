@@ -17,7 +17,7 @@ import numpy
 import torch
 
 from ...bilm import words_to_ids
-from ...bilm.char_ids import BOS_TOKEN, EOS_TOKEN
+from ...bilm.char_ids import BOS_TOKEN, EOS_TOKEN, words_with_boundaries
 from ...bilm.packing import TimeMajor
 from .prepared import PreparedCorpus
 from .vocab import LMVocab
@@ -50,6 +50,29 @@ class Batch:
         return Batch(self.char_ids.to(device), self.index.to(device), self.batch_sizes, self.targets.to(device))
 
 
+@dataclass
+class WordBatch:
+    """One batch of segments as words, for the biLM's word-level entry
+    (`BiLM.top_layer_indexed`, which lays out the packing and the targets).
+
+    words: the batch's distinct words, ``<S>`` and ``</S>`` first (as
+        `spacy_elmo.bilm.char_ids.words_with_boundaries` gives them);
+    index: (n_tokens,) every token's word, segment after segment;
+    lengths: (rows,) each segment's number of tokens;
+    vocab_ids: (len(words),) each word's vocabulary id, <UNK>'s when it has none.
+    """
+
+    words: List[str]
+    index: numpy.ndarray
+    lengths: numpy.ndarray
+    vocab_ids: numpy.ndarray
+
+    @property
+    def n_targets(self) -> int:
+        """Predictions per direction: the words and one sentence boundary per row."""
+        return int(self.index.shape[0] + self.lengths.shape[0])
+
+
 class CorpusBatches:
     """The batches of a prepared corpus for a vocabulary."""
 
@@ -79,6 +102,21 @@ class CorpusBatches:
         return collate(
             sentences, self.corpus.words, self.vocab_ids, self.vocab.bos_id, self.vocab.eos_id, self.max_chars
         )
+
+
+    def word_batch(self, indices: numpy.ndarray) -> WordBatch:
+        """The segments `indices` as words: the same rows as `batch` gives,
+        without character ids."""
+        starts, lengths = self.starts[indices], self.lengths[indices]
+        # Every token's position in the corpus, segment after segment.
+        ends = numpy.cumsum(lengths)
+        positions = numpy.arange(int(ends[-1]) if len(ends) else 0) + numpy.repeat(starts - (ends - lengths), lengths)
+        distinct, inverse = numpy.unique(self.corpus.tokens[positions], return_inverse=True)
+        words, where = words_with_boundaries([self.corpus.words[i] for i in distinct])
+        vocab_ids = numpy.empty(len(words), dtype=numpy.int64)
+        vocab_ids[:2] = self.vocab.bos_id, self.vocab.eos_id
+        vocab_ids[where] = self.vocab_ids[distinct]
+        return WordBatch(words, where[inverse.reshape(-1)], lengths.astype(numpy.int64), vocab_ids)
 
 
 def segments(offsets: numpy.ndarray, max_length: int) -> Tuple[numpy.ndarray, numpy.ndarray]:

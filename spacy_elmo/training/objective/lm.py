@@ -17,7 +17,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ...bilm import BiLM
-from ..data.lm_batches import Batch
+from ...device import to_device
+from ..data.lm_batches import Batch, WordBatch
 from .softmax import SoftmaxHead
 
 
@@ -37,6 +38,17 @@ class PretrainingLM(nn.Module):
         """The log-probability of every target: (2, n_targets), direction first."""
         hidden = self.top_layer(batch)
         log_probs = self.softmax.target_log_prob(hidden.reshape(-1, hidden.shape[2]), batch.targets.reshape(-1))
+        return log_probs.view(2, -1)
+
+    def log_probs_of_words(self, batch: WordBatch) -> torch.Tensor:
+        """The log-probability of every target of a batch given as words, for
+        evaluation (no dropout; the token cache serves words seen before):
+        (2, n_targets), direction first, each row's targets in the row's order
+        (`BiLM.top_layer_indexed`). The same values as `forward` over the
+        character-id `Batch` of the same rows, in another order."""
+        hidden, predicted = self.bilm.top_layer_indexed(batch.words, batch.index, batch.lengths)
+        targets = to_device(batch.vocab_ids[predicted], hidden.device)
+        log_probs = self.softmax.target_log_prob(hidden.reshape(-1, hidden.shape[2]), targets.reshape(-1))
         return log_probs.view(2, -1)
 
     def top_layer(self, batch: Batch) -> torch.Tensor:

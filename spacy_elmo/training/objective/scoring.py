@@ -11,12 +11,12 @@ for a word outside the vocabulary).
 """
 import math
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from typing import Iterable, Union
 
 import torch
 
 from ...errors import DivergedRunError, InputError
-from ..data.lm_batches import Batch
+from ..data.lm_batches import Batch, WordBatch
 from .lm import PretrainingLM
 
 
@@ -51,15 +51,23 @@ class Perplexity:
         return asdict(self)
 
 
-def nll_sums(lm: PretrainingLM, batches: Iterable[Batch], device: torch.device) -> torch.Tensor:
-    """(negative log-likelihood forward, backward, number of predictions), float64."""
+def nll_sums(lm: PretrainingLM, batches: Iterable[Union[Batch, WordBatch]], device: torch.device) -> torch.Tensor:
+    """(negative log-likelihood forward, backward, number of predictions), float64.
+
+    batches: character-id batches (moved to `device`), or batches of words
+        (`WordBatch`, scored by `PretrainingLM.log_probs_of_words` on the
+        model's own device): the same figures for the same rows.
+    """
     was_training = lm.training
     lm.eval()
     sums = torch.zeros(3, dtype=torch.float64)
     try:
         with torch.no_grad():
             for batch in batches:
-                log_probs = lm(batch.to(device)).double().cpu()
+                if isinstance(batch, WordBatch):
+                    log_probs = lm.log_probs_of_words(batch).double().cpu()
+                else:
+                    log_probs = lm(batch.to(device)).double().cpu()
                 sums[0] -= log_probs[0].sum()
                 sums[1] -= log_probs[1].sum()
                 sums[2] += log_probs.shape[1]
