@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
-from experiments.engine.run import Record, Run, changed, digest, fingerprint, write_record
+from experiments.engine.run import Run, RunRecord, changed, digest, fingerprint, write_record
 from experiments.errors import ExperimentError, run_app
 
 TRAIN_LOG = "train_log.jsonl"
@@ -239,7 +239,7 @@ def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir:
     if moved:
         raise ExperimentError(run.id, expected="the run's inputs unchanged while it trained and was scored",
                               found=f"{', '.join(moved)} changed", fix="run the study again once they are settled")
-    record = Record(
+    record = RunRecord(
         run=run.id, config=run.config, overrides=dict(run.overrides), seed=run.seed, test=run.test,
         labels=dict(run.labels), fingerprint=after,
         evaluated={"model": digest(model), "test": after["test"]}, scores=scores, counts=counts,
