@@ -17,9 +17,9 @@ Its fingerprint is everything the trained model and its scores depend on:
 
 A run is done when its record (``RECORDS/<id>.json``) exists, is a valid record, and holds the
 fingerprint of what would be trained now (``is_done``); the model itself need not be kept. A
-record is written atomically once the run has been trained and scored (``experiments.engine.execute``;
-for a model trained earlier, as the demo's ``experiments.run.train_seeds`` keeps them, by
-``experiments.run.evaluate_seeds`` through the same ``execute.score``).
+record is written atomically once the run has been trained and scored (``experiments.engine.execute``,
+for the demo's seeds through ``experiments.run.train_seeds --test``; for a model trained earlier without
+a test split, by ``experiments.run.evaluate_seeds`` through the same ``execute.score``).
 """
 import hashlib
 import json
@@ -244,10 +244,18 @@ def stored_record(records: Path, run: Run) -> Optional[RunRecord]:
     return record if record.run == run.id else None
 
 
+def not_done_because(run: Run, records: Path) -> List[str]:
+    """Why ``run`` is not done: nothing when its record holds the fingerprint of what would be trained
+    now; else that there is no record, or the parts of the fingerprint that changed."""
+    record = stored_record(records, run)
+    if record is None:
+        return [f"no record {record_path(records, run.id)}"]
+    return changed(record.fingerprint, fingerprint(run))
+
+
 def is_done(run: Run, records: Path) -> bool:
     """The one done-check: the run's record exists and holds the fingerprint of what would be trained now."""
-    record = stored_record(records, run)
-    return record is not None and not changed(record.fingerprint, fingerprint(run))
+    return not not_done_because(run, records)
 
 
 def write_record(records: Path, record: RunRecord) -> Path:

@@ -9,7 +9,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from experiments.engine.execute import execute
+from experiments.engine.execute import execute, scratch
 from experiments.engine.run import RunRecord, is_done, record_path
 from experiments.errors import ExperimentError
 from experiments.report import cv as report
@@ -106,7 +106,7 @@ def test_a_trained_run_is_done_until_its_fold_assignment_changes(tiny, tmp_path)
     record = RunRecord.model_validate_json(record_path(records, run.id).read_text(encoding="utf-8"))
     assert set(record.counts) == {"tp", "fp", "fn"} and record.counts["tp"] + record.counts["fn"] == 2 * 6
     assert record.scores["ents_f"] == pytest.approx(report.metrics_of(record.counts)["f1"] / 100, rel=1e-12)
-    assert not (tmp_path / "work" / f"{run.id}.partial").exists()
+    assert not scratch(tmp_path / "work", run.id, "partial").exists() and not (tmp_path / "work" / run.id).exists()
     assert is_done(run, records)
     # Another assignment: two tweets of folds 0 and 2 swap places.
     path = cv.folds_path(tiny, "ner")

@@ -6,7 +6,7 @@ import pytest
 from spacy.util import load_config
 
 from experiments.run import train_seeds as train_seeds_module
-from experiments.run.fingerprint import FINGERPRINT_FILE, changed, read_fingerprint, run_fingerprint
+from experiments.engine.run import changed, config_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "ner_elmo.cfg"
@@ -38,6 +38,10 @@ def inputs(tmp_path: Path) -> dict:
     (bilm / "weights.hdf5").write_bytes(b"weights v1")
     return {"paths.train": str(tmp_path / "train.spacy"), "paths.dev": str(tmp_path / "dev.spacy"),
             "paths.elmo": str(bilm)}
+
+
+def run_fingerprint(config: Path, settings: dict) -> dict:
+    return config_fingerprint(str(config), settings)
 
 
 def max_steps_of(run_dir: Path) -> int:
@@ -82,10 +86,10 @@ def test_a_run_without_a_fingerprint_is_not_trusted(tmp_path, fake_train):
     overrides = {**inputs(tmp_path), "training.max_steps": 5}
     out = tmp_path / "runs"
     train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
-    (out / "seed0" / FINGERPRINT_FILE).unlink()  # as a run of an older version left it
+    (out / "seed0" / train_seeds_module.TRAINING_FINGERPRINT).unlink()  # as a run of an older version left it
     train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
     assert len(fake_train) == 2
-    assert read_fingerprint(out / "seed0") == run_fingerprint(CONFIG, {**overrides, "system.seed": 0})
+    assert train_seeds_module.stored_training_fingerprint(out / "seed0") == run_fingerprint(CONFIG, {**overrides, "system.seed": 0})
 
 
 def test_the_fingerprint_sees_a_changed_default_inside_the_config(tmp_path):
@@ -172,7 +176,6 @@ def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path,
     """The score of a model whose training data changed after train_seeds trained it would be stale."""
     from experiments.errors import ExperimentError
     from experiments.run import evaluate_seeds
-    from experiments.run.fingerprint import write_fingerprint
     from tests.experiments.test_full_plan import fake_scoring
 
     scored = fake_scoring(monkeypatch)
@@ -182,7 +185,8 @@ def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path,
     model.mkdir(parents=True)
     config = tmp_path / "ner.cfg"
     config.write_text(f"[paths]\ntrain = \"{tmp_path / 'train.spacy'}\"\n\n[system]\nseed = 0\n")
-    write_fingerprint(model.parent, run_fingerprint(config, {"system.seed": 0}))
+    (model.parent / train_seeds_module.TRAINING_FINGERPRINT).write_text(
+        json.dumps(run_fingerprint(config, {"system.seed": 0})))
     (model / "config.cfg").write_text(config.read_text())
     evaluate_seeds.evaluate_runs(tmp_path / "test.spacy", tmp_path / "metrics", [model.parent.parent])
     assert len(scored) == 1
