@@ -12,8 +12,10 @@ with its overrides, every file or folder it reads, the versions; and with ``--te
 With ``--test`` the seed is the whole engine run: trained, scored on TEST and recorded by
 ``experiments.engine.execute.execute``, its model kept. The record, OUTPUT_DIR/seed{N}.json (the
 engine's RECORDS/<id>.json, RECORDS being the folder that holds OUTPUT_DIR), is what the engine's one
-done-check reads (``is_done``): a seed is skipped exactly when it holds the fingerprint of what would
-be trained now, and ``evaluate_seeds`` serves its scores without scoring the model again.
+done-check reads (``is_done``): a seed is skipped when its model is in place and its record holds the
+fingerprint of what would be trained now; a model that is current without such a record (trained
+before without ``--test``, or scored on another test split) is scored (``execute.score``), not
+trained again. ``evaluate_seeds`` serves a recorded seed's scores without scoring the model again.
 
 Without ``--test`` (train now, score later with ``experiments.run.evaluate_seeds``) the seed is the
 training half of that run: no test split, so no record; its training fingerprint is kept instead as
@@ -34,8 +36,8 @@ from weasel.util import parse_config_overrides
 
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 
-from experiments.engine.execute import execute, scratch, swap_into_place, train_into
-from experiments.engine.run import Run, changed, config_fingerprint, not_done_because, read_record, record_path
+from experiments.engine.execute import execute, score, scratch, swap_into_place, train_into
+from experiments.engine.run import Run, changed, config_fingerprint, fingerprint, not_done_because, read_record
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
 from experiments.records import parse_seeds
@@ -105,22 +107,29 @@ def explain(why: List[str]) -> str:
 
 def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dict, gpu_id: int = -1,
                 test: Optional[Path] = None) -> None:
-    """Each seed not done: trained (and with ``test`` scored and recorded) as an engine run."""
+    """Each seed not done: trained (and with ``test`` scored and recorded) as an engine run. With ``test``,
+    a seed whose kept model is current but whose record is not (none yet, or another test split) is
+    scored again, not trained again."""
     work = output_dir.parent  # the engine's WORK and RECORDS: the run <name>/seed{N} lands in OUTPUT_DIR/seed{N}
     for seed in seeds:
         run = seed_run(config, output_dir, seed, overrides, test)
         final = work / run.id
-        why = not_done_because(run, work) if test is not None else not_trained_because(run, work)
-        if not why:
-            done = f"{record_path(work, run.id)} holds" if test is not None else f"{final} was trained from"
-            print(f"seed {seed}: {done} the same config, data and biLM, skipped")
-            continue
-        if (final / "model-best").exists():
-            print(f"seed {seed}: {final} is stale ({explain(why)}), training it again")
-        if test is not None:
-            execute(run, work, work, keep_model=True, gpu_id=gpu_id)
+        untrained = not_trained_because(run, work)
+        unscored = not_done_because(run, work) if test is not None else []
+        if not untrained and not unscored:
+            print(f"seed {seed}: {final} was trained from the same config, data and biLM"
+                  f"{' and its record holds its scores on this test split' if test is not None else ''}, skipped")
+        elif not untrained:
+            print(f"seed {seed}: {final} was trained from the same config, data and biLM, scoring it "
+                  f"({explain(unscored)})", flush=True)
+            score(run, final / "model-best", work, fingerprint(run), final)
         else:
-            train_only(run, work, gpu_id)
+            if (final / "model-best").exists():
+                print(f"seed {seed}: {final} is stale ({explain(untrained)}), training it again", flush=True)
+            if test is not None:
+                execute(run, work, work, keep_model=True, gpu_id=gpu_id)
+            else:
+                train_only(run, work, gpu_id)
 
 
 def main(

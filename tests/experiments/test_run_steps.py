@@ -233,11 +233,31 @@ def test_with_a_test_split_each_seed_is_an_engine_run_skipped_exactly_while_its_
     (tmp_path / "train.spacy").write_bytes(b"train v2")
     train([0])
     assert len(fake_train) == 4 and "reads paths.train" in capsys.readouterr().out
-    test.write_bytes(b"test v2")
+    test.write_bytes(b"test v2")  # another test split: the kept model is scored again, not trained again
     train([0])
-    assert len(fake_train) == 5 and "(test changed)" in capsys.readouterr().out
-    train()  # seed 1: config, data and test changed since
-    assert len(fake_train) == 6 and done() == [True, True]
+    assert len(fake_train) == 4 and len(scored) == 5 and "scoring it (test changed)" in capsys.readouterr().out
+    train()  # seed 1: config and data changed since
+    assert len(fake_train) == 5 and done() == [True, True]
+    train()
+    assert len(fake_train) == 5 and len(scored) == 6
+
+
+def test_with_a_test_split_a_current_model_trained_without_one_is_scored_not_trained_again(tmp_path, fake_train,
+                                                                                           monkeypatch, capsys):
+    from tests.experiments.test_full_plan import fake_scoring
+
+    scored = fake_scoring(monkeypatch)
+    overrides = {**inputs(tmp_path), "training.max_steps": 5}
+    test = tmp_path / "test.spacy"
+    test.write_bytes(b"test")
+    out = tmp_path / "training" / "ner_elmo"
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    assert (out / "seed0" / "model-best").is_dir() and not (out / "seed0.json").exists() and scored == []
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides, test=test)
+    assert len(fake_train) == 1 and len(scored) == 1 and (out / "seed0.json").is_file()
+    assert "scoring it (no record" in capsys.readouterr().out
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides, test=test)
+    assert len(fake_train) == 1 and len(scored) == 1
 
 
 def test_a_seed_scored_when_it_was_trained_is_not_scored_again_by_evaluate_seeds(tmp_path, fake_train, monkeypatch):
