@@ -76,10 +76,10 @@ def stored_training_fingerprint(seed_dir: Path) -> Optional[Dict[str, str]]:
         pass
     record = seed_dir.parent / f"{seed_dir.name}.json"
     try:
-        fingerprint = read_record(record).fingerprint
+        recorded = read_record(record).fingerprint
     except ExperimentError:
         return None
-    return {key: value for key, value in fingerprint.items() if not key.startswith(SCORING_PARTS)}
+    return {key: value for key, value in recorded.items() if not key.startswith(SCORING_PARTS)}
 
 
 def not_trained_because(run: Run, work: Path) -> List[str]:
@@ -92,10 +92,10 @@ def not_trained_because(run: Run, work: Path) -> List[str]:
 
 def train_only(run: Run, work: Path, gpu_id: int = -1) -> None:
     """Train ``run`` into WORK/<id> (the engine's trainer and swap), its training fingerprint kept there."""
-    fingerprint = training_fingerprint(run)
+    before = training_fingerprint(run)
     partial = scratch(work, run.id, "partial")
     train_into(Path(run.config), run.settings, partial, gpu_id)
-    write_atomic(partial / TRAINING_FINGERPRINT, json.dumps(fingerprint, indent=1, sort_keys=True) + "\n")
+    write_atomic(partial / TRAINING_FINGERPRINT, json.dumps(before, indent=1, sort_keys=True) + "\n")
     swap_into_place(partial, work / run.id, scratch(work, run.id, "stale"))
 
 
