@@ -9,7 +9,7 @@ Two kinds of file hold a study's results:
 * a **record**, ``RECORD.json`` (``experiments.report.paired --json``): the score's name,
   the reference run, and per run its mean, std and number of seeds, each seed's score in
   percent (``by_seed``) and, for every run but the reference, its comparison with the
-  reference (`Record`, `RunRecord`, `Comparison`); `read_record` and `write_record`.
+  reference (`ComparisonRecord`, `RunSummary`, `Comparison`); `read_comparison` and `write_comparison`.
 
 Every reader checks the file against the schema and raises
 ``experiments.errors.ExperimentError`` naming the file, what was expected and what was found
@@ -66,7 +66,7 @@ class Comparison(BaseModel):
     pairs: Optional[int] = Field(None, ge=0)
 
 
-class RunRecord(BaseModel):
+class RunSummary(BaseModel):
     """One run of a record: mean ± std of its seeds' scores (percent) and each seed's score."""
 
     model_config = ConfigDict(extra="forbid")
@@ -78,7 +78,7 @@ class RunRecord(BaseModel):
     against_first: Optional[Comparison] = None
 
     @model_validator(mode="after")
-    def _agrees_with_its_seeds(self) -> "RunRecord":
+    def _agrees_with_its_seeds(self) -> "RunSummary":
         mean = statistics.fmean(self.by_seed.values())
         if self.n != len(self.by_seed) or abs(self.mean - mean) > MEAN_TOLERANCE * max(1.0, abs(mean)):
             raise ValueError(f"n = {self.n} and mean = {self.mean} do not match by_seed ({len(self.by_seed)} seeds, "
@@ -86,14 +86,14 @@ class RunRecord(BaseModel):
         return self
 
 
-class Record(BaseModel):
+class ComparisonRecord(BaseModel):
     """A RECORD.json: the score, the reference run and every run compared with it."""
 
     model_config = ConfigDict(extra="forbid")
 
     key: str = Field(min_length=1)
     reference: str
-    runs: Dict[str, RunRecord] = Field(min_length=1)
+    runs: Dict[str, RunSummary] = Field(min_length=1)
 
 
 def _describe(value: Any) -> str:
@@ -135,23 +135,23 @@ def read_seed_score(path: Union[str, Path], key: str) -> float:
         ) from None
 
 
-def read_record(path: Union[str, Path]) -> Record:
-    """A RECORD.json checked against `Record`."""
+def read_comparison(path: Union[str, Path]) -> ComparisonRecord:
+    """A RECORD.json checked against `ComparisonRecord`."""
     what = "a record written by `experiments.report.paired --json`"
     content = read_json(Path(path), what)
     try:
-        return Record.model_validate(content)
+        return ComparisonRecord.model_validate(content)
     except ValidationError as err:
         raise ExperimentError(path, expected=what, found=_first_error(err)) from None
 
 
-def write_record(path: Union[str, Path], record: Union[Record, Dict[str, Any]]) -> None:
-    """Write a record atomically (checked against `Record` first); a folder in its place is refused."""
+def write_comparison(path: Union[str, Path], record: Union[ComparisonRecord, Dict[str, Any]]) -> None:
+    """Write a record atomically (checked against `ComparisonRecord` first); a folder in its place is refused."""
     path = Path(path)
     if path.is_dir():
         raise ExperimentError(path, expected="a file name for the record", found="a folder",
                               fix="name a .json file (e.g. FOLDER/record.json)")
-    record = Record.model_validate(record) if not isinstance(record, Record) else record
+    record = ComparisonRecord.model_validate(record) if not isinstance(record, ComparisonRecord) else record
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:

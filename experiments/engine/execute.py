@@ -2,13 +2,16 @@
 
     python -m experiments.engine.execute RECORDS WORK --run '{"id": ..., "config": ..., ...}' [--keep-model]
 
-The run trains in ``WORK/<id>.partial`` (spaCy's progress table in this process's output; the dev
-curve also in the folder's ``train_log.jsonl``), its model-best is scored on the test split, and the
-record goes to ``RECORDS/<id>.json`` (atomically). Then the folder is removed, or with
-``--keep-model`` swapped into ``WORK/<id>``. The fingerprint is taken before training and again
+The run trains in ``WORK/<id's folder>/.<id's name>.partial`` (``scratch``: hidden, so that a
+reader of ``seed*/model-best`` never finds a half-trained run; spaCy's progress table in this process's
+output, the dev curve also in the folder's ``train_log.jsonl``), its model-best is scored on the test
+split, and the record goes to ``RECORDS/<id>.json`` (atomically). Then the folder is removed; with
+``--keep-model`` it is swapped into ``WORK/<id>`` first and scored there, so a record is never written
+before the model it describes is in place. The fingerprint is taken before training and again
 after scoring: an input that changed meanwhile leaves no record (the run is trained again).
 
-Training runs in this process (on one torch thread), so that pausing the study's processes
+Training runs in this process (the command's on one torch thread: a plan runs many; `execute`
+called from another program keeps its threads), so that pausing the study's processes
 (``pkill -STOP -f 'experiments\\.'``) pauses the training too.
 """
 import datetime
@@ -21,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
-from experiments.engine.run import Record, Run, changed, digest, fingerprint, write_record
+from experiments.engine.run import Run, RunRecord, changed, digest, fingerprint, write_record
 from experiments.errors import ExperimentError, run_app
 
 TRAIN_LOG = "train_log.jsonl"
@@ -213,6 +216,13 @@ def train_into(config: Path, settings: Dict[str, Any], partial: Path, gpu_id: in
     return (time.time() - started) / 60
 
 
+def scratch(work: Path, run_id: str, what: str) -> Path:
+    """``WORK/<id's folder>/.<id's name>.<what>``: where run ``run_id`` trains (``partial``) or its earlier
+    model waits to be removed (``stale``), beside its final place and hidden from a glob of ``seed*``."""
+    final = Path(work) / run_id
+    return final.parent / f".{final.name}.{what}"
+
+
 def swap_into_place(partial: Path, final: Path, stale: Path) -> None:
     """Move a finished training from ``partial`` to ``final``; a folder already there goes to ``stale``
     first and is removed last, so ``final`` is never half written."""
@@ -239,7 +249,7 @@ def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir:
     if moved:
         raise ExperimentError(run.id, expected="the run's inputs unchanged while it trained and was scored",
                               found=f"{', '.join(moved)} changed", fix="run the study again once they are settled")
-    record = Record(
+    record = RunRecord(
         run=run.id, config=run.config, overrides=dict(run.overrides), seed=run.seed, test=run.test,
         labels=dict(run.labels), fingerprint=after,
         evaluated={"model": digest(model), "test": after["test"]}, scores=scores, counts=counts,
@@ -252,18 +262,16 @@ def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir:
 
 def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_id: int = -1) -> Path:
     """Train, score and record ``run``; returns the record's path."""
-    import torch
-
-    torch.set_num_threads(1)
     before = fingerprint(run)
-    partial = work / f"{run.id}.partial"
+    partial = scratch(work, run.id, "partial")
     print(f"{run.id}: training {run.config} (seed {run.seed}) in {partial}", flush=True)
     minutes = train_into(Path(run.config), run.settings, partial, gpu_id)
     print(f"{run.id}: trained in {minutes:.1f} min", flush=True)
-    path = score(run, partial / "model-best", records, before, partial, round(minutes, 2))
-    if keep_model:
-        swap_into_place(partial, work / run.id, work / f"{run.id}.stale")
+    if keep_model:  # in its place before its record: a record never vouches for a model not yet there
+        swap_into_place(partial, work / run.id, scratch(work, run.id, "stale"))
+        path = score(run, work / run.id / "model-best", records, before, work / run.id, round(minutes, 2))
     else:
+        path = score(run, partial / "model-best", records, before, partial, round(minutes, 2))
         shutil.rmtree(partial, ignore_errors=True)
     print(f"{run.id}: {path}", flush=True)
     return path
@@ -276,6 +284,9 @@ def main(
     keep_model: bool = typer.Option(False, "--keep-model", help="Keep the trained pipeline in WORK/<id>"),
     gpu_id: int = typer.Option(-1, "--gpu-id", help="GPU id to train on, or -1 for the CPU"),
 ) -> None:
+    import torch
+
+    torch.set_num_threads(1)  # a job of a plan: one of many processes, one thread each
     execute(Run.from_json(run), records, work, keep_model, gpu_id)
 
 

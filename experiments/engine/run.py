@@ -17,9 +17,9 @@ Its fingerprint is everything the trained model and its scores depend on:
 
 A run is done when its record (``RECORDS/<id>.json``) exists, is a valid record, and holds the
 fingerprint of what would be trained now (``is_done``); the model itself need not be kept. A
-record is written atomically once the run has been trained and scored (``experiments.engine.execute``;
-for a model trained earlier, as the demo's ``experiments.run.train_seeds`` keeps them, by
-``experiments.run.evaluate_seeds`` through the same ``execute.score``).
+record is written atomically once the run has been trained and scored (``experiments.engine.execute``,
+for the demo's seeds through ``experiments.run.train_seeds --test``; for a model trained earlier without
+a test split, by ``experiments.run.evaluate_seeds`` through the same ``execute.score``).
 """
 import hashlib
 import json
@@ -177,7 +177,7 @@ def changed(stored: Optional[Mapping[str, str]], current: Mapping[str, str]) -> 
     return [key for key in sorted(set(stored) | set(current)) if stored.get(key) != current.get(key)]
 
 
-class Record(BaseModel):
+class RunRecord(BaseModel):
     """What a finished run leaves: its scores and what they were computed from."""
     run: str
     config: str
@@ -216,7 +216,7 @@ def record_path(records: Path, run_id: str) -> Path:
     return Path(records) / f"{run_id}{RECORD_SUFFIX}"
 
 
-def read_record(path: Path) -> Record:
+def read_record(path: Path) -> RunRecord:
     """A record, validated; `ExperimentError` naming the file for anything else."""
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -224,7 +224,7 @@ def read_record(path: Path) -> Record:
         raise ExperimentError(path, expected="a run record (UTF-8 JSON)", found=f"{type(err).__name__}: {err}",
                               fix="run the study again: a run without a readable record is trained again") from None
     try:
-        return Record.model_validate_json(text)
+        return RunRecord.model_validate_json(text)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(map(str, first["loc"])) or "the file"
@@ -232,7 +232,7 @@ def read_record(path: Path) -> Record:
                               fix="remove it and run the study again") from None
 
 
-def stored_record(records: Path, run: Run) -> Optional[Record]:
+def stored_record(records: Path, run: Run) -> Optional[RunRecord]:
     """The run's record, or None when there is none or it is not a valid record of this run."""
     path = record_path(records, run.id)
     if not path.exists():
@@ -244,13 +244,21 @@ def stored_record(records: Path, run: Run) -> Optional[Record]:
     return record if record.run == run.id else None
 
 
+def not_done_because(run: Run, records: Path) -> List[str]:
+    """Why ``run`` is not done: nothing when its record holds the fingerprint of what would be trained
+    now; else that there is no record, or the parts of the fingerprint that changed."""
+    record = stored_record(records, run)
+    if record is None:
+        return [f"no record {record_path(records, run.id)}"]
+    return changed(record.fingerprint, fingerprint(run))
+
+
 def is_done(run: Run, records: Path) -> bool:
     """The one done-check: the run's record exists and holds the fingerprint of what would be trained now."""
-    record = stored_record(records, run)
-    return record is not None and not changed(record.fingerprint, fingerprint(run))
+    return not not_done_because(run, records)
 
 
-def write_record(records: Path, record: Record) -> Path:
+def write_record(records: Path, record: RunRecord) -> Path:
     path = record_path(records, record.run)
     write_atomic(path, record.model_dump_json(indent=1) + "\n")
     return path

@@ -15,7 +15,7 @@ from typing import List
 
 import typer
 
-from experiments.engine.run import Record, read_record, record_path
+from experiments.engine.run import RunRecord, read_record, record_path
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
 
@@ -29,7 +29,7 @@ def view_path(metrics: Path, run_id: str) -> Path:
     return Path(metrics, *parts[:-1], f"{parts[-1]}.json")
 
 
-def view_of(record: Record) -> str:
+def view_of(record: RunRecord) -> str:
     return json.dumps({**record.scores, "evaluated": record.evaluated, "run": record.run}, indent=2) + "\n"
 
 

@@ -43,7 +43,7 @@ def collect(metrics_dir: Path):
     docs: Dict = defaultdict(dict)
     for path in sorted(metrics_dir.glob("*/*/f*_seed*.json")):
         record = json.loads(path.read_text())
-        if "labels" in record:  # an engine record (experiments.engine.run.Record)
+        if "labels" in record:  # an engine record (experiments.engine.run.RunRecord)
             labels = record["labels"]
             task, variant, share, seed = labels["task"], labels["variant"], float(labels["share"]), int(labels["seed"])
             train_docs = record["sizes"]["train"]

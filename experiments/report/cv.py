@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from experiments.engine.run import Record, Run, read_record, record_path
+from experiments.engine.run import Run, RunRecord, read_record, record_path
 from experiments.files import write_atomic
 
 BOOTSTRAP = 10_000
@@ -54,7 +54,7 @@ def metrics_of(counts: Dict[str, Any]) -> Dict[str, float]:
     return {"f1": _f1(counts["tp"], counts["fp"], counts["fn"])}
 
 
-def sum_counts(records: Sequence[Record]) -> Dict[str, Any]:
+def sum_counts(records: Sequence[RunRecord]) -> Dict[str, Any]:
     first = records[0].counts
     if "confusion" in first:
         labels = first["labels"]
@@ -86,7 +86,7 @@ def sign_flip_p(differences: Sequence[float], flips: int = FLIPS, seed: int = SE
     return p, math.sqrt(p * (1 - p) / flips)
 
 
-def compare(a: Sequence[Record], b: Sequence[Record], metric: str, draws: int = BOOTSTRAP,
+def compare(a: Sequence[RunRecord], b: Sequence[RunRecord], metric: str, draws: int = BOOTSTRAP,
             seed: int = SEED) -> Dict[str, Any]:
     """A → B over paired runs (``a[i]`` and ``b[i]`` share fold and seed)."""
     pooled_a, pooled_b = metrics_of(sum_counts(a))[metric], metrics_of(sum_counts(b))[metric]
@@ -109,7 +109,7 @@ def compare(a: Sequence[Record], b: Sequence[Record], metric: str, draws: int = 
     }
 
 
-def read_arm(runs: Sequence[Run], records: Path) -> Dict[Tuple[str, str], Record]:
+def read_arm(runs: Sequence[Run], records: Path) -> Dict[Tuple[str, str], RunRecord]:
     """{(fold, seed): record} of the planned runs whose records exist."""
     found = {}
     for run in runs:

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Union
 import typer
 
 from experiments.errors import ExperimentError, run_app
-from experiments.records import read_record, read_seed_score, write_record
+from experiments.records import read_comparison, read_seed_score, write_comparison
 from experiments.report.comparison import format_p, gains, mean_std
 
 
@@ -43,7 +43,7 @@ def recorded_scores(source: str, key: str) -> Dict[str, float]:
     if not path.is_file():
         raise ExperimentError(source, expected="RECORD.json:RUN with RECORD.json a record written by --json",
                               found=f"no file {path}")
-    record = read_record(path)
+    record = read_comparison(path)
     if record.key != key:
         raise ExperimentError(path, expected=f"a record of the score '{key}'", found=f"a record of '{record.key}'",
                               fix=f"name a record of '{key}'")
@@ -83,7 +83,7 @@ def main(
                      f"{format_p(gain)} ({gain['pairs']} pairs)")
         typer.echo(line)
     if json_path is not None:
-        write_record(json_path, {"key": key, "reference": first, "runs": rows})
+        write_comparison(json_path, {"key": key, "reference": first, "runs": rows})
         typer.echo(f"wrote {json_path}")
 
 

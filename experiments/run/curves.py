@@ -33,7 +33,6 @@ from experiments.engine import run as engine
 from experiments.engine.plan import importable
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
-from experiments.run.fingerprint import file_digest
 from experiments.run.jobs import Job, run_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +114,7 @@ def subset_path(corpus: Path, task: str, share: float, seed: int) -> Path:
                               fix="convert the tasks first (`python -m spacy project run convert-curves`)")
     if share == 1.0:
         return train
-    path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}_{file_digest(train)[:12]}.spacy"
+    path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}_{engine.digest(train)[:12]}.spacy"
     if not path.exists():
         from spacy.tokens import DocBin
 

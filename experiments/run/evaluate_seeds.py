@@ -13,7 +13,9 @@ spaCy's scores with the counts they come from and, for text classification, ``ca
 A model trained again, a test split converted again, or data or a biLM changed since the model was
 trained makes the seed not done, and it is scored again; an unchanged seed is kept. A model whose
 inputs changed after it was trained (the fingerprint ``train_seeds`` stored beside it no longer
-matches what its config reads) is refused rather than scored: its score would be stale.
+matches what its config reads) is refused rather than scored: its score would be stale. A seed
+``train_seeds --test`` already scored on TEST (its record beside the seed's folder holds the digests of
+this model and this test split) is recorded from that record, not scored again.
 
 METRICS_DIR/<run name>/seed{N}.json, which the reports read, is a view of the record
 (``experiments.engine.views``): its scores, ``evaluated`` (the digests of the model and test split)
@@ -24,16 +26,18 @@ model runs its biLM over the whole test split.)
 """
 import json
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import typer
 
 from experiments.engine.execute import score
-from experiments.engine.run import Run, config_fingerprint, fingerprint, is_done, stored_record
+from experiments.engine.run import (
+    Run, RunRecord, config_fingerprint, digest, fingerprint, is_done, read_record, stored_record, write_record,
+)
 from experiments.engine.views import view_of, view_path
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
-from experiments.run.fingerprint import read_fingerprint
+from experiments.run.train_seeds import stored_training_fingerprint
 
 RUN = "run"
 FOLDER = "folder"  # the run folder, among a record's labels
@@ -71,7 +75,7 @@ def seed_run(model_dir: Path, test_path: Path) -> Run:
 def check_current(run: Run, model_dir: Path) -> None:
     """Refuse a model trained from data, a biLM or versions that changed since: the fingerprint
     ``train_seeds`` stored beside it against what the config the model was trained from reads now."""
-    stored = read_fingerprint(model_dir.parent)
+    stored = stored_training_fingerprint(model_dir.parent)
     if stored is None:
         return
     now = config_fingerprint(run.config, run.settings, run.id)
@@ -81,6 +85,20 @@ def check_current(run: Run, model_dir: Path) -> None:
         raise ExperimentError(model_dir, expected="a model trained from the data, biLM and versions there are now",
                               found=f"{', '.join(stale)} changed since it was trained",
                               fix="train it again with experiments.run.train_seeds (same command), then score it")
+
+
+def scored_when_trained(run: Run, model_dir: Path) -> Optional[RunRecord]:
+    """The record ``train_seeds --test`` left beside RUN_DIR/seed{N} when it scored this very model on
+    this very test split (the digests it holds of both are theirs now), as the record of ``run``; else None."""
+    seed_dir = model_dir.parent
+    try:
+        trained = read_record(seed_dir.parent / f"{seed_dir.name}.json")
+    except ExperimentError:
+        return None
+    if trained.evaluated != {"model": digest(model_dir), "test": digest(Path(run.test))}:
+        return None
+    return trained.model_copy(update={"run": run.id, "config": run.config, "overrides": {}, "test": run.test,
+                                      "labels": dict(run.labels), "fingerprint": fingerprint(run)})
 
 
 def check_names(metrics_dir: Path, run_dirs: List[Path]) -> None:
@@ -124,6 +142,9 @@ def evaluate_runs(test_path: Path, metrics_dir: Path, run_dirs: List[Path]) -> N
                                       fix="score this run into another METRICS_DIR, or remove its record")
             if is_done(run, records):
                 print(f"{model}: its record holds its scores on this test split, kept")
+            elif (scored := scored_when_trained(run, model)) is not None:
+                print(f"{model}: scored on this test split when it was trained, its record kept")
+                write_record(records, scored)
             else:
                 score(run, model, records, fingerprint(run), model.parent)
             print(f"{model} -> {write_view(metrics_dir, run)}")

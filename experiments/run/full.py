@@ -287,9 +287,8 @@ def tuning_outputs(e: Experiment, task: str) -> List[str]:
 
 
 def _digests(paths: Sequence[str]) -> Dict[str, Optional[str]]:
-    from experiments.run.fingerprint import file_digest
 
-    return {path: file_digest(Path(path)) if Path(path).exists() else None for path in paths}
+    return {path: engine.digest(Path(path)) if Path(path).exists() else None for path in paths}
 
 
 def tuning_record(e: Experiment, task: str) -> Dict[str, object]:

@@ -1,34 +1,50 @@
-"""Train one spaCy config once per seed: OUTPUT_DIR/seed{N}/model-best (the demo workflow's runs).
+"""Train one spaCy config once per seed, each seed a run of the studies' engine (the demo workflow's runs).
 
 Usage: python -m experiments.run.train_seeds CONFIG OUTPUT_DIR --seeds "0 1 2"
-    [--gpu-id -1] [-- --paths.train ... any spacy train override]
+    [--gpu-id -1] [--test TEST.spacy] [--paths.train ... any spacy train override]
 
-The training half of an engine run (``experiments.engine``), for a workflow that trains now and
-scores later (``experiments.run.evaluate_seeds``, which makes each seed an engine run and records it
-under the engine's one done-check). Each seed is trained by the engine's trainer
-(``experiments.engine.execute.train_into``: a temporary folder beside its final place, the dev curve
-OUTPUT_DIR/seed{N}/train_log.jsonl kept by spaCy's console logger) and swapped into place when it
-ends (``swap_into_place``). Beside model-best goes the engine's fingerprint of the training
-(``experiments.run.fingerprint``: the config with its overrides, every file it reads, the versions).
+Seed N is the engine run ``<OUTPUT_DIR's name>/seed{N}`` (``seed_run``: CONFIG with the overrides and
+the seed), trained by the engine's trainer into a hidden folder beside its place
+(``experiments.engine.execute``) and swapped into OUTPUT_DIR/seed{N} when it ends: model-best, and the
+dev curve in train_log.jsonl (spaCy's console logger). Its fingerprint is the engine's (the config
+with its overrides, every file or folder it reads, the versions; and with ``--test`` the test split).
 
-A seed whose model-best exists is skipped only when that fingerprint equals what would be trained
-now; otherwise it is trained again, and the message names what changed. So an interrupted run
-resumes where it stopped, and a changed setting, data split or biLM never leaves a stale model in
-place; ``evaluate_seeds`` refuses to score a model whose stored fingerprint no longer matches what
-its config reads. The logger is not part of the fingerprint: it does not change what is trained.
+With ``--test`` the seed is the whole engine run: trained, scored on TEST and recorded by
+``experiments.engine.execute.execute``, its model kept. The record, OUTPUT_DIR/seed{N}.json (the
+engine's RECORDS/<id>.json, RECORDS being the folder that holds OUTPUT_DIR), is what the engine's one
+done-check reads (``is_done``): a seed is skipped when its model is in place and its record holds the
+fingerprint of what would be trained now; a model that is current without such a record (trained
+before without ``--test``, or scored on another test split) is scored (``execute.score``), not
+trained again. ``evaluate_seeds`` serves a recorded seed's scores without scoring the model again.
+
+Without ``--test`` (train now, score later with ``experiments.run.evaluate_seeds``) the seed is the
+training half of that run: no test split, so no record; its training fingerprint is kept instead as
+OUTPUT_DIR/seed{N}/fingerprint.json, and the seed is skipped when that (or the training part of a
+record ``--test`` left) equals what would be trained now.
+
+Either way a changed setting, data split or biLM trains the seed again, and the message names what
+changed; an interrupted run resumes where it stopped, and the seed's folder is never half written.
+``evaluate_seeds`` refuses to score a model whose training fingerprint no longer matches what its
+config reads. The logger is not part of the fingerprint: it does not change what is trained.
 """
+import json
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Optional
 
 import typer
 from weasel.util import parse_config_overrides
 
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 
-from experiments.engine.execute import swap_into_place, train_into
-from experiments.errors import run_app
+from experiments.engine.execute import execute, score, scratch, swap_into_place, train_into
+from experiments.engine.run import Run, changed, config_fingerprint, fingerprint, not_done_because, read_record
+from experiments.errors import ExperimentError, run_app
+from experiments.files import write_atomic
 from experiments.records import parse_seeds
-from experiments.run.fingerprint import changed, read_fingerprint, run_fingerprint, write_fingerprint
+
+TRAINING_FINGERPRINT = "fingerprint.json"
+# The parts of an engine run's fingerprint that are not its training's (experiments.engine.run.fingerprint).
+SCORING_PARTS = ("test", "input ")
 
 
 def overrides_from_args(args: List[str]) -> dict:
@@ -36,32 +52,84 @@ def overrides_from_args(args: List[str]) -> dict:
     return parse_config_overrides(args, env_var=CONFIG_OVERRIDES_ENV)
 
 
-def seed_overrides(overrides: dict, seed: int) -> dict:
-    return {**overrides, "system.seed": seed}
+def seed_run(config: Path, output_dir: Path, seed: int, overrides: Dict[str, object],
+             test: Optional[Path] = None) -> Run:
+    """Seed ``seed`` of OUTPUT_DIR as the engine run ``<OUTPUT_DIR's name>/seed{N}`` (scored on ``test``;
+    without one the run can only be trained, not scored)."""
+    return Run(id=f"{output_dir.name}/seed{seed}", config=str(config), overrides=tuple(overrides.items()), seed=seed,
+               test=str(test) if test is not None else "")
 
 
-def is_trained(config: Path, output_dir: Path, seed: int, overrides: dict) -> bool:
-    """True when the seed's model-best exists and was trained from what would be trained now."""
-    final = output_dir / f"seed{seed}"
-    return (final / "model-best").exists() and not changed(
-        read_fingerprint(final), run_fingerprint(config, seed_overrides(overrides, seed))
-    )
+def training_fingerprint(run: Run) -> Dict[str, str]:
+    """The fingerprint of the run's training alone: its config, overrides, seed, what they read, the versions."""
+    return config_fingerprint(run.config, run.settings, run.id)
 
 
-def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dict, gpu_id: int = -1) -> None:
+def stored_training_fingerprint(seed_dir: Path) -> Optional[Dict[str, str]]:
+    """The training fingerprint kept with OUTPUT_DIR/seed{N}: its fingerprint.json, else the training part
+    of the record ``--test`` left beside it (OUTPUT_DIR/seed{N}.json); None when neither is readable."""
+    try:
+        stored = json.loads((seed_dir / TRAINING_FINGERPRINT).read_text(encoding="utf-8"))
+        if isinstance(stored, dict):
+            return stored
+    except (OSError, ValueError):
+        pass
+    record = seed_dir.parent / f"{seed_dir.name}.json"
+    try:
+        recorded = read_record(record).fingerprint
+    except ExperimentError:
+        return None
+    return {key: value for key, value in recorded.items() if not key.startswith(SCORING_PARTS)}
+
+
+def not_trained_because(run: Run, work: Path) -> List[str]:
+    """Why the training of ``run`` kept in WORK/<id> is not current: nothing when its model-best exists and
+    its stored training fingerprint equals what would be trained now."""
+    if not (work / run.id / "model-best").exists():
+        return [f"no {work / run.id / 'model-best'}"]
+    return changed(stored_training_fingerprint(work / run.id), training_fingerprint(run))
+
+
+def train_only(run: Run, work: Path, gpu_id: int = -1) -> None:
+    """Train ``run`` into WORK/<id> (the engine's trainer and swap), its training fingerprint kept there."""
+    before = training_fingerprint(run)
+    partial = scratch(work, run.id, "partial")
+    train_into(Path(run.config), run.settings, partial, gpu_id)
+    write_atomic(partial / TRAINING_FINGERPRINT, json.dumps(before, indent=1, sort_keys=True) + "\n")
+    swap_into_place(partial, work / run.id, scratch(work, run.id, "stale"))
+
+
+def explain(why: List[str]) -> str:
+    """Why a seed is trained again: what is missing, or the parts of its fingerprint that changed."""
+    missing = [reason for reason in why if reason.startswith("no ")]
+    return "; ".join(missing) if missing else f"{', '.join(why)} changed"
+
+
+def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dict, gpu_id: int = -1,
+                test: Optional[Path] = None) -> None:
+    """Each seed not done: trained (and with ``test`` scored and recorded) as an engine run. With ``test``,
+    a seed whose kept model is current but whose record is not (none yet, or another test split) is
+    scored again, not trained again."""
+    work = output_dir.parent  # the engine's WORK and RECORDS: the run <name>/seed{N} lands in OUTPUT_DIR/seed{N}
     for seed in seeds:
-        final = output_dir / f"seed{seed}"
-        fingerprint = run_fingerprint(config, seed_overrides(overrides, seed))
-        if (final / "model-best").exists():
-            differs = changed(read_fingerprint(final), fingerprint)
-            if not differs:
-                print(f"seed {seed}: {final} was trained from the same config, data and biLM, skipped")
-                continue
-            print(f"seed {seed}: {final} is stale ({', '.join(differs)} changed), training it again")
-        partial = output_dir / f".seed{seed}.partial"
-        train_into(config, seed_overrides(overrides, seed), partial, gpu_id)
-        write_fingerprint(partial, fingerprint)
-        swap_into_place(partial, final, output_dir / f".seed{seed}.stale")
+        run = seed_run(config, output_dir, seed, overrides, test)
+        final = work / run.id
+        untrained = not_trained_because(run, work)
+        unscored = not_done_because(run, work) if test is not None else []
+        if not untrained and not unscored:
+            print(f"seed {seed}: {final} was trained from the same config, data and biLM"
+                  f"{' and its record holds its scores on this test split' if test is not None else ''}, skipped")
+        elif not untrained:
+            print(f"seed {seed}: {final} was trained from the same config, data and biLM, scoring it "
+                  f"({explain(unscored)})", flush=True)
+            score(run, final / "model-best", work, fingerprint(run), final)
+        else:
+            if (final / "model-best").exists():
+                print(f"seed {seed}: {final} is stale ({explain(untrained)}), training it again", flush=True)
+            if test is not None:
+                execute(run, work, work, keep_model=True, gpu_id=gpu_id)
+            else:
+                train_only(run, work, gpu_id)
 
 
 def main(
@@ -70,9 +138,11 @@ def main(
     output_dir: Path = typer.Argument(...),
     seeds: str = typer.Option("0", help="Space-separated seeds"),
     gpu_id: int = typer.Option(-1, help="GPU id, or -1 for the CPU"),
+    test: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                        help="Test split: each seed is also scored and recorded (OUTPUT_DIR/seedN.json)"),
 ) -> None:
     overrides = overrides_from_args(ctx.args)
-    train_seeds(config, output_dir, parse_seeds(seeds), overrides, gpu_id)
+    train_seeds(config, output_dir, parse_seeds(seeds), overrides, gpu_id, test)
 
 
 if __name__ == "__main__":

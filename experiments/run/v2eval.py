@@ -204,7 +204,6 @@ def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Se
 
 def sync_bilm(source: Path) -> None:
     """Copy ``source``'s options.json and weights.hdf5 to BILM where they differ (each write atomic)."""
-    from experiments.run.fingerprint import file_digest
     from spacy_elmo.util import atomic_path
 
     target = Path(BILM)
@@ -213,7 +212,7 @@ def sync_bilm(source: Path) -> None:
         if not (source / name).is_file():
             raise typer.BadParameter(f"{source} holds no {name}: expected a biLM folder with options.json and "
                                      "weights.hdf5 (as `python -m spacy_elmo pretrain` exports)", param_hint="--bilm")
-        if not (target / name).is_file() or file_digest(target / name) != file_digest(source / name):
+        if not (target / name).is_file() or engine.digest(target / name) != engine.digest(source / name):
             with atomic_path(target / name) as tmp:
                 shutil.copyfile(source / name, tmp)
             typer.echo(f"{target / name}: copied from {source}")

@@ -185,7 +185,7 @@ def test_plan_and_runs(tmp_path):
 
 
 def test_a_result_counts_as_done_only_for_the_same_steps_and_data(tmp_path):
-    from experiments.engine.run import Record, write_record
+    from experiments.engine.run import RunRecord, write_record
 
     splits(tmp_path)
     run = run_curves.Run("ner", "baseline", 0.5, 0)
@@ -195,7 +195,7 @@ def test_a_result_counts_as_done_only_for_the_same_steps_and_data(tmp_path):
     result.write_text(json.dumps({"scores": {}}))  # a result without a fingerprint is not trusted
     assert not run_curves.is_done(run, tmp_path, metrics, 20, 10)
     fingerprint = run_curves.current_fingerprint(run, tmp_path, 20, 10)
-    write_record(metrics, Record(run=run.name, config="c", overrides={}, seed=0, test="t", fingerprint=fingerprint,
+    write_record(metrics, RunRecord(run=run.name, config="c", overrides={}, seed=0, test="t", fingerprint=fingerprint,
                                  evaluated={}, scores={}, counts={"tp": 0, "fp": 0, "fn": 0}, train_minutes=1.0,
                                  finished="x"))
     assert run_curves.is_done(run, tmp_path, metrics, 20, 10)

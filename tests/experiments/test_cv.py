@@ -9,8 +9,8 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from experiments.engine.execute import execute
-from experiments.engine.run import Record, is_done, record_path
+from experiments.engine.execute import execute, scratch
+from experiments.engine.run import RunRecord, is_done, record_path
 from experiments.errors import ExperimentError
 from experiments.report import cv as report
 from experiments.run import cv
@@ -103,10 +103,10 @@ def test_a_trained_run_is_done_until_its_fold_assignment_changes(tiny, tmp_path)
     run = cv.plan_runs(tiny)[0]
     records = Path(tiny.records)
     execute(run, records, tmp_path / "work")
-    record = Record.model_validate_json(record_path(records, run.id).read_text(encoding="utf-8"))
+    record = RunRecord.model_validate_json(record_path(records, run.id).read_text(encoding="utf-8"))
     assert set(record.counts) == {"tp", "fp", "fn"} and record.counts["tp"] + record.counts["fn"] == 2 * 6
     assert record.scores["ents_f"] == pytest.approx(report.metrics_of(record.counts)["f1"] / 100, rel=1e-12)
-    assert not (tmp_path / "work" / f"{run.id}.partial").exists()
+    assert not scratch(tmp_path / "work", run.id, "partial").exists() and not (tmp_path / "work" / run.id).exists()
     assert is_done(run, records)
     # Another assignment: two tweets of folds 0 and 2 swap places.
     path = cv.folds_path(tiny, "ner")
@@ -138,8 +138,8 @@ def test_beyond_sixteen_pairs_the_sign_flip_p_is_a_seeded_monte_carlo_estimate_w
     assert many[0] == pytest.approx(1 / 1001, rel=1e-9)
 
 
-def fake_record(run_id: str, tp: int, fp: int, fn: int) -> Record:
-    return Record(run=run_id, config="c", overrides={}, seed=0, test="t", fingerprint={}, evaluated={},
+def fake_record(run_id: str, tp: int, fp: int, fn: int) -> RunRecord:
+    return RunRecord(run=run_id, config="c", overrides={}, seed=0, test="t", fingerprint={}, evaluated={},
                   scores={}, counts={"tp": tp, "fp": fp, "fn": fn}, train_minutes=1.0, finished="x")
 
 
@@ -160,7 +160,7 @@ def test_an_elmo_run_records_its_learned_layer_mix_and_the_split_sizes(tiny, tmp
     run = cv.plan_runs(study)[0]
     assert run.id == "ner/elmo/fold0/seed0"
     execute(run, Path(study.records), tmp_path / "work")
-    record = Record.model_validate_json(record_path(Path(study.records), run.id).read_text(encoding="utf-8"))
+    record = RunRecord.model_validate_json(record_path(Path(study.records), run.id).read_text(encoding="utf-8"))
     weights = record.mixes["ner"]["weights"]
     assert len(weights) == 3 and sum(weights) == pytest.approx(1.0, rel=1e-6)
     assert record.sizes == {"test": 6, "train": N_TWEETS - 6 - 6}

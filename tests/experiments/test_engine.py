@@ -129,13 +129,13 @@ def test_a_second_runner_on_the_same_work_folder_is_refused(tmp_path):
 
 
 def test_per_seed_score_files_are_views_of_the_records_that_the_paired_report_reads(tmp_path):
-    from experiments.engine.run import Record, write_record
+    from experiments.engine.run import RunRecord, write_record
     from experiments.engine.views import write_views
     from experiments.report.paired import scores
 
     records, metrics = tmp_path / "records", tmp_path / "metrics"
     for seed, f in ((0, 0.5), (1, 0.25)):
-        write_record(records, Record(run=f"ner_elmo/seed{seed}", config="c", overrides={}, seed=seed, test="t",
+        write_record(records, RunRecord(run=f"ner_elmo/seed{seed}", config="c", overrides={}, seed=seed, test="t",
                                      fingerprint={}, evaluated={"model": "m", "test": "t"}, scores={"ents_f": f},
                                      counts={"tp": 1, "fp": 0, "fn": 0}, train_minutes=1.0, finished="x"))
     ids = ["ner_elmo/seed0", "ner_elmo/seed1", "ner_elmo/seed2"]  # seed 2 has no record yet: no view

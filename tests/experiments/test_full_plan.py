@@ -210,7 +210,7 @@ def test_each_run_keeps_its_dev_curve_and_the_logger_is_not_in_the_fingerprint(p
     (settings,) = fake_train
     assert settings["training.logger.@loggers"] == "spacy.ConsoleLogger.v3"
     log = Path(settings["training.logger.output_file"])
-    assert log.name == TRAIN_LOG and log.parent.name == "seed4.partial"  # moved with the run
+    assert log.name == TRAIN_LOG and log.parent.name == ".seed4.partial"  # moved with the run
     assert job.done()  # the fingerprint is of the user's settings alone, so the run is not stale
 
 

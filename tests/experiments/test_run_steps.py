@@ -6,7 +6,7 @@ import pytest
 from spacy.util import load_config
 
 from experiments.run import train_seeds as train_seeds_module
-from experiments.run.fingerprint import FINGERPRINT_FILE, changed, read_fingerprint, run_fingerprint
+from experiments.engine.run import changed, config_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "ner_elmo.cfg"
@@ -38,6 +38,10 @@ def inputs(tmp_path: Path) -> dict:
     (bilm / "weights.hdf5").write_bytes(b"weights v1")
     return {"paths.train": str(tmp_path / "train.spacy"), "paths.dev": str(tmp_path / "dev.spacy"),
             "paths.elmo": str(bilm)}
+
+
+def run_fingerprint(config: Path, settings: dict) -> dict:
+    return config_fingerprint(str(config), settings)
 
 
 def max_steps_of(run_dir: Path) -> int:
@@ -82,10 +86,10 @@ def test_a_run_without_a_fingerprint_is_not_trusted(tmp_path, fake_train):
     overrides = {**inputs(tmp_path), "training.max_steps": 5}
     out = tmp_path / "runs"
     train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
-    (out / "seed0" / FINGERPRINT_FILE).unlink()  # as a run of an older version left it
+    (out / "seed0" / train_seeds_module.TRAINING_FINGERPRINT).unlink()  # as a run of an older version left it
     train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
     assert len(fake_train) == 2
-    assert read_fingerprint(out / "seed0") == run_fingerprint(CONFIG, {**overrides, "system.seed": 0})
+    assert train_seeds_module.stored_training_fingerprint(out / "seed0") == run_fingerprint(CONFIG, {**overrides, "system.seed": 0})
 
 
 def test_the_fingerprint_sees_a_changed_default_inside_the_config(tmp_path):
@@ -172,7 +176,6 @@ def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path,
     """The score of a model whose training data changed after train_seeds trained it would be stale."""
     from experiments.errors import ExperimentError
     from experiments.run import evaluate_seeds
-    from experiments.run.fingerprint import write_fingerprint
     from tests.experiments.test_full_plan import fake_scoring
 
     scored = fake_scoring(monkeypatch)
@@ -182,7 +185,8 @@ def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path,
     model.mkdir(parents=True)
     config = tmp_path / "ner.cfg"
     config.write_text(f"[paths]\ntrain = \"{tmp_path / 'train.spacy'}\"\n\n[system]\nseed = 0\n")
-    write_fingerprint(model.parent, run_fingerprint(config, {"system.seed": 0}))
+    (model.parent / train_seeds_module.TRAINING_FINGERPRINT).write_text(
+        json.dumps(run_fingerprint(config, {"system.seed": 0})))
     (model / "config.cfg").write_text(config.read_text())
     evaluate_seeds.evaluate_runs(tmp_path / "test.spacy", tmp_path / "metrics", [model.parent.parent])
     assert len(scored) == 1
@@ -190,3 +194,130 @@ def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path,
     with pytest.raises(ExperimentError, match="reads paths.train changed since it was trained"):
         evaluate_seeds.evaluate_runs(tmp_path / "test.spacy", tmp_path / "metrics", [model.parent.parent])
     assert len(scored) == 1
+
+
+def test_with_a_test_split_each_seed_is_an_engine_run_skipped_exactly_while_its_record_is_current(
+        tmp_path, fake_train, monkeypatch, capsys):
+    """Each seed is trained, scored and recorded by the engine; its record (beside the seed's folder) is the
+    one done-check: unchanged inputs skip it, a changed config file, data file or test split train it again."""
+    from experiments.engine.run import is_done, read_record
+    from tests.experiments.test_full_plan import fake_scoring
+
+    scored = fake_scoring(monkeypatch)
+    overrides = {**inputs(tmp_path), "training.max_steps": 5}
+    config = tmp_path / "ner.cfg"
+    config.write_text(CONFIG.read_text(encoding="utf-8"), encoding="utf-8")
+    test = tmp_path / "test.spacy"
+    test.write_bytes(b"test v1")
+    out = tmp_path / "training" / "ner_elmo"
+
+    def train(seeds=(0, 1)):
+        train_seeds_module.train_seeds(config, out, list(seeds), overrides, test=test)
+
+    def done():
+        return [is_done(train_seeds_module.seed_run(config, out, seed, overrides, test), out.parent) for seed in (0, 1)]
+
+    train()
+    assert len(fake_train) == 2 and len(scored) == 2 and done() == [True, True]
+    record = read_record(out / "seed1.json")
+    assert record.run == "ner_elmo/seed1" and record.scores == {"ents_f": 0.5} and record.seed == 1
+    assert (out / "seed1" / "model-best" / "config.cfg").is_file()
+    assert sorted(p.name for p in out.iterdir()) == ["seed0", "seed0.json", "seed1", "seed1.json"]  # nothing left over
+    train()
+    assert len(fake_train) == 2 and "skipped" in capsys.readouterr().out  # unchanged: skipped
+    config.write_text(CONFIG.read_text(encoding="utf-8").replace("dropout = 0.1", "dropout = 0.2"), encoding="utf-8")
+    assert done() == [False, False]
+    train([0])
+    assert len(fake_train) == 3 and done() == [True, False]
+    assert "(config changed)" in capsys.readouterr().out
+    (tmp_path / "train.spacy").write_bytes(b"train v2")
+    train([0])
+    assert len(fake_train) == 4 and "reads paths.train" in capsys.readouterr().out
+    test.write_bytes(b"test v2")  # another test split: the kept model is scored again, not trained again
+    train([0])
+    assert len(fake_train) == 4 and len(scored) == 5 and "scoring it (test changed)" in capsys.readouterr().out
+    train()  # seed 1: config and data changed since
+    assert len(fake_train) == 5 and done() == [True, True]
+    train()
+    assert len(fake_train) == 5 and len(scored) == 6
+
+
+def test_with_a_test_split_a_current_model_trained_without_one_is_scored_not_trained_again(tmp_path, fake_train,
+                                                                                           monkeypatch, capsys):
+    from tests.experiments.test_full_plan import fake_scoring
+
+    scored = fake_scoring(monkeypatch)
+    overrides = {**inputs(tmp_path), "training.max_steps": 5}
+    test = tmp_path / "test.spacy"
+    test.write_bytes(b"test")
+    out = tmp_path / "training" / "ner_elmo"
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
+    assert (out / "seed0" / "model-best").is_dir() and not (out / "seed0.json").exists() and scored == []
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides, test=test)
+    assert len(fake_train) == 1 and len(scored) == 1 and (out / "seed0.json").is_file()
+    assert "scoring it (no record" in capsys.readouterr().out
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides, test=test)
+    assert len(fake_train) == 1 and len(scored) == 1
+
+
+def test_a_seed_scored_when_it_was_trained_is_not_scored_again_by_evaluate_seeds(tmp_path, fake_train, monkeypatch):
+    from experiments.engine.run import read_record
+    from experiments.run import evaluate_seeds
+    from tests.experiments.test_full_plan import fake_scoring
+
+    scored = fake_scoring(monkeypatch)
+    overrides = {**inputs(tmp_path), "training.max_steps": 5}
+    test = tmp_path / "test.spacy"
+    test.write_bytes(b"test v1")
+    out = tmp_path / "training" / "ner_elmo"
+    train_seeds_module.train_seeds(CONFIG, out, [0], overrides, test=test)
+    metrics = tmp_path / "metrics"
+    evaluate_seeds.evaluate_runs(test, metrics, [out])
+    assert len(scored) == 1  # at training only
+    view = json.loads((metrics / "ner_elmo" / "seed0.json").read_text(encoding="utf-8"))
+    assert view["ents_f"] == 0.5 and view["evaluated"] == read_record(out / "seed0.json").evaluated
+    test.write_bytes(b"test v2")  # another test split than the one scored at training
+    evaluate_seeds.evaluate_runs(test, metrics, [out])
+    assert len(scored) == 2
+    (tmp_path / "train.spacy").write_bytes(b"train v2")  # the model is stale: refused, as without --test
+    from experiments.errors import ExperimentError
+    with pytest.raises(ExperimentError, match="reads paths.train changed since it was trained"):
+        evaluate_seeds.evaluate_runs(test, metrics, [out])
+
+
+def test_an_interrupted_training_is_never_found_as_a_seed_and_never_recorded(tmp_path, monkeypatch):
+    """The engine trains in a hidden folder beside the run's place (seed*/model-best, as the reports glob it,
+    never finds it), and a kept model is in its place before its record says it is done."""
+    import spacy.cli.train
+
+    from experiments.engine import execute as execute_module
+    from experiments.engine.run import Run, is_done
+    from tests.experiments.test_full_plan import fake_scoring
+
+    fake_scoring(monkeypatch)
+    overrides = inputs(tmp_path)
+    test = tmp_path / "test.spacy"
+    test.write_bytes(b"test")
+    run = Run(id="ner_elmo/seed0", config=str(CONFIG), overrides=tuple(overrides.items()), seed=0, test=str(test))
+    work = tmp_path / "training"
+
+    def stopped(config_path, output_path, use_gpu=-1, overrides=None):
+        (output_path / "model-best").mkdir(parents=True)  # spaCy saves model-best at its first evaluation
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spacy.cli.train, "train", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        execute_module.execute(run, work, work, keep_model=True)
+    assert list((work / "ner_elmo").glob("seed*/model-best")) == [] and not is_done(run, work)
+
+    def trained(config_path, output_path, use_gpu=-1, overrides=None):
+        (output_path / "model-best").mkdir(parents=True)
+
+    def swap_stopped(partial, final, stale):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spacy.cli.train, "train", trained)
+    monkeypatch.setattr(execute_module, "swap_into_place", swap_stopped)
+    with pytest.raises(KeyboardInterrupt):
+        execute_module.execute(run, work, work, keep_model=True)
+    assert not is_done(run, work)  # no record of a model that is not in its place

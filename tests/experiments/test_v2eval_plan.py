@@ -92,7 +92,7 @@ def test_named_runs_limit_the_plan_and_their_evaluation():
 
 
 def test_the_bilm_copy_follows_its_source_so_a_changed_bilm_is_seen_by_every_fingerprint(tmp_path, monkeypatch):
-    from experiments.run.fingerprint import file_digest
+    from experiments.engine.run import digest
 
     monkeypatch.chdir(tmp_path)
     source = tmp_path / "bilm"
@@ -100,9 +100,9 @@ def test_the_bilm_copy_follows_its_source_so_a_changed_bilm_is_seen_by_every_fin
     (source / "options.json").write_text("{}")
     (source / "weights.hdf5").write_bytes(b"first")
     v2eval.sync_bilm(source)
-    copied = file_digest(Path(v2eval.BILM))
+    copied = digest(Path(v2eval.BILM))
     v2eval.sync_bilm(source)
-    assert file_digest(Path(v2eval.BILM)) == copied  # unchanged source: nothing rewritten
+    assert digest(Path(v2eval.BILM)) == copied  # unchanged source: nothing rewritten
     (source / "weights.hdf5").write_bytes(b"second")
     v2eval.sync_bilm(source)
     assert (Path(v2eval.BILM) / "weights.hdf5").read_bytes() == b"second"
