@@ -32,7 +32,7 @@ def to_device(array: numpy.ndarray, device: torch.device) -> torch.Tensor:
     page-locked memory and without waiting: a copy from ordinary (pageable)
     memory would first wait for everything queued on the GPU, so the host could
     not prepare the next batch while the GPU works on this one. On the CPU the
-    array itself, shared."""
+    array's own memory where it is contiguous (else a contiguous copy)."""
     tensor = torch.from_numpy(numpy.ascontiguousarray(array))
     if device.type != "cuda":
         return tensor.to(device)
@@ -45,8 +45,10 @@ def to_host(tensor: torch.Tensor) -> numpy.ndarray:
     wait for it; the array keeps that memory until it is freed, so a caller
     that holds on to many results should copy out what it keeps."""
     tensor = tensor.detach()
-    if tensor.device.type != "cuda":
+    if tensor.device.type == "cpu":
         return tensor.numpy()
+    if tensor.device.type != "cuda":  # another accelerator (mps, xpu…): its own copy
+        return tensor.cpu().numpy()
     host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
     host.copy_(tensor, non_blocking=True)
     torch.cuda.current_stream(tensor.device).synchronize()

@@ -114,21 +114,34 @@ def test_words_to_layers_read_nothing_back_from_the_device(fixture_paths):
     assert warm.shape[1] == n + 2
 
 
-def test_host_copies_go_through_page_locked_memory_without_waiting():
+def test_host_copies_go_through_page_locked_memory_without_waiting(monkeypatch):
     import numpy
 
     from spacy_elmo.device import to_device, to_host
 
+    pinned = []
+    pin_memory = torch.Tensor.pin_memory
+
+    def recording_pin_memory(self, *args, **kwargs):
+        pinned.append(self.shape)
+        return pin_memory(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", recording_pin_memory)
     array = numpy.arange(24, dtype=numpy.int64).reshape(4, 6)[:, ::2]  # not contiguous
     torch.cuda.set_sync_debug_mode("error")
     try:
         on_gpu = to_device(array, torch.device("cuda"))
+        # The page-locked buffer of the first copy may be handed out again only once
+        # that copy is done: the second must not overwrite what the first sends.
+        other = to_device(-array, torch.device("cuda"))
     finally:
         torch.cuda.set_sync_debug_mode("default")
+    assert pinned == [(4, 3), (4, 3)]
     assert on_gpu.is_cuda
     back = to_host(on_gpu * 2)
     assert isinstance(back, numpy.ndarray)
     numpy.testing.assert_array_equal(back, array * 2)
+    numpy.testing.assert_array_equal(to_host(other), -array)
 
 
 def test_the_component_path_waits_once_a_batch(fixture_paths):

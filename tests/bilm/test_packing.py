@@ -76,4 +76,21 @@ def test_sentence_packing_predictions_read_the_word_before():
     numpy.testing.assert_array_equal(predicted[1], [0, 2, 3, 0, 0, 4, 5, 6])
     numpy.testing.assert_array_equal(packing.inputs[0][positions[0]], [0, 2, 3, 0, 0, 4, 5, 6])
     numpy.testing.assert_array_equal(packing.inputs[1][positions[1]], [2, 3, 1, 1, 4, 5, 6, 1])
+    # Each from its own row (the words alone cannot tell one row's <S> from another's), at the
+    # step its direction reads just before: forwards step j, backwards step n - j, for the
+    # row's j-th prediction (rows packed longest first, ties in order, as TimeMajor does).
+    offsets = numpy.concatenate([[0], numpy.cumsum(packing.batch_sizes)])
+    order = numpy.argsort(-(lengths + 2), kind="stable")
+
+    def cell(position):
+        step = numpy.searchsorted(offsets, position, side="right") - 1
+        return order[position - offsets[step]], step
+
+    rows = numpy.repeat(numpy.arange(len(lengths)), lengths + 1)
+    j = numpy.arange(len(rows)) - numpy.repeat(numpy.cumsum(lengths + 1) - (lengths + 1), lengths + 1)
+    (forward_rows, forward_steps), (backward_rows, backward_steps) = cell(positions[0]), cell(positions[1])
+    numpy.testing.assert_array_equal(forward_rows, rows)
+    numpy.testing.assert_array_equal(forward_steps, j)
+    numpy.testing.assert_array_equal(backward_rows, rows)
+    numpy.testing.assert_array_equal(backward_steps, lengths[rows] - j)
     assert SentencePacking.of(index, lengths).predictions is None

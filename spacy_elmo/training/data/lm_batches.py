@@ -67,11 +67,6 @@ class WordBatch:
     lengths: numpy.ndarray
     vocab_ids: numpy.ndarray
 
-    @property
-    def n_targets(self) -> int:
-        """Predictions per direction: the words and one sentence boundary per row."""
-        return int(self.index.shape[0] + self.lengths.shape[0])
-
 
 class CorpusBatches:
     """The batches of a prepared corpus for a vocabulary."""
@@ -102,7 +97,6 @@ class CorpusBatches:
         return collate(
             sentences, self.corpus.words, self.vocab_ids, self.vocab.bos_id, self.vocab.eos_id, self.max_chars
         )
-
 
     def word_batch(self, indices: numpy.ndarray) -> WordBatch:
         """The segments `indices` as words: the same rows as `batch` gives,
