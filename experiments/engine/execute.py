@@ -7,8 +7,13 @@ reader of ``seed*/model-best`` never finds a half-trained run; spaCy's progress 
 output, the dev curve also in the folder's ``train_log.jsonl``), its model-best is scored on the test
 split, and the record goes to ``RECORDS/<id>.json`` (atomically). Then the folder is removed; with
 ``--keep-model`` it is swapped into ``WORK/<id>`` first and scored there, so a record is never written
-before the model it describes is in place. The fingerprint is taken before training and again
-after scoring: an input that changed meanwhile leaves no record (the run is trained again).
+before the model it describes is in place: the run's earlier record is removed before the swap, and
+the model takes its training fingerprint along (``WORK/<id>/fingerprint.json``, the training part of the
+fingerprint taken before training). The fingerprint is taken before training and again after scoring:
+an input that changed meanwhile leaves no record (the run is trained again). With ``--keep-model`` the
+new model then stays in ``WORK/<id>`` without a record, so the next run scores it when its
+fingerprint.json is still current and trains it again when not; it never finds the earlier model's record
+beside it.
 
 Training runs in this process (the command's on one torch thread: a plan runs many; `execute`
 called from another program keeps its threads), so that pausing the study's processes
@@ -24,10 +29,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
-from experiments.engine.run import Run, RunRecord, changed, digest, fingerprint, write_record
+from experiments.engine.run import (
+    TEST, Run, RunRecord, changed, digest, fingerprint, record_path, training_part, write_record,
+)
 from experiments.errors import ExperimentError, run_app
+from experiments.files import write_atomic
 
 TRAIN_LOG = "train_log.jsonl"
+# Beside a kept model-best (WORK/<id>/): the training fingerprint it was trained from (`training_part`).
+TRAINING_FINGERPRINT = "fingerprint.json"
 CONSOLE_LOGGERS = ("spacy.ConsoleLogger.v1", "spacy.ConsoleLogger.v2", "spacy.ConsoleLogger.v3")
 # Scores spaCy gives and the counts they are computed from must agree to this much (floats kept by JSON).
 AGREE = 1e-9
@@ -233,6 +243,16 @@ def swap_into_place(partial: Path, final: Path, stale: Path) -> None:
     shutil.rmtree(stale, ignore_errors=True)
 
 
+def keep_in_place(run_id: str, records: Path, work: Path, training: Dict[str, str]) -> None:
+    """Move run ``run_id``'s finished training (``scratch(work, run_id, "partial")``) to WORK/<id>, its
+    training fingerprint ``training`` kept with it (``TRAINING_FINGERPRINT``). The run's record is removed
+    first: it describes the model scored before, and the new one has none until it is scored."""
+    partial = scratch(work, run_id, "partial")
+    write_atomic(partial / TRAINING_FINGERPRINT, json.dumps(training, indent=1, sort_keys=True) + "\n")
+    record_path(records, run_id).unlink(missing_ok=True)
+    swap_into_place(partial, Path(work) / run_id, scratch(work, run_id, "stale"))
+
+
 def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir: Path,
           train_minutes: Optional[float] = None) -> Path:
     """Score ``model`` (the pipeline ``run`` trained) on the run's test split and write its record, when the
@@ -252,7 +272,7 @@ def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir:
     record = RunRecord(
         run=run.id, config=run.config, overrides=dict(run.overrides), seed=run.seed, test=run.test,
         labels=dict(run.labels), fingerprint=after,
-        evaluated={"model": digest(model), "test": after["test"]}, scores=scores, counts=counts,
+        evaluated={"model": digest(model), "test": after[TEST]}, scores=scores, counts=counts,
         dev_curve=read_dev_curve(run_dir), mixes=listener_mixes(nlp), sizes=sizes(run),
         train_minutes=train_minutes, cpu=cpu_model(),
         finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -262,13 +282,14 @@ def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir:
 
 def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_id: int = -1) -> Path:
     """Train, score and record ``run``; returns the record's path."""
+    # torch's threads left as they are: a job runs on one (jobs.ONE_THREAD, main()), a program calling this keeps its own
     before = fingerprint(run)
     partial = scratch(work, run.id, "partial")
     print(f"{run.id}: training {run.config} (seed {run.seed}) in {partial}", flush=True)
     minutes = train_into(Path(run.config), run.settings, partial, gpu_id)
     print(f"{run.id}: trained in {minutes:.1f} min", flush=True)
     if keep_model:  # in its place before its record: a record never vouches for a model not yet there
-        swap_into_place(partial, work / run.id, scratch(work, run.id, "stale"))
+        keep_in_place(run.id, records, work, training_part(before))
         path = score(run, work / run.id / "model-best", records, before, work / run.id, round(minutes, 2))
     else:
         path = score(run, partial / "model-best", records, before, partial, round(minutes, 2))

@@ -154,6 +154,10 @@ def config_fingerprint(config_path: str, settings: Mapping[str, Any], where: str
     return result
 
 
+TEST = "test"  # the key of the test split's digest in a run's fingerprint
+INPUT = "input "  # the prefix of the key of each other input's digest
+
+
 def fingerprint(run: Run) -> Dict[str, str]:
     """The digests of everything ``run`` depends on (see the module's docstring)."""
     training = config_fingerprint(run.config, run.settings, run.id)
@@ -161,13 +165,19 @@ def fingerprint(run: Run) -> Dict[str, str]:
     if not test.exists():
         raise ExperimentError(test, expected=f"the test split of run {run.id}", found="nothing",
                               fix="convert or cut the data first")
-    result = {**training, "test": digest(test)}
+    result = {**training, TEST: digest(test)}
     for path in run.inputs:
         if not Path(path).exists():
             raise ExperimentError(path, expected=f"an input of run {run.id}", found="nothing",
                                   fix="prepare the study's inputs first")
-        result[f"input {path}"] = digest(Path(path))
+        result[f"{INPUT}{path}"] = digest(Path(path))
     return result
+
+
+def training_part(run_fingerprint: Mapping[str, str]) -> Dict[str, str]:
+    """The part of a run's fingerprint that its training depends on (what ``config_fingerprint`` gives):
+    the test split and the plan's other inputs left out."""
+    return {key: value for key, value in run_fingerprint.items() if key != TEST and not key.startswith(INPUT)}
 
 
 def changed(stored: Optional[Mapping[str, str]], current: Mapping[str, str]) -> List[str]:

@@ -13,16 +13,18 @@ With ``--test`` the seed is the whole engine run: trained, scored on TEST and re
 ``experiments.engine.execute.execute``, its model kept. The record, OUTPUT_DIR/seed{N}.json (the
 engine's RECORDS/<id>.json, RECORDS being the folder that holds OUTPUT_DIR), is what the engine's one
 done-check reads (``is_done``): a seed is skipped when its model is in place and its record holds the
-fingerprint of what would be trained now; a model that is current without such a record (trained
-before without ``--test``, or scored on another test split) is scored (``execute.score``), not
-trained again. ``evaluate_seeds`` serves a recorded seed's scores without scoring the model again.
+fingerprint of what would be trained now and the digest of that model; a model that is current without
+such a record (trained before without ``--test``, scored on another test split, or trained when its
+scoring then failed) is scored (``execute.score``), not trained again. ``evaluate_seeds`` serves a
+recorded seed's scores without scoring the model again.
 
 Without ``--test`` (train now, score later with ``experiments.run.evaluate_seeds``) the seed is the
-training half of that run: no test split, so no record; its training fingerprint is kept instead as
-OUTPUT_DIR/seed{N}/fingerprint.json, and the seed is skipped when that (or the training part of a
-record ``--test`` left) equals what would be trained now.
+training half of that run: no test split, so no record (an earlier record of the seed is removed: it
+describes the model replaced).
 
-Either way a changed setting, data split or biLM trains the seed again, and the message names what
+Either way the model's training fingerprint goes into its folder with it
+(OUTPUT_DIR/seed{N}/fingerprint.json), and the model is current when that (or, in a folder without one,
+the training part of the record of this very model) equals what would be trained now. A changed setting, data split or biLM trains the seed again, and the message names what
 changed; an interrupted run resumes where it stopped, and the seed's folder is never half written.
 ``evaluate_seeds`` refuses to score a model whose training fingerprint no longer matches what its
 config reads. The logger is not part of the fingerprint: it does not change what is trained.
@@ -36,15 +38,12 @@ from weasel.util import parse_config_overrides
 
 from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 
-from experiments.engine.execute import execute, score, scratch, swap_into_place, train_into
-from experiments.engine.run import Run, changed, config_fingerprint, fingerprint, not_done_because, read_record
+from experiments.engine.execute import TRAINING_FINGERPRINT, execute, keep_in_place, score, scratch, train_into
+from experiments.engine.run import (
+    Run, RunRecord, changed, config_fingerprint, digest, fingerprint, not_done_because, read_record, training_part,
+)
 from experiments.errors import ExperimentError, run_app
-from experiments.files import write_atomic
 from experiments.records import parse_seeds
-
-TRAINING_FINGERPRINT = "fingerprint.json"
-# The parts of an engine run's fingerprint that are not its training's (experiments.engine.run.fingerprint).
-SCORING_PARTS = ("test", "input ")
 
 
 def overrides_from_args(args: List[str]) -> dict:
@@ -65,21 +64,29 @@ def training_fingerprint(run: Run) -> Dict[str, str]:
     return config_fingerprint(run.config, run.settings, run.id)
 
 
+def record_of_model_in_place(seed_dir: Path) -> Optional[RunRecord]:
+    """The record ``--test`` left beside OUTPUT_DIR/seed{N} (OUTPUT_DIR/seed{N}.json) when it is the record of
+    the model there now (it holds the digest of seed{N}/model-best); None when there is none, it is not
+    readable, or it describes another model (one trained before, or a training whose scoring failed)."""
+    model = seed_dir / "model-best"
+    try:
+        record = read_record(seed_dir.parent / f"{seed_dir.name}.json")
+    except ExperimentError:
+        return None
+    return record if model.exists() and record.evaluated.get("model") == digest(model) else None
+
+
 def stored_training_fingerprint(seed_dir: Path) -> Optional[Dict[str, str]]:
     """The training fingerprint kept with OUTPUT_DIR/seed{N}: its fingerprint.json, else the training part
-    of the record ``--test`` left beside it (OUTPUT_DIR/seed{N}.json); None when neither is readable."""
+    of the record of the model in place (``record_of_model_in_place``); None when neither is there."""
     try:
         stored = json.loads((seed_dir / TRAINING_FINGERPRINT).read_text(encoding="utf-8"))
         if isinstance(stored, dict):
             return stored
     except (OSError, ValueError):
         pass
-    record = seed_dir.parent / f"{seed_dir.name}.json"
-    try:
-        recorded = read_record(record).fingerprint
-    except ExperimentError:
-        return None
-    return {key: value for key, value in recorded.items() if not key.startswith(SCORING_PARTS)}
+    record = record_of_model_in_place(seed_dir)
+    return training_part(record.fingerprint) if record is not None else None
 
 
 def not_trained_because(run: Run, work: Path) -> List[str]:
@@ -90,13 +97,21 @@ def not_trained_because(run: Run, work: Path) -> List[str]:
     return changed(stored_training_fingerprint(work / run.id), training_fingerprint(run))
 
 
+def not_scored_because(run: Run, work: Path) -> List[str]:
+    """Why the kept model of ``run`` has no current record: the engine's done-check (``not_done_because``),
+    and a record that holds the current fingerprint but another model's digest (``record_of_model_in_place``)."""
+    why = not_done_because(run, work)
+    if not why and record_of_model_in_place(work / run.id) is None:
+        return [f"no record of {work / run.id / 'model-best'} as it is now"]
+    return why
+
+
 def train_only(run: Run, work: Path, gpu_id: int = -1) -> None:
-    """Train ``run`` into WORK/<id> (the engine's trainer and swap), its training fingerprint kept there."""
+    """Train ``run`` into WORK/<id> (the engine's trainer and swap), its training fingerprint kept there and
+    the record of the model it replaces removed."""
     before = training_fingerprint(run)
-    partial = scratch(work, run.id, "partial")
-    train_into(Path(run.config), run.settings, partial, gpu_id)
-    write_atomic(partial / TRAINING_FINGERPRINT, json.dumps(before, indent=1, sort_keys=True) + "\n")
-    swap_into_place(partial, work / run.id, scratch(work, run.id, "stale"))
+    train_into(Path(run.config), run.settings, scratch(work, run.id, "partial"), gpu_id)
+    keep_in_place(run.id, work, work, before)
 
 
 def explain(why: List[str]) -> str:
@@ -115,7 +130,7 @@ def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dic
         run = seed_run(config, output_dir, seed, overrides, test)
         final = work / run.id
         untrained = not_trained_because(run, work)
-        unscored = not_done_because(run, work) if test is not None else []
+        unscored = not_scored_because(run, work) if test is not None and not untrained else []
         if not untrained and not unscored:
             print(f"seed {seed}: {final} was trained from the same config, data and biLM"
                   f"{' and its record holds its scores on this test split' if test is not None else ''}, skipped")

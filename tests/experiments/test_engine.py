@@ -157,3 +157,14 @@ def test_a_model_card_edited_does_not_retrain_but_new_weights_do(in_root, tmp_pa
     (bilm / "options.json").write_text((bilm / "options.json").read_text(encoding="utf-8") + " ", encoding="utf-8")
     assert engine.changed(before, fingerprint(run)) == ["reads initialize.components.elmo.options_file",
                                                       "reads paths.elmo"]
+
+
+def test_the_training_part_of_a_fingerprint_is_what_the_training_reads(in_root, tmp_path, test_split):
+    from experiments.engine.run import config_fingerprint, training_part
+
+    folds = tmp_path / "folds.json"
+    folds.write_text("{}", encoding="utf-8")
+    run = Run("cv/ner/fold0/seed0", "configs/ner_baseline.cfg", (), 0, str(test_split), (str(folds),))
+    whole = fingerprint(run)
+    assert training_part(whole) == config_fingerprint(run.config, run.settings)
+    assert sorted(set(whole) - set(training_part(whole))) == [f"input {folds}", "test"]

@@ -24,6 +24,7 @@ def fake_train(monkeypatch):
         config = load_config(config_path, overrides=overrides, interpolate=False)
         (output_path / "model-best").mkdir(parents=True)
         config.to_disk(output_path / "model-best" / "config.cfg")
+        (output_path / "model-best" / "model").write_bytes(f"weights of training {len(calls)}".encode())
 
     monkeypatch.setattr(spacy.cli.train, "train", train)
     return calls
@@ -321,3 +322,107 @@ def test_an_interrupted_training_is_never_found_as_a_seed_and_never_recorded(tmp
     with pytest.raises(KeyboardInterrupt):
         execute_module.execute(run, work, work, keep_model=True)
     assert not is_done(run, work)  # no record of a model that is not in its place
+
+
+def scoring_fails_once(monkeypatch) -> None:
+    """The engine's scoring killed once (out of memory, say), after the new model was swapped into place."""
+    from experiments.engine import execute as execute_module
+
+    scoring = execute_module.evaluate
+
+    def killed(nlp, test):
+        monkeypatch.setattr(execute_module, "evaluate", scoring)
+        raise MemoryError("killed while scoring")
+
+    monkeypatch.setattr(execute_module, "evaluate", killed)
+
+
+def seeds_with_a_test_split(tmp_path: Path, monkeypatch):
+    """train_seeds --test of seed 0 (its fake trainings and scorings noted), and where it keeps the seed."""
+    from tests.experiments.test_full_plan import fake_scoring
+
+    scored = fake_scoring(monkeypatch)
+    overrides = {**inputs(tmp_path), "training.max_steps": 5}
+    test = tmp_path / "test.spacy"
+    test.write_bytes(b"test")
+    out = tmp_path / "training" / "ner_elmo"
+
+    def train(with_test: bool = True):
+        train_seeds_module.train_seeds(CONFIG, out, [0], overrides, test=test if with_test else None)
+
+    return train, scored, test, out
+
+
+def record_is_of_the_model_in_place(out: Path) -> bool:
+    from experiments.engine.run import digest, read_record
+
+    return read_record(out / "seed0.json").evaluated["model"] == digest(out / "seed0" / "model-best")
+
+
+def test_a_model_whose_scoring_failed_after_the_swap_is_scored_next_not_trained_or_refused(
+        tmp_path, fake_train, monkeypatch, capsys):
+    """The new model in place beside the record of the one it replaced: that record neither makes it
+    look trained from the old data (trained again, refused by evaluate_seeds) nor serves its scores."""
+    from experiments.run import evaluate_seeds
+
+    train, scored, test, out = seeds_with_a_test_split(tmp_path, monkeypatch)
+    train()
+    (tmp_path / "train.spacy").write_bytes(b"train v2")
+    scoring_fails_once(monkeypatch)
+    with pytest.raises(MemoryError):
+        train()
+    assert len(fake_train) == 2 and len(scored) == 1
+    evaluate_seeds.evaluate_runs(test, tmp_path / "metrics", [out])  # not "changed since it was trained"
+    assert len(scored) == 2
+    capsys.readouterr()
+    train()
+    assert len(fake_train) == 2 and len(scored) == 3 and "scoring it (no record" in capsys.readouterr().out
+    assert record_is_of_the_model_in_place(out)
+
+
+def test_inputs_set_back_after_a_failed_scoring_train_the_seed_again_not_serve_the_old_scores(
+        tmp_path, fake_train, monkeypatch):
+    train, scored, test, out = seeds_with_a_test_split(tmp_path, monkeypatch)
+    train()
+    (tmp_path / "train.spacy").write_bytes(b"train v2")
+    scoring_fails_once(monkeypatch)
+    with pytest.raises(MemoryError):
+        train()
+    (tmp_path / "train.spacy").write_bytes(b"train v1")  # the old record's inputs again
+    train()
+    assert len(fake_train) == 3 and len(scored) == 2  # the model in place was trained from v2
+    assert record_is_of_the_model_in_place(out)
+
+
+def test_a_seed_deleted_and_trained_again_without_a_test_split_is_not_served_its_old_record(
+        tmp_path, fake_train, monkeypatch, capsys):
+    import shutil
+
+    train, scored, test, out = seeds_with_a_test_split(tmp_path, monkeypatch)
+    train()
+    shutil.rmtree(out / "seed0")
+    train(with_test=False)  # the same inputs: the old record's fingerprint, another model
+    assert len(fake_train) == 2
+    capsys.readouterr()
+    train()
+    assert len(fake_train) == 2 and len(scored) == 2 and "scoring it (no record" in capsys.readouterr().out
+    assert record_is_of_the_model_in_place(out)
+
+
+def test_a_record_of_another_model_vouches_neither_for_its_scores_nor_its_training(
+        tmp_path, fake_train, monkeypatch, capsys):
+    """A record beside seed0 that holds another model's digest (a folder put there by hand, or as an older
+    version left it when scoring failed) is not the record of the model there."""
+    train, scored, test, out = seeds_with_a_test_split(tmp_path, monkeypatch)
+    train()
+    (out / "seed0" / "model-best" / "model").write_bytes(b"another model")
+    capsys.readouterr()
+    train()
+    assert len(fake_train) == 1 and len(scored) == 2
+    assert f"scoring it (no record of {out / 'seed0' / 'model-best'} as it is now)" in capsys.readouterr().out
+    assert record_is_of_the_model_in_place(out)
+    (out / "seed0" / "model-best" / "model").write_bytes(b"yet another model")
+    (out / "seed0" / train_seeds_module.TRAINING_FINGERPRINT).unlink()
+    assert train_seeds_module.stored_training_fingerprint(out / "seed0") is None
+    train()
+    assert len(fake_train) == 2 and record_is_of_the_model_in_place(out)
