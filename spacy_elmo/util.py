@@ -4,6 +4,7 @@ import glob
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -47,8 +48,12 @@ def scratch_path(target: Union[str, Path]) -> Iterator[Path]:
     go first, as in `atomic_path`)."""
     target = Path(target)
     remove_stale_temporaries(target)
-    tmp = _new_temporary(target)
+    # The name is chosen before the `try` and the file made inside it, so a
+    # SIGTERM (exit_on_sigterm: SystemExit) that lands just as the file appears
+    # still removes it.
+    tmp = _temporary_name(target)
     try:
+        _create_private(tmp)
         yield tmp
     finally:
         tmp.unlink(missing_ok=True)
@@ -94,10 +99,21 @@ def _temporary_prefix(target: Path) -> str:
 
 def _new_temporary(target: Path) -> Path:
     """A new empty file beside `target`, named ``.NAME.HOST-PID.RANDOM.tmp``."""
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.",
-                                suffix=".tmp")
-    os.close(fd)
-    return Path(name)
+    tmp = _temporary_name(target)
+    _create_private(tmp)
+    return tmp
+
+
+def _temporary_name(target: Path) -> Path:
+    """A name for a temporary beside `target`, ``.NAME.HOST-PID.RANDOM.tmp``,
+    that no file has (the file is not made)."""
+    return target.parent / f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp"
+
+
+def _create_private(path: Path) -> None:
+    """Make `path` as a new empty file only its owner can read (as mkstemp does);
+    FileExistsError if it is there."""
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
 def remove_stale_temporaries(target: Union[str, Path]) -> List[Path]:
