@@ -143,3 +143,15 @@ def test_perplexity_from_words_is_that_of_character_ids(tmp_path):
             numpy.testing.assert_allclose(
                 by_words.sort(dim=1).values.numpy(), by_chars.sort(dim=1).values.numpy(), rtol=1e-5, atol=1e-6
             )
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_perplexity_on_cuda_is_that_on_the_cpu(tmp_path, tiny_config):
+    """The word path on a GPU (BiLM.top_layer_indexed, its index arrays copied without waiting)."""
+    pretrain(tiny_config(), tmp_path / "run", progress=False)
+    text = write_corpus(tmp_path / "eval.txt", 15, seed=7)
+    cpu = perplexity(tmp_path / "run" / "model", text).perplexity
+    cuda = perplexity(tmp_path / "run" / "model", text, device="cuda").perplexity
+    for name in ("forward", "backward", "mean"):
+        assert getattr(cuda, name) == pytest.approx(getattr(cpu, name), rel=1e-4), name
