@@ -359,18 +359,24 @@ def record_is_of_the_model_in_place(out: Path) -> bool:
     return read_record(out / "seed0.json").evaluated["model"] == digest(out / "seed0" / "model-best")
 
 
-def test_a_model_whose_scoring_failed_after_the_swap_is_scored_next_not_trained_or_refused(
-        tmp_path, fake_train, monkeypatch, capsys):
-    """The new model in place beside the record of the one it replaced: that record neither makes it
-    look trained from the old data (trained again, refused by evaluate_seeds) nor serves its scores."""
-    from experiments.run import evaluate_seeds
-
+def retrained_but_scoring_failed(tmp_path, monkeypatch):
+    """A seed trained and scored, then trained again on changed data, its scoring failing after the swap."""
     train, scored, test, out = seeds_with_a_test_split(tmp_path, monkeypatch)
     train()
     (tmp_path / "train.spacy").write_bytes(b"train v2")
     scoring_fails_once(monkeypatch)
     with pytest.raises(MemoryError):
         train()
+    return train, scored, test, out
+
+
+def test_a_model_whose_scoring_failed_after_the_swap_is_scored_next_not_trained_or_refused(
+        tmp_path, fake_train, monkeypatch, capsys):
+    """The new model in place beside the record of the one it replaced: that record neither makes it
+    look trained from the old data (trained again, refused by evaluate_seeds) nor serves its scores."""
+    from experiments.run import evaluate_seeds
+
+    train, scored, test, out = retrained_but_scoring_failed(tmp_path, monkeypatch)
     assert len(fake_train) == 2 and len(scored) == 1
     evaluate_seeds.evaluate_runs(test, tmp_path / "metrics", [out])  # not "changed since it was trained"
     assert len(scored) == 2
@@ -382,12 +388,7 @@ def test_a_model_whose_scoring_failed_after_the_swap_is_scored_next_not_trained_
 
 def test_inputs_set_back_after_a_failed_scoring_train_the_seed_again_not_serve_the_old_scores(
         tmp_path, fake_train, monkeypatch):
-    train, scored, test, out = seeds_with_a_test_split(tmp_path, monkeypatch)
-    train()
-    (tmp_path / "train.spacy").write_bytes(b"train v2")
-    scoring_fails_once(monkeypatch)
-    with pytest.raises(MemoryError):
-        train()
+    train, scored, test, out = retrained_but_scoring_failed(tmp_path, monkeypatch)
     (tmp_path / "train.spacy").write_bytes(b"train v1")  # the old record's inputs again
     train()
     assert len(fake_train) == 3 and len(scored) == 2  # the model in place was trained from v2
