@@ -179,11 +179,35 @@ def markdown(report: Dict[str, Any]) -> str:
     for name, arm in report["arms"].items():
         pooled = ", ".join(f"{k} {v:.2f}" for k, v in arm.get("pooled", {}).items())
         lines.append(f"| {name} | {arm['done']} of {arm['planned']} | {pooled} | {arm.get('train_minutes', 0):.0f} |")
+    lines += fold_tables(report)
     cpus = sorted({cpu for arm in report["arms"].values() for cpu in arm.get("cpus", [])})
-    lines += ["", f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one run at a time on one thread, on machines shared "
-              "with other work (the minutes are wall-clock). Runs: `python -m experiments.run.cv run --jobs 1` "
-              "(resumes; records in docs/results/cv/records); this page: `python -m experiments.run.cv report`."]
+    lines += ["", f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one thread a run, one or two runs "
+              "at a time, on machines shared with other work (the minutes are wall-clock). Runs: "
+              "`python -m experiments.run.cv run --jobs N` (resumes; records in docs/results/cv/records); this page: "
+              "`python -m experiments.run.cv report`."]
     return "\n".join(lines) + "\n"
+
+
+def fold_tables(report: Dict[str, Any]) -> List[str]:
+    """Per comparison, each fold's scores: the mean over its seeds of each run's own score (the pooled
+    figures above count every test example once instead), and the fold's gain."""
+    lines = ["", "## Folds", ""]
+    for c in report["comparisons"]:
+        if not c["pairs"]:
+            continue
+        runs_a = report["arms"][f"{c['task']}/{c['a']}"]["runs"]
+        runs_b = report["arms"][f"{c['task']}/{c['b']}"]["runs"]
+        by_fold: Dict[str, List[str]] = {}
+        for key in c["pair_keys"]:
+            by_fold.setdefault(key.split("/")[0], []).append(key)
+        lines += [f"{c['task']}, {c['a']} → {c['b']}, {c['metric']} (mean of the fold's runs):", "",
+                  "| fold | seeds | " + c["a"] + " | " + c["b"] + " | gain |", "| --- | --- | ---: | ---: | ---: |"]
+        for fold, keys in sorted(by_fold.items(), key=lambda item: int(item[0][len("fold"):])):
+            a = float(numpy.mean([runs_a[k][c["metric"]] for k in keys]))
+            b = float(numpy.mean([runs_b[k][c["metric"]] for k in keys]))
+            lines.append(f"| {fold[len('fold'):]} | {len(keys)} | {a:.2f} | {b:.2f} | {b - a:+.2f} |")
+        lines.append("")
+    return lines
 
 
 def write_report(runs: Sequence[Run], records: Path, output: Path,

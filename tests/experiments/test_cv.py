@@ -184,6 +184,10 @@ def test_the_report_pairs_finished_runs_by_fold_and_seed_and_says_when_it_is_par
     assert built["arms"]["ner/baseline"]["done"] == 6 and built["arms"]["ner/elmo"]["done"] == 5
     text = report.markdown(built)
     assert "**Partial**" in text and "| ner | baseline → elmo | f1 | 5 of 6 |" in text and "a CPU" in text
+    # Each fold's row: the mean of its paired runs' own scores (fold 2: seed 0 alone).
+    f1 = lambda tp: 100 * 2 * tp / (2 * tp + 5 + 5)  # noqa: E731
+    assert f"| 0 | 2 | {f1(10):.2f} | {f1(12):.2f} | {f1(12) - f1(10):+.2f} |" in text
+    assert f"| 2 | 1 | {f1(12):.2f} | {f1(14):.2f} | {f1(14) - f1(12):+.2f} |" in text
 
 
 def test_one_pair_gives_a_gain_but_no_interval_and_no_test(tmp_path):
