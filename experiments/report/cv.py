@@ -217,3 +217,71 @@ def write_report(runs: Sequence[Run], records: Path, output: Path,
     write_atomic(output / "results.md", markdown(report))
     print(markdown(report))
     return report
+
+
+# The README's results open with this block, between these two lines; `report --readme README.md`
+# writes it again from the report.
+README_START = "<!-- cv results: the figures of docs/results/cv/results.md (python -m experiments.run.cv report) -->"
+README_END = "<!-- cv results end -->"
+_TASK_NAMES = {"ner": ("NER", "NER (WNUT-16 tweets)"), "sentiment5": ("sentiment", "5-class sentiment (RT snippets)")}
+_METRIC_NAMES = {"f1": "F1", "macro_f": "macro-F", "accuracy": "accuracy"}
+
+
+def _p_text(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def readme_block(report: Dict[str, Any], day: str) -> str:
+    """The README's summary of `report` (made on `day`): a row for each comparison whose pairs have all run,
+    a verdict in words that follows the figures (significant: p < 0.05 and an interval clear of 0), and
+    how far the others have got."""
+    import textwrap
+
+    done = [c for c in report["comparisons"] if c["pairs"] == c["planned_pairs"] and c["pairs"] > 1]
+    pending = [c for c in report["comparisons"] if c not in done]
+    cpus = sorted({cpu for arm in report["arms"].values() for cpu in arm.get("cpus", [])})
+    intro = textwrap.fill(
+        f"**Cross-validated over every labelled example ({day}):** all 2,394 WNUT-16 tweets and 10,605 RT "
+        "snippets, 10 folds × 2 seeds, 3,000 steps a run, paired by (fold, seed); pooled scores, a bootstrap 95% "
+        "interval over pairs, a sign-flip p (MC: Monte Carlo, beyond 16 pairs) and the per-run gain's mean ± std "
+        "([record, commands, folds](docs/results/cv/results.md): `python -m experiments.run.cv run`, then "
+        f"`report --readme README.md`; one thread a run, 2-core {', '.join(f'`{c}`' for c in cpus) or 'CPUs'}):",
+        width=99, break_on_hyphens=False, break_long_words=False)
+    rows, words = [], []
+    for c in done:
+        short, long = _TASK_NAMES.get(c["task"], (c["task"], c["task"]))
+        metric = _METRIC_NAMES.get(c["metric"], c["metric"])
+        low, high = c["interval"]
+        p = _p_text(c["p"]) + (" (MC)" if c["p_error"] is not None else "")
+        rows.append(f"| {long}, {metric} | {c['a']} → {c['b']} | {c['score_a']:.2f} → {c['score_b']:.2f} | "
+                    f"{c['gain']:+.2f} [{low:+.2f}, {high:+.2f}] | {c['mean_run_gain']:+.2f} ± {c['run_gain_std']:.2f} | "
+                    f"{100 * c['relative_error_reduction']:+.1f}% | {p} |")
+        significant = c["p"] < 0.05 and (low > 0 or high < 0)
+        words.append(f"{short} {metric} {c['gain']:+.2f} ("
+                     + (f"significant: interval clear of 0, p {_p_text(c['p'])}" if significant
+                        else f"not significant at 0.05: p {c['p']:.2f}") + ")")
+    waiting = sorted({f"{c['task']} {c['a']} → {c['b']}: {c['pairs']} of {c['planned_pairs']} pairs so far"
+                      for c in pending})
+    summary = (f"Verdict, {len(done[0]['pair_keys']) if done else 0} pairs each: " + "; ".join(words) + "."
+               if done else "No comparison has all its pairs yet.")
+    if waiting:
+        summary += " Not reported here until complete ([partial figures](docs/results/cv/results.md)): " + \
+            "; ".join(waiting) + "."
+    return "\n".join([
+        README_START, intro, "",
+        "| task | arms | pooled | gain [95% CI] | per-run gain | rel. error reduction | sign-flip p |",
+        "| --- | --- | --- | --- | --- | ---: | ---: |", *rows, "",
+        textwrap.fill(summary, width=99, break_on_hyphens=False, break_long_words=False), README_END,
+    ])
+
+
+def update_readme(path: Path, report: Dict[str, Any], day: str) -> None:
+    """Write `readme_block` over the block between README_START and README_END in `path`."""
+    from experiments.errors import ExperimentError
+
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise ExperimentError(path, expected=f"a block from {README_START!r} to {README_END!r}", found="none",
+                              fix="put the two lines where the summary belongs")
+    write_atomic(path, text[:start] + readme_block(report, day) + text[end + len(README_END):])

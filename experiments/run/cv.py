@@ -327,15 +327,19 @@ def report_cli(
     k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY, bilm: str = BILM_OPTION,
     glove: str = GLOVE_OPTION, tasks: str = TASKS_OPTION, arms: str = ARMS_OPTION, records: str = RECORDS_OPTION,
     output: Path = typer.Option(RESULTS, help="Where results.md and results.json go"),
+    readme: Optional[Path] = typer.Option(None, help="Also write the summary block of this README (README.md)"),
 ) -> None:
     """Pool the records of the planned runs into each comparison (partial while runs are left)."""
+    import datetime
     import os
 
-    from experiments.report.cv import write_report
+    from experiments.report.cv import update_readme, write_report
 
     os.chdir(ROOT)
     study = _study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records)
-    write_report(plan_runs(study), Path(study.records), output, COMPARISONS)
+    report = write_report(plan_runs(study), Path(study.records), output, COMPARISONS)
+    if readme is not None:
+        update_readme(readme, report, datetime.date.today().isoformat())
 
 
 if __name__ == "__main__":

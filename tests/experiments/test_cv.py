@@ -201,3 +201,42 @@ def test_one_pair_gives_a_gain_but_no_interval_and_no_test(tmp_path):
     assert comparison["pairs"] == 1 and comparison["gain"] > 0
     assert comparison["interval"] is None and comparison["p"] is None
     assert "(one pair: no interval)" in report.markdown(report.build(runs, Path(study.records), cv.COMPARISONS))
+
+
+def test_the_readme_block_reports_complete_comparisons_and_says_what_is_left(tmp_path):
+    from experiments.engine.run import write_record
+    from experiments.errors import ExperimentError
+
+    study = cv.Study(k=3, seeds=(0, 1), tasks=("ner",), arms=("baseline", "elmo", "glove", "glove_elmo"),
+                     records=str(tmp_path / "r"))
+    runs = cv.plan_runs(study)
+    for run in runs:
+        fold, arm = int(run.labels["fold"]), run.labels["arm"]
+        if arm == "glove_elmo" and fold > 0:
+            continue  # this comparison is not complete
+        tp = 10 + fold + int(run.labels["seed"]) + (3 if arm in ("elmo", "glove_elmo") else 0)
+        write_record(Path(study.records), fake_record(run.id, tp, 5, 5).model_copy(update={"cpu": "a CPU"}))
+    built = report.build(runs, Path(study.records), cv.COMPARISONS)
+    (complete,) = [c for c in built["comparisons"] if c["a"] == "baseline"]
+    block = report.readme_block(built, "2026-01-02")
+    assert block.startswith(report.README_START) and block.endswith(report.README_END)
+    assert f"| NER (WNUT-16 tweets), F1 | baseline → elmo | {complete['score_a']:.2f} → {complete['score_b']:.2f} |" \
+        in block
+    # Six pairs, every one gaining: the exact sign-flip p is 2/64, below 0.05, and the interval is clear of 0.
+    assert complete["p"] == pytest.approx(2 / 64) and complete["interval"][0] > 0
+    words = " ".join(block.split())
+    assert f"NER F1 {complete['gain']:+.2f} (significant: interval clear of 0, p 0.031)" in words
+    assert "`a CPU`" in words and "glove → glove_elmo: 2 of 6 pairs so far" in words
+    assert "| NER (WNUT-16 tweets), F1 | glove" not in block
+    # The same comparison with one pair that loses: p rises above 0.05 and the words follow.
+    one_loss = dict(complete, p=0.09)
+    assert "(not significant at 0.05: p 0.09)" in " ".join(
+        report.readme_block({**built, "comparisons": [one_loss]}, "2026-01-02").split())
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{report.README_START}\nold\n{report.README_END}\n\nafter\n", encoding="utf-8")
+    report.update_readme(readme, built, "2026-01-02")
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("# x\n\n") and text.endswith("\n\nafter\n") and "\nold\n" not in text and block in text
+    (tmp_path / "plain.md").write_text("no block\n", encoding="utf-8")
+    with pytest.raises(ExperimentError, match="plain.md"):
+        report.update_readme(tmp_path / "plain.md", built, "2026-01-02")
