@@ -228,7 +228,7 @@ def test_the_readme_block_reports_complete_comparisons_and_says_what_is_left(tmp
     assert f"NER F1 {complete['gain']:+.2f} (significant: interval clear of 0, p 0.031)" in words
     assert "`a CPU`" in words and "glove → glove_elmo: 2 of 6 pairs so far" in words
     assert "| NER (WNUT-16 tweets), F1 | glove" not in block
-    # The same comparison with one pair that loses: p rises above 0.05 and the words follow.
+    # The same comparison with a p above 0.05: the words follow the p, not the gain.
     one_loss = dict(complete, p=0.09)
     assert "(not significant at 0.05: p 0.09)" in " ".join(
         report.readme_block({**built, "comparisons": [one_loss]}, "2026-01-02").split())
