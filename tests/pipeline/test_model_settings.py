@@ -13,7 +13,7 @@ import torch
 from thinc.api import Config, fix_random_seed
 
 from spacy_elmo.bilm.precision import cpu_has_bf16
-from spacy_elmo.models.bilm import get_bilm
+from spacy_elmo.models.bilm import _batches, get_bilm
 from spacy_elmo.models.listener import ELMO_DROPOUT_NAME
 
 from ..numeric import assert_close_to_scale
@@ -96,12 +96,21 @@ def test_max_batch_tokens_at_load_is_the_batch_budget(tmp_path, bilm_dir):
     saved, loaded = spacy.load(path), spacy.load(path, config=override(max_batch_tokens=8))
     saved_calls, loaded_calls = bilm_calls(saved), bilm_calls(loaded)
     want = layers(saved)
-    # 4 windows of 4 tokens and one of 3: one batch under 4096 padded tokens, three under 8.
+    # 4 windows of 4 tokens and one of 3: one batch under 4096 tokens, three under 8.
     assert len(saved_calls) == 1
     got = layers(loaded)
     assert len(loaded_calls) == 3
     for a, b in zip(got, want):
         assert_close_to_scale(a, b)
+
+
+def test_the_batch_budget_counts_tokens_not_padding():
+    # Length-sorted segments (doc, start, end, keep_start, keep_end) of 4, 1, 1, 1 and 1
+    # tokens: 8 tokens in all, 20 with each padded to the longest (the packed biLM pads nothing).
+    segments = [(0, 0, 4, 0, 4)] + [(d, 0, 1, 0, 1) for d in range(1, 5)]
+    assert [len(batch) for batch in _batches(segments, 8)] == [5]
+    assert [len(batch) for batch in _batches(segments, 6)] == [3, 2]
+    assert [len(batch) for batch in _batches(segments, 3)] == [1, 3, 1]  # a longer segment alone
 
 
 def test_precision_at_load_is_the_arithmetic(tmp_path, bilm_dir):
