@@ -237,6 +237,7 @@ class BiLSTMStack(nn.Module):
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
         half = x.new_full((), 0.5)
         h = h0
+        step_outputs = out.split(batch_sizes, dim=1)  # every step's rows, in one call
         for first, end in blocks:
             block_start = offsets[first]
             block_rows = offsets[end] - block_start
@@ -249,11 +250,11 @@ class BiLSTMStack(nn.Module):
             else:
                 gates_x = scratch[: 2 * block_x.shape[1] * N_GATES * c_dim].view(2, block_x.shape[1], N_GATES * c_dim)
                 torch.baddbmm(bias, block_x, W_input, out=gates_x)
-            for t in range(first, end):
-                n, start = batch_sizes[t], offsets[t] - block_start
+            step_inputs = gates_x[:, :block_rows].split(batch_sizes[first:end], dim=1)
+            for t, step_x, step_out in zip(range(first, end), step_inputs, step_outputs[first:end]):
+                n = batch_sizes[t]
                 m = max(n, MIN_STEP_ROWS)  # see MIN_STEP_ROWS: rows beyond n are dropped
                 g, sigmoid_gates, new_input, input_gate, forget_gate, output_gate, cell, cell_out_m = views_of(m)
-                step_x = gates_x[:, start : start + n]
                 if n < MIN_STEP_ROWS:
                     step_x = pad_rows(step_x, 1, MIN_STEP_ROWS)
                     h = pad_rows(h[:, :n], 1, MIN_STEP_ROWS)
@@ -273,9 +274,9 @@ class BiLSTMStack(nn.Module):
                     h = torch.bmm(cell_out_m, W_proj)
                     if proj_clip:
                         h.clamp_(-proj_clip, proj_clip)
-                    out[:, offsets[t] : offsets[t + 1]] = h[:, :n]
+                    step_out.copy_(h[:, :n])
                 else:
-                    h = out[:, offsets[t] : offsets[t + 1]]
+                    h = step_out
                     torch.bmm(cell_out_m, W_proj, out=h)
                     if proj_clip:
                         h.clamp_(-proj_clip, proj_clip)
