@@ -5,6 +5,7 @@ character ids, by the bytes of each distinct row of ids. Nothing is read back
 from the device to look a key up: keys live on the host, vectors on the
 model's device.
 """
+from itertools import repeat
 from typing import Callable, Dict, Hashable, List, Sequence
 
 import numpy
@@ -64,8 +65,7 @@ class TokenCache:
         if len(keys) > self.max_size:  # this call alone overflows the cache
             return encode(numpy.arange(len(keys)))
         self._calls += 1
-        get = self._slots.get
-        slots = numpy.fromiter((get(key, -1) for key in keys), dtype=numpy.int64, count=len(keys))
+        slots = numpy.fromiter(map(self._slots.get, keys, repeat(-1)), dtype=numpy.int64, count=len(keys))
         missing = numpy.flatnonzero(slots < 0)
         hits = slots[slots >= 0]
         self._stamps[hits] = self._calls
@@ -97,12 +97,10 @@ class TokenCache:
             for slot in oldest.tolist():
                 del self._slots[self._keys[slot]]
             slots = numpy.concatenate([slots, oldest])
-        for key, slot in zip(keys, slots.tolist()):
-            self._slots[key] = slot
-            if slot < len(self._keys):
-                self._keys[slot] = key
-            else:
-                self._keys.append(key)
+        self._slots.update(zip(keys, slots.tolist()))
+        self._keys.extend(keys[:n_new])  # slots n_used, n_used + 1, ...
+        for key, slot in zip(keys[n_new:], slots[n_new:].tolist()):
+            self._keys[slot] = key
         self._stamps[slots] = self._calls
         self._storage[to_device(slots, vectors.device)] = vectors
         return slots

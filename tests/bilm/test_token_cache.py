@@ -1,8 +1,11 @@
 """The token cache serves a token's representation again only while the weights that computed it are the model's."""
+import random
+
 import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
+from spacy_elmo.bilm.token_cache import TokenCache
 from spacy_elmo.bilm.weights import load_weights
 
 SMALL = dict(
@@ -103,3 +106,30 @@ def test_an_in_place_edit_by_hand_then_clear_token_cache():
     assert_fresh(model, stale)
     assert calls[:2] == [6, 6]
 
+
+
+def test_a_full_cache_evicts_the_least_recently_used_and_serves_every_key_its_own_vector():
+    # Vectors that name their key, over calls that fill the cache, evict and hit it again.
+    cache = TokenCache(max_size=6)
+    encoded: list = []
+
+    def lookup(keys):
+        def encode(positions):
+            encoded.extend(keys[i] for i in positions.tolist())
+            return torch.tensor([[float(keys[i])] for i in positions.tolist()])
+
+        encoded.clear()
+        return cache.lookup(keys, encode, weights_key="w")[:, 0].tolist()
+
+    assert lookup([1, 2, 3]) == [1.0, 2.0, 3.0] and encoded == [1, 2, 3]
+    assert lookup([4, 5, 6]) == [4.0, 5.0, 6.0]  # full
+    assert lookup([3, 1, 2]) == [3.0, 1.0, 2.0] and encoded == []  # hits: 1, 2, 3 now the newest
+    assert lookup([7, 8]) == [7.0, 8.0]  # evicts two of 4, 5, 6, used longest ago
+    assert len(cache) == 6
+    assert lookup([1, 2, 3]) == [1.0, 2.0, 3.0] and encoded == []
+    assert lookup([4, 5, 6]) == [4.0, 5.0, 6.0] and len(encoded) == 2  # the two evicted, encoded again
+    rng = random.Random(0)
+    for _ in range(200):
+        keys = rng.sample(range(12), rng.randint(1, 6))
+        assert lookup(keys) == [float(k) for k in keys]  # never another key's vector
+        assert len(cache) <= 6
