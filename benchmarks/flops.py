@@ -55,11 +55,11 @@ def encoder_flops(o: BiLMOptions, n_tokens: int, longest: int) -> float:
     return max(n_tokens, MIN_ENCODER_ROWS) * per_token
 
 
-def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = 1) -> float:
+def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = MIN_STEP_ROWS) -> float:
     """Both directions of every layer over sequences of `lengths` steps each (boundaries
-    included), packed time-major and layer by layer, as BiLSTMStack runs them in training:
-    steps of fewer than `min_rows` rows computed as that many (1 in the hand-written backward
-    pass, lstm_backward.py). At inference: `inference_lstm_flops`."""
+    included), packed time-major as BiLSTMStack runs them: at inference, steps of fewer than
+    MIN_STEP_ROWS rows computed as MIN_STEP_ROWS (lstm.py); in training (the hand-written backward
+    pass, lstm_backward.py) as they are (`min_rows` 1)."""
     lengths = sorted(lengths, reverse=True)
     if not lengths:
         return 0.0
@@ -72,29 +72,6 @@ def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = 1) -> flo
     offsets = [0] + list(itertools.accumulate(batch_sizes))
     input_rows = sum(max(offsets[end] - offsets[first], min_rows) for first, end in _input_blocks(offsets))
     return 2 * o.n_layers * (input_rows * 2 * p * 4 * c + sum(step_rows) * (2 * p * 4 * c + 2 * c * p))
-
-
-def inference_lstm_flops(o: BiLMOptions, lengths: Iterable[int]) -> float:
-    """Both directions of every layer over sequences of `lengths` steps each (boundaries
-    included), as `BiLSTMStack._inference_layers` runs them: the first layer's input products
-    over all packed rows in blocks of steps (of at least MIN_STEP_ROWS rows each); then round k
-    runs step k - l of every layer l that has one, each over as many rows as the deepest of
-    them runs (at least MIN_STEP_ROWS): the recurrent and projection products, and above the
-    first layer the input product of the step's own rows (at least MIN_STEP_ROWS)."""
-    lengths = sorted(lengths, reverse=True)
-    if not lengths:
-        return 0.0
-    p, c = o.projection_dim, o.lstm_dim
-    batch_sizes = [sum(1 for n in lengths if n > t) for t in range(lengths[0])]
-    offsets = [0] + list(itertools.accumulate(batch_sizes))
-    first_input_rows = sum(max(offsets[end] - offsets[first], MIN_STEP_ROWS) for first, end in _input_blocks(offsets))
-    upper_input_rows = (o.n_layers - 1) * sum(max(n, MIN_STEP_ROWS) for n in batch_sizes)
-    round_rows = 0  # rows through the recurrent and projection products, over all layers
-    n_steps = len(batch_sizes)
-    for k in range(n_steps + o.n_layers - 1):
-        lo, hi = max(0, k - n_steps + 1), min(o.n_layers - 1, k)
-        round_rows += (hi - lo + 1) * max(batch_sizes[k - hi], MIN_STEP_ROWS)
-    return 2 * ((first_input_rows + upper_input_rows) * 2 * p * 4 * c + round_rows * (2 * p * 4 * c + 2 * c * p))
 
 
 def inference_flops(o: BiLMOptions, batches: Sequence[Sequence[Sequence[str]]],
@@ -123,7 +100,7 @@ def inference_flops(o: BiLMOptions, batches: Sequence[Sequence[Sequence[str]]],
         if new:
             longest = max(int((row != PAD_CHAR + 1).sum()) for row in new)
             encoder += encoder_flops(o, len(new), longest)
-        lstm += inference_lstm_flops(o, [len(s) + 2 for s in batch])
+        lstm += lstm_flops(o, (len(s) + 2 for s in batch))
     if cache_size is not None and len(seen) > cache_size:
         raise ValueError(f"{len(seen)} distinct tokens overflow a token cache of {cache_size}: "
                          f"the count assumes each is encoded once; use fewer sentences or a larger cache")

@@ -22,8 +22,8 @@ FORGET_GATE = 2
 # floats, 64 MiB for the original model) whatever the batch.
 ROWS_PER_INPUT_BLOCK = 512
 
-# `BiLSTMStack._inference_layers` computes a step of fewer rows as this many
-# (rows beyond the running ones are never read): MKL rounds products of up to 6 rows
+# `BiLSTMStack._inference_layer` computes a step of fewer rows with copies of a
+# row added up to this many (row_padding): MKL rounds products of up to 6 rows
 # by another method for some shapes (8 x 8, the smallest biLMs'), and a token's
 # layers would then depend on how many rows run beside it.
 MIN_STEP_ROWS = 8
@@ -129,15 +129,20 @@ class BiLSTMStack(nn.Module):
         product_dtype = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
         torch_lstm = not self.cell_clip and not self.proj_clip and device_type in self.torch_lstm_devices
         # Without gradients, in float32, from the zero state: the recurrence in place
-        # on preallocated buffers, every layer's step in one gate product (`_inference_layers`).
+        # on preallocated buffers, one gate product a step (`_inference_layer`).
         in_place = (
             not needs_grad and product_dtype is None and initial_state is None and not return_final_state
             and not dropout and bool(batch_sizes)
         )
-        if in_place:
-            return self._inference_layers(inputs, batch_sizes, offsets, blocks, scratch), None
         x = inputs
         for layer in range(self.n_layers):
+            if in_place:
+                out = self._inference_layer(layer, x, batch_sizes, offsets, blocks, scratch)
+                if self.use_skip_connections and layer > 0:
+                    out += x
+                outputs.append(out)
+                x = out
+                continue
             if hand_written:
                 weights = (self.W_input[layer], self.W_hidden[layer], self.bias[layer], self.forget_bias,
                            self.W_proj[layer], batch_sizes)
@@ -176,145 +181,106 @@ class BiLSTMStack(nn.Module):
             x = nn.functional.dropout(out, dropout) if dropout and layer + 1 < self.n_layers else out
         return outputs, (final_states if return_final_state else None)
 
-    def _inference_layers(
-        self, x: torch.Tensor, batch_sizes: List[int], offsets: List[int],
+    def _inference_layer(
+        self, layer: int, x: torch.Tensor, batch_sizes: List[int], offsets: List[int],
         blocks: List[Tuple[int, int]], scratch: Optional[torch.Tensor],
-    ) -> List[torch.Tensor]:
-        """Every layer without gradients, in float32, from the zero state.
+    ) -> torch.Tensor:
+        """One layer without gradients, in float32, from the zero state.
 
-        The arithmetic of `_step` in fewer operations a step. The layers run as
-        a wavefront: round k runs step k of the first layer, step k - 1 of the
-        second and so on, each reading the output of the layer below from round
-        k - 1, so that one recurrent product, one set of in-place activations
-        and cell updates and one projection serve every layer of a round (on a
-        stacked axis of 2 * n_layers: layer after layer, each's two directions).
-        A layer's four gates lie side by side, ordered (input, forget, output,
-        new input), so one product gives a row's every pre-activation
-        (`_gate_weights`). A round computes as many rows for every layer as its
-        deepest layer runs; the rows a layer has finished are computed and
-        never read again.
-        x: (2, n_packed, p) -> per layer (2, n_packed, p).
-        """
-        n_layers, n_steps = self.n_layers, len(batch_sizes)
-        c_dim, p = self.W_proj[0].shape[1], self.W_proj[0].shape[2]
-        gate_weights = [self._gate_weights(layer, x) for layer in range(n_layers)]
-        W_hidden = torch.cat([W_hidden for _, W_hidden, _ in gate_weights])  # (2L, p, 4c)
-        W_proj = torch.cat(list(self.W_proj))  # (2L, c, p)
-        rows = max(batch_sizes[0], MIN_STEP_ROWS)
-        gates = x.new_zeros(2 * n_layers * rows * N_GATES * c_dim)  # a round's, as a (2L', m, 4c) view
-        cell = x.new_zeros(2 * n_layers, rows, c_dim)
-        cell_out = x.new_zeros(2 * n_layers * rows * c_dim)
-        h = x.new_zeros(2 * n_layers, rows, p)  # each layer's output at its latest step, before the skip
-        outputs = [x.new_empty(x.shape) for _ in range(n_layers)]
-        step_outputs = [out.split(batch_sizes, dim=1) for out in outputs]  # every step's rows, in one call
-        views: dict = {}  # the buffers' views for layers lo..hi and m rows, made once each
-
-        def views_of(lo: int, hi: int, m: int):
-            if (lo, hi, m) not in views:
-                layers = slice(2 * lo, 2 * hi + 2)
-                k = layers.stop - layers.start
-                g = gates[: k * m * N_GATES * c_dim].view(k, m, N_GATES * c_dim)
-                views[lo, hi, m] = (
-                    g, g[:, :, : 3 * c_dim], g[:, :, 3 * c_dim :], g[:, :, :c_dim], g[:, :, c_dim : 2 * c_dim],
-                    g[:, :, 2 * c_dim : 3 * c_dim], cell[layers, :m], cell_out[: k * m * c_dim].view(k, m, c_dim),
-                    h[layers, :m], W_hidden[layers], W_proj[layers],
-                )
-            return views[lo, hi, m]
-
-        cell_clip, proj_clip = self.cell_clip, self.proj_clip
-        half = x.new_full((), 0.5)
-        W_input, _, bias = gate_weights[0]
-        remaining_blocks = iter(blocks)
-        first = end = 0
-        step_inputs: Tuple[torch.Tensor, ...] = ()
-        for k in range(n_steps + n_layers - 1):
-            lo, hi = max(0, k - n_steps + 1), min(n_layers - 1, k)
-            m = max(batch_sizes[k - hi], MIN_STEP_ROWS)  # see MIN_STEP_ROWS
-            g, sigmoid_gates, new_input, input_gate, forget_gate, output_gate, c, c_out, h_m, W_h, W_p = views_of(
-                lo, hi, m
-            )
-            if lo == 0:  # the first layer's input products, computed for a block of steps at once
-                if k == end:
-                    first, end = next(remaining_blocks)
-                    step_inputs = self._block_input_gates(x, bias, W_input, batch_sizes, offsets, first, end, scratch)
-                n = batch_sizes[k]
-                g[:2, :n] = step_inputs[k - first]
-            for layer in range(max(lo, 1), hi + 1):  # the others' from the output of the layer below
-                t, n = k - layer, batch_sizes[k - layer]
-                W_input_l, _, bias_l = gate_weights[layer]
-                below = step_outputs[layer - 1][t]
-                slot = g[2 * (layer - lo) : 2 * (layer - lo) + 2]
-                if n < MIN_STEP_ROWS:
-                    slot[:, :MIN_STEP_ROWS] = torch.baddbmm(bias_l, pad_rows(below, 1, MIN_STEP_ROWS), W_input_l)
-                else:
-                    torch.baddbmm(bias_l, below, W_input_l, out=slot[:, :n])
-            torch.baddbmm(g, h_m, W_h, out=g)
-            g.tanh_()
-            torch.add(half, sigmoid_gates, alpha=0.5, out=sigmoid_gates)  # 1/2 + t/2: t/2 is exact
-            c.mul_(forget_gate)
-            torch.mul(input_gate, new_input, out=c_out)
-            c.add_(c_out)
-            if cell_clip:
-                c.clamp_(-cell_clip, cell_clip)
-            torch.tanh(c, out=c_out)
-            c_out.mul_(output_gate)
-            torch.bmm(c_out, W_p, out=h_m)
-            if proj_clip:
-                h_m.clamp_(-proj_clip, proj_clip)
-            for layer in range(lo, hi + 1):
-                t, n = k - layer, batch_sizes[k - layer]
-                h_layer = h_m[2 * (layer - lo) : 2 * (layer - lo) + 2, :n]
-                if layer > 0 and self.use_skip_connections:
-                    torch.add(h_layer, step_outputs[layer - 1][t], out=step_outputs[layer][t])
-                else:
-                    step_outputs[layer][t].copy_(h_layer)
-        return outputs
-
-    def _gate_weights(self, layer: int, like: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`layer`'s W_input and W_hidden (2, p, 4c) and bias (2, 1, 4c) with
-        the gates side by side in the order (input, forget, output, new input),
-        the sigmoid gates' columns halved, as `_inference_layers` takes them.
-
-        Halved (exact: a power of two), the product gives x / 2 for the sigmoid
-        gates and x for the new input: one tanh over all of it, then sigmoid(x)
-        = tanh(x / 2) / 2 + 1/2. One tanh over the contiguous gates runs
-        vectorised (torch's sigmoid on the strided slice of three gates ran
-        element by element where a row's slice is narrower than its vectors: 5
-        to 10 times slower at 512 rows), and torch's tanh gives the same bits in
-        its vector and scalar paths (its sigmoid does not), so a token's values
-        still do not depend on where its row falls. (Reordered by views and
-        scaled by a tensor made on the device: an index or a tensor copied from
-        a host list would make the host wait for the GPU.)
+        The same arithmetic as `_step`, with fewer operations a step: the four
+        gates' weights side by side, ordered (input, forget, output, new input)
+        so that one product gives every pre-activation, one sigmoid and one
+        tanh activate them in place, and the cell update, the output and the
+        clips write into buffers made once per layer; each step's output is
+        written straight into the layer's output, where the next step reads it.
+        x: (2, n_packed, p) -> (2, n_packed, p).
         """
         p, c_dim = self.W_proj[layer].shape[2], self.W_proj[layer].shape[1]
-        scale = like.new_full((1, N_GATES, 1, 1), 0.5)
+        gate_order = [0, FORGET_GATE, 3, 1]  # i, f, o, j
+        # The sigmoid gates' weights and biases halved (exact: a power of two), so
+        # the product gives x / 2 for them and x for the new input: one tanh over
+        # all of it, then sigmoid(x) = tanh(x / 2) / 2 + 1/2. One tanh over the
+        # contiguous gates runs vectorised (torch's sigmoid on the strided slice of
+        # three gates ran element by element where a row's slice is narrower than
+        # its vectors: 5 to 10 times slower at 512 rows), and torch's tanh gives the
+        # same bits in its vector and scalar paths (its sigmoid does not), so a
+        # token's values still do not depend on where its row falls.
+        # (The reordering by views and the scale made on the device: an index or a
+        # tensor copied from a host list would make the host wait for the GPU.)
+        scale = x.new_full((1, N_GATES, 1, 1), 0.5)
         scale[:, 3] = 1.0
 
         def reordered(w: torch.Tensor) -> torch.Tensor:
-            return torch.stack([w[:, gate] for gate in (0, FORGET_GATE, 3, 1)], dim=1)  # i, f, o, j
+            return torch.stack([w[:, gate] for gate in gate_order], dim=1)
 
         W_input = (reordered(self.W_input[layer]) * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
         W_hidden = (reordered(self.W_hidden[layer]) * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
         bias = (reordered(self.bias[layer] + self.forget_bias) * scale[:, :, :, 0]).reshape(2, 1, N_GATES * c_dim)
-        return W_input, W_hidden, bias
+        W_proj = self.W_proj[layer]
+        rows = max(batch_sizes[0], MIN_STEP_ROWS)
+        out = x.new_empty(x.shape)
+        c = x.new_zeros(2, rows, c_dim)
+        h0 = x.new_zeros(2, rows, p)
+        gates = x.new_empty(2 * rows * N_GATES * c_dim)
+        cell_out = x.new_empty(2 * rows * c_dim)
+        views: dict = {}  # the buffers' views for m rows, made once per row count
 
-    @staticmethod
-    def _block_input_gates(
-        x: torch.Tensor, bias: torch.Tensor, W_input: torch.Tensor, batch_sizes: List[int], offsets: List[int],
-        first: int, end: int, scratch: Optional[torch.Tensor],
-    ) -> Tuple[torch.Tensor, ...]:
-        """The first layer's input products and biases for steps first..end - 1
-        in one GEMM (into `scratch` when given): per step (2, n, 4c)."""
-        block_rows = offsets[end] - offsets[first]
-        block_x = x[:, offsets[first] : offsets[end]]
-        if block_rows < MIN_STEP_ROWS:
-            block_x = pad_rows(block_x, 1, MIN_STEP_ROWS)
-        if scratch is None:
-            gates_x = torch.baddbmm(bias, block_x, W_input)
-        else:
-            gates_x = scratch[: 2 * block_x.shape[1] * W_input.shape[2]].view(2, block_x.shape[1], W_input.shape[2])
-            torch.baddbmm(bias, block_x, W_input, out=gates_x)
-        return gates_x[:, :block_rows].split(batch_sizes[first:end], dim=1)
+        def views_of(m: int):
+            if m not in views:
+                g = gates[: 2 * m * N_GATES * c_dim].view(2, m, N_GATES * c_dim)
+                views[m] = (
+                    g, g[:, :, : 3 * c_dim], g[:, :, 3 * c_dim :], g[:, :, :c_dim], g[:, :, c_dim : 2 * c_dim],
+                    g[:, :, 2 * c_dim : 3 * c_dim], c[:, :m], cell_out[: 2 * m * c_dim].view(2, m, c_dim),
+                )
+            return views[m]
+
+        cell_clip, proj_clip = self.cell_clip, self.proj_clip
+        half = x.new_full((), 0.5)
+        h = h0
+        step_outputs = out.split(batch_sizes, dim=1)  # every step's rows, in one call
+        for first, end in blocks:
+            block_start = offsets[first]
+            block_rows = offsets[end] - block_start
+            if block_rows < MIN_STEP_ROWS:
+                block_x = pad_rows(x[:, block_start : offsets[end]], 1, MIN_STEP_ROWS)
+            else:
+                block_x = x[:, block_start : offsets[end]]
+            if scratch is None:
+                gates_x = torch.baddbmm(bias, block_x, W_input)
+            else:
+                gates_x = scratch[: 2 * block_x.shape[1] * N_GATES * c_dim].view(2, block_x.shape[1], N_GATES * c_dim)
+                torch.baddbmm(bias, block_x, W_input, out=gates_x)
+            step_inputs = gates_x[:, :block_rows].split(batch_sizes[first:end], dim=1)
+            for t, step_x, step_out in zip(range(first, end), step_inputs, step_outputs[first:end]):
+                n = batch_sizes[t]
+                m = max(n, MIN_STEP_ROWS)  # see MIN_STEP_ROWS: rows beyond n are dropped
+                g, sigmoid_gates, new_input, input_gate, forget_gate, output_gate, cell, cell_out_m = views_of(m)
+                if n < MIN_STEP_ROWS:
+                    step_x = pad_rows(step_x, 1, MIN_STEP_ROWS)
+                    h = pad_rows(h[:, :n], 1, MIN_STEP_ROWS)
+                elif h.shape[1] != n:
+                    h = h[:, :n]
+                torch.baddbmm(step_x, h, W_hidden, out=g)
+                g.tanh_()
+                torch.add(half, sigmoid_gates, alpha=0.5, out=sigmoid_gates)  # 1/2 + t/2: t/2 is exact
+                cell.mul_(forget_gate)
+                torch.mul(input_gate, new_input, out=cell_out_m)
+                cell.add_(cell_out_m)
+                if cell_clip:
+                    cell.clamp_(-cell_clip, cell_clip)
+                torch.tanh(cell, out=cell_out_m)
+                cell_out_m.mul_(output_gate)
+                if n < MIN_STEP_ROWS:
+                    h = torch.bmm(cell_out_m, W_proj)
+                    if proj_clip:
+                        h.clamp_(-proj_clip, proj_clip)
+                    step_out.copy_(h[:, :n])
+                else:
+                    h = step_out
+                    torch.bmm(cell_out_m, W_proj, out=h)
+                    if proj_clip:
+                        h.clamp_(-proj_clip, proj_clip)
+        return out
 
     def layer_weights(self, layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:
         """W_input, W_hidden and W_proj of `layer`, cast to `dtype` when given.
