@@ -257,7 +257,7 @@ def readme_block(report: Dict[str, Any], day: str) -> str:
                     f"{c['gain']:+.2f} [{low:+.2f}, {high:+.2f}] | {c['mean_run_gain']:+.2f} ± {c['run_gain_std']:.2f} | "
                     f"{100 * c['relative_error_reduction']:+.1f}% | {p} |")
         significant = c["p"] < 0.05 and (low > 0 or high < 0)
-        words.append(f"{short} {metric} {c['gain']:+.2f} ("
+        words.append(f"{short} {metric}, {c['a']} → {c['b']}: {c['gain']:+.2f} ("
                      + (f"significant: interval clear of 0, p {_p_text(c['p'])}" if significant
                         else f"not significant at 0.05: p {c['p']:.2f}") + ")")
     waiting = sorted({f"{c['task']} {c['a']} → {c['b']}: {c['pairs']} of {c['planned_pairs']} pairs so far"

@@ -225,7 +225,7 @@ def test_the_readme_block_reports_complete_comparisons_and_says_what_is_left(tmp
     # Six pairs, every one gaining: the exact sign-flip p is 2/64, below 0.05, and the interval is clear of 0.
     assert complete["p"] == pytest.approx(2 / 64) and complete["interval"][0] > 0
     words = " ".join(block.split())
-    assert f"NER F1 {complete['gain']:+.2f} (significant: interval clear of 0, p 0.031)" in words
+    assert f"NER F1, baseline → elmo: {complete['gain']:+.2f} (significant: interval clear of 0, p 0.031)" in words
     assert "`a CPU`" in words and "glove → glove_elmo: 2 of 6 pairs so far" in words
     assert "| NER (WNUT-16 tweets), F1 | glove" not in block
     # The same comparison with a p above 0.05: the words follow the p, not the gain.
