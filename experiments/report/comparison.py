@@ -100,11 +100,14 @@ def paired_test(differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_PAI
     return {"ci95_low": float(low), "ci95_high": float(high), **test, "pairs": n}
 
 
-def sign_flip_test(differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_PAIRS) -> Dict[str, object]:
+def sign_flip_test(
+    differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_PAIRS, draws: int = SIGN_FLIP_DRAWS,
+    seed: int = SIGN_FLIP_SEED,
+) -> Dict[str, object]:
     """The two-sided sign-flip test of a mean paired difference of zero.
 
     Up to `exact_max_pairs` pairs every one of the 2^n sign patterns is tried (the exact p);
-    beyond, `SIGN_FLIP_DRAWS` patterns drawn with a fixed seed give p = (1 + b) / (1 + draws),
+    beyond, `draws` patterns drawn with a fixed `seed` give p = (1 + b) / (1 + draws),
     b the draws at least as extreme as observed (never 0, a valid p), and its standard error
     sqrt(p (1 - p) / draws). Returns `sign_flip_p`, `sign_flip_se` and `sign_flip_method`.
     """
@@ -116,16 +119,16 @@ def sign_flip_test(differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_
         signs = 1.0 - 2.0 * (patterns & 1)
         p_value = float(numpy.mean(numpy.abs(signs @ differences) / n >= observed))
         return {"sign_flip_p": p_value, "sign_flip_se": 0.0, "sign_flip_method": "exact"}
-    rng = numpy.random.default_rng(SIGN_FLIP_SEED)
+    rng = numpy.random.default_rng(seed)
     extreme = 0
-    for start in range(0, SIGN_FLIP_DRAWS, SIGN_FLIP_CHUNK):
-        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(min(SIGN_FLIP_CHUNK, SIGN_FLIP_DRAWS - start), n))
+    for start in range(0, draws, SIGN_FLIP_CHUNK):
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(min(SIGN_FLIP_CHUNK, draws - start), n))
         extreme += int(numpy.count_nonzero(numpy.abs(signs @ differences) / n >= observed))
-    p_value = (1 + extreme) / (1 + SIGN_FLIP_DRAWS)
+    p_value = (1 + extreme) / (1 + draws)
     return {
         "sign_flip_p": p_value,
-        "sign_flip_se": (p_value * (1 - p_value) / SIGN_FLIP_DRAWS) ** 0.5,
-        "sign_flip_method": f"monte carlo ({SIGN_FLIP_DRAWS} draws, seed {SIGN_FLIP_SEED})",
+        "sign_flip_se": (p_value * (1 - p_value) / draws) ** 0.5,
+        "sign_flip_method": f"monte carlo ({draws} draws, seed {seed})",
     }
 
 

@@ -7,16 +7,14 @@ over the (fold, seed) pairs both arms have run:
 
 * the pooled gain (B's pooled score minus A's) and a 95% bootstrap interval that resamples the pairs
   (``BOOTSTRAP`` draws, seeded), each draw pooling the drawn runs' counts;
-* a two-sided sign-flip p over the pairs' differences of run scores: exact (every sign pattern) up
-  to ``EXACT_MAX_PAIRS`` pairs, a seeded Monte-Carlo estimate from ``FLIPS`` patterns beyond, its
-  standard error given;
+* a two-sided sign-flip p over the pairs' differences of run scores (`comparison.sign_flip_test`,
+  the one every report uses): exact (every sign pattern) up to ``EXACT_MAX_PAIRS`` pairs, a seeded
+  Monte-Carlo estimate from ``SIGN_FLIP_DRAWS`` patterns beyond, its standard error given;
 * the relative error reduction, (error A - error B) / error A, error = 100 - pooled score.
 
     python -m experiments.run.cv report          # docs/results/cv/results.{md,json}
 """
-import itertools
 import json
-import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -24,10 +22,9 @@ import numpy
 
 from experiments.engine.run import Run, RunRecord, read_record, record_path
 from experiments.files import write_atomic
+from experiments.report.comparison import EXACT_MAX_PAIRS, sign_flip_test
 
 BOOTSTRAP = 10_000
-FLIPS = 100_000
-EXACT_MAX_PAIRS = 16
 SEED = 0
 
 
@@ -64,28 +61,6 @@ def sum_counts(records: Sequence[RunRecord]) -> Dict[str, Any]:
     return {key: sum(r.counts[key] for r in records) for key in ("tp", "fp", "fn")}
 
 
-def sign_flip_p(differences: Sequence[float], flips: int = FLIPS, seed: int = SEED) -> Tuple[float, Optional[float]]:
-    """Two-sided p of the mean difference under random signs, and the standard error of a Monte-Carlo
-    estimate (None when exact: every one of the 2^n patterns up to ``EXACT_MAX_PAIRS`` pairs)."""
-    d = numpy.asarray(differences, dtype=float)
-    n = len(d)
-    if n == 0:
-        return 1.0, None
-    observed = abs(d.mean())
-    tolerance = 1e-12 * max(1.0, float(numpy.abs(d).max()))
-    if n <= EXACT_MAX_PAIRS:
-        signs = numpy.array(list(itertools.product((1.0, -1.0), repeat=n)))
-        means = numpy.abs(signs @ d) / n
-        return float(numpy.mean(means >= observed - tolerance)), None
-    rng = numpy.random.default_rng(seed)
-    hits = 0
-    for start in range(0, flips, 10_000):
-        signs = rng.choice((1.0, -1.0), size=(min(10_000, flips - start), n))
-        hits += int(numpy.sum(numpy.abs(signs @ d) / n >= observed - tolerance))
-    p = (hits + 1) / (flips + 1)  # the observed pattern counts as one of the draws
-    return p, math.sqrt(p * (1 - p) / flips)
-
-
 def compare(a: Sequence[RunRecord], b: Sequence[RunRecord], metric: str, draws: int = BOOTSTRAP,
             seed: int = SEED) -> Dict[str, Any]:
     """A → B over paired runs (``a[i]`` and ``b[i]`` share fold and seed)."""
@@ -98,7 +73,8 @@ def compare(a: Sequence[RunRecord], b: Sequence[RunRecord], metric: str, draws: 
         gains.append(metrics_of(sum_counts([b[i] for i in picks]))[metric]
                      - metrics_of(sum_counts([a[i] for i in picks]))[metric])
     low, high = numpy.percentile(gains, [2.5, 97.5])
-    p, p_error = sign_flip_p(differences)
+    test = sign_flip_test(numpy.asarray(differences))
+    p, p_error = test["sign_flip_p"], (test["sign_flip_se"] if test["sign_flip_method"] != "exact" else None)
     error_a, error_b = 100 - pooled_a, 100 - pooled_b
     return {
         "metric": metric, "pairs": len(a), "score_a": pooled_a, "score_b": pooled_b, "gain": pooled_b - pooled_a,
@@ -168,7 +144,10 @@ def markdown(report: Dict[str, Any]) -> str:
         if c["p"] is None:
             p, interval = "one pair: no test", "(one pair: no interval)"
         else:
-            p = f"{c['p']:.3f}" + (f" ± {c['p_error']:.3f} (Monte Carlo)" if c["p_error"] is not None else " (exact)")
+            if c["p_error"] is None:
+                p = f"{c['p']:.3f} (exact)"
+            else:  # below 0.001 the estimate says no more than that
+                p = _p_text(c["p"]) + (f" ± {c['p_error']:.3f}" if c["p"] >= 0.001 else "") + " (Monte Carlo)"
             interval = f"[{c['interval'][0]:+.2f}, {c['interval'][1]:+.2f}]"
         rer = f"{100 * c['relative_error_reduction']:+.1f}%" if c["relative_error_reduction"] is not None else ""
         lines.append(head + f" {c['score_a']:.2f} | {c['score_b']:.2f} | {c['gain']:+.2f} {interval} | {rer} | {p} |")
@@ -243,7 +222,8 @@ def readme_block(report: Dict[str, Any], day: str) -> str:
     intro = textwrap.fill(
         f"**Cross-validated over every labelled example ({day}):** all 2,394 WNUT-16 tweets and 10,605 RT "
         "snippets, 10 folds × 2 seeds, 3,000 steps a run, paired by (fold, seed); pooled scores, a bootstrap 95% "
-        "interval over pairs, a sign-flip p (MC: Monte Carlo, beyond 16 pairs) and the per-run gain's mean ± std "
+        f"interval over pairs, a sign-flip p (MC: Monte Carlo, beyond {EXACT_MAX_PAIRS} pairs) and the per-run gain's "
+        "mean ± std "
         "([record, commands, folds](docs/results/cv/results.md): `python -m experiments.run.cv run`, then "
         f"`report --readme README.md`; one thread a run, 2-core {', '.join(f'`{c}`' for c in cpus) or 'CPUs'}):",
         width=99, break_on_hyphens=False, break_long_words=False)

@@ -119,23 +119,19 @@ def test_a_trained_run_is_done_until_its_fold_assignment_changes(tiny, tmp_path)
     assert not is_done(run, records)
 
 
-def test_the_exact_sign_flip_p_counts_every_pattern():
-    d = [1.0, -0.5, 2.0, 0.25, 3.0]
-    patterns = list(itertools.product((1, -1), repeat=len(d)))
-    expected = sum(abs(sum(s * x for s, x in zip(signs, d))) >= abs(sum(d)) - 1e-12 for signs in patterns) / len(patterns)
-    assert report.sign_flip_p(d) == (pytest.approx(expected, rel=1e-12), None)
+def test_the_comparison_takes_its_p_from_the_one_sign_flip_test():
+    # Up to 16 pairs exact (no error stated); beyond, the seeded Monte-Carlo estimate with its error.
+    from experiments.report.comparison import sign_flip_test
 
-
-def test_beyond_sixteen_pairs_the_sign_flip_p_is_a_seeded_monte_carlo_estimate_with_its_error():
-    d = numpy.random.default_rng(1).normal(0.3, 1.0, size=17)
-    signs = numpy.array(list(itertools.product((1.0, -1.0), repeat=17)))
-    exact = float(numpy.mean(numpy.abs(signs @ d) >= abs(d.sum()) - 1e-9))
-    p, error = report.sign_flip_p(list(d), flips=20_000)
-    assert error is not None and error == pytest.approx((p * (1 - p) / 20_000) ** 0.5, rel=1e-12)
-    assert abs(p - exact) < 4 * error
-    assert report.sign_flip_p(list(d), flips=20_000) == (p, error)  # seeded
-    many = report.sign_flip_p([1.0] * 40, flips=1000)  # 2^40 patterns: never enumerated
-    assert many[0] == pytest.approx(1 / 1001, rel=1e-9)
+    for n in (5, 17):
+        d = numpy.random.default_rng(n).normal(0.3, 1.0, size=n)
+        a = [fake_record(f"a{i}", 10, 5, 5) for i in range(n)]
+        b = [fake_record(f"b{i}", 20 + int(round(x * 10)), 5, 5) for i, x in enumerate(d)]  # pairs that differ
+        differences = [report.metrics_of(rb.counts)["f1"] - report.metrics_of(ra.counts)["f1"] for ra, rb in zip(a, b)]
+        expected = sign_flip_test(numpy.asarray(differences))
+        got = report.compare(a, b, "f1", draws=100)
+        assert got["p"] == expected["sign_flip_p"]
+        assert got["p_error"] == (None if n <= 16 else expected["sign_flip_se"])
 
 
 def fake_record(run_id: str, tp: int, fp: int, fn: int) -> RunRecord:
