@@ -105,8 +105,9 @@ def _new_temporary(target: Path) -> Path:
 
 
 def _temporary_name(target: Path) -> Path:
-    """A name for a temporary beside `target`, ``.NAME.HOST-PID.RANDOM.tmp``,
-    that no file has (the file is not made)."""
+    """A name for a temporary beside `target`, ``.NAME.HOST-PID.RANDOM.tmp``
+    (64 random bits; not made here: `_create_private` makes it, refusing a
+    name that is taken)."""
     return target.parent / f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp"
 
 

@@ -31,13 +31,11 @@ from typing import Dict, List, Optional
 import typer
 
 from experiments.engine.execute import score
-from experiments.engine.run import (
-    Run, RunRecord, config_fingerprint, digest, fingerprint, is_done, read_record, stored_record, write_record,
-)
+from experiments.engine.run import Run, RunRecord, digest, fingerprint, is_done, stored_record, write_record
 from experiments.engine.views import view_of, view_path
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
-from experiments.run.train_seeds import stored_training_fingerprint
+from experiments.run.train_seeds import record_of_model_in_place, stored_training_fingerprint, training_fingerprint
 
 RUN = "run"
 FOLDER = "folder"  # the run folder, among a record's labels
@@ -78,7 +76,7 @@ def check_current(run: Run, model_dir: Path) -> None:
     stored = stored_training_fingerprint(model_dir.parent)
     if stored is None:
         return
-    now = config_fingerprint(run.config, run.settings, run.id)
+    now = training_fingerprint(run)
     stale = [key for key in sorted(stored)
              if (key.startswith("reads ") or key == "versions") and now.get(key) != stored[key]]
     if stale:
@@ -90,12 +88,8 @@ def check_current(run: Run, model_dir: Path) -> None:
 def scored_when_trained(run: Run, model_dir: Path) -> Optional[RunRecord]:
     """The record ``train_seeds --test`` left beside RUN_DIR/seed{N} when it scored this very model on
     this very test split (the digests it holds of both are theirs now), as the record of ``run``; else None."""
-    seed_dir = model_dir.parent
-    try:
-        trained = read_record(seed_dir.parent / f"{seed_dir.name}.json")
-    except ExperimentError:
-        return None
-    if trained.evaluated != {"model": digest(model_dir), "test": digest(Path(run.test))}:
+    trained = record_of_model_in_place(model_dir.parent)
+    if trained is None or trained.evaluated.get("test") != digest(Path(run.test)):
         return None
     return trained.model_copy(update={"run": run.id, "config": run.config, "overrides": {}, "test": run.test,
                                       "labels": dict(run.labels), "fingerprint": fingerprint(run)})
