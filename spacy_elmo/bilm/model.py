@@ -16,6 +16,7 @@ from ..device import to_device
 from ..errors import InputError
 from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, batch_to_ids, distinct_words, words_to_ids
 from .lstm import BiLSTMStack, LayerState
+from .lstm_graphs import RecurrenceGraphs
 from .options import BiLMOptions
 from .packing import SentencePacking, TimeMajor, reversed_steps
 from .token_cache import TokenCache, distinct_rows
@@ -121,6 +122,17 @@ class BiLM(nn.Module):
         token encoder's weights in place (e.g. ``param.data.mul_(2)``). Loading
         weights and optimiser steps need no call (see `_token_vectors`)."""
         self.token_cache.clear()
+
+    def use_cuda_graphs(self, enabled: bool = True, max_graphs: int = 8) -> None:
+        """On a GPU, run the LSTMs without gradients from CUDA graphs, one per
+        bucket of batch shapes, kept for at most `max_graphs` shapes (see
+        lstm_graphs.py: faster where the step-by-step recurrence waits on
+        Python, at the cost of each graph's GPU memory); ``enabled=False``
+        drops them. On a CPU, and with gradients, nothing changes."""
+        if not enabled:
+            self.lstm.graphs = None
+        elif self.lstm.graphs is None or self.lstm.graphs.max_graphs != max_graphs:
+            self.lstm.graphs = RecurrenceGraphs(max_graphs)
 
     def reset_states(self) -> None:
         """Forget the carried-over state (stateful mode)."""

@@ -60,7 +60,7 @@ Segment = Tuple[int, int, int, int, int]
 @registry.architectures(BILM_ARCH)
 def BiLMModel(
     max_batch_tokens: int = 4096, window_size: int = 128, precision: str = "fp32", sentences: str = "doc",
-    segmenter: Optional[Segmenter] = None,
+    segmenter: Optional[Segmenter] = None, cuda_graphs: bool = False,
 ) -> Model[List[Doc], List[Floats3d]]:
     """The biLM over Docs: every token's L + 1 layers, (n_layers, n_tokens, width) per doc.
 
@@ -79,13 +79,19 @@ def BiLMModel(
     segmenter: how docs are cut into segments, e.g. `spacy-elmo.sentences.v1`
         (unset: the same) or `spacy-elmo.windows.v1` (windows across sentence
         boundaries, which may overlap); see models/segmenters.py.
+    cuda_graphs: at prediction on a GPU, run the LSTMs from CUDA graphs, one per
+        bucket of batch shapes (`BiLM.use_cuda_graphs`, spacy_elmo/bilm/lstm_graphs.py):
+        the same values within float32 rounding, fewer launches from Python,
+        each kept shape's GPU memory held. Nothing changes on a CPU or in training.
 
     None of these changes the weights, and the config is their one store: a
     saved model's values are not read back, so an override at `spacy.load` or
     an edit of the saved config.cfg is what the model does (see ConfigSettings).
     """
     check_settings(
-        BiLMSettings, {"max_batch_tokens": max_batch_tokens, "window_size": window_size, "sentences": sentences},
+        BiLMSettings,
+        {"max_batch_tokens": max_batch_tokens, "window_size": window_size, "sentences": sentences,
+         "cuda_graphs": cuda_graphs},
         BILM_ARCH, "[components.elmo.model], or the copy's section after nlp.replace_listeners",
     )
     check_precision(precision)
@@ -106,6 +112,7 @@ def BiLMModel(
         dims={"nO": None, "nL": None},
         attrs={SETTINGS: ConfigSettings(
             max_batch_tokens=max_batch_tokens, window_size=window_size, precision=precision, sentences=sentences,
+            cuda_graphs=cuda_graphs,
         )},
     )
 
@@ -172,6 +179,7 @@ def forward(
     # In training, one batch: one graph, one backward pass.
     batches = [segments] if is_train else list(_batches(segments, settings["max_batch_tokens"]))
     if not is_train:
+        bilm.use_cuda_graphs(settings.get("cuda_graphs", False))
         return _predict(bilm, docs, batches, outputs, settings["precision"]), _no_backprop
     backprops = []
     for batch in batches:

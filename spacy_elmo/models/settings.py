@@ -44,6 +44,7 @@ class BiLMSettings(_Settings):
     max_batch_tokens: StrictInt = Field(ge=1)
     window_size: StrictInt = Field(ge=1)
     sentences: Literal["doc", "upstream"] = "doc"
+    cuda_graphs: StrictBool = False
 
     @model_validator(mode="after")
     def _one_window_fits(self) -> "BiLMSettings":

@@ -168,3 +168,93 @@ def test_the_component_path_waits_once_a_batch(fixture_paths):
     assert len(syncs) <= 1, [str(w.message) for w in syncs]
     mask = batch_to_ids(SENTENCES)[:, :, 0] > 0
     assert relative_error(torch.from_numpy(layers), expected[:, mask]) <= 1e-4
+
+
+def graph_batches():
+    """Batches of several shapes: a sentence of 1 to 40 tokens, 1 to 70 sentences."""
+    words = [w for s in SENTENCES for w in s]
+    rng = torch.Generator().manual_seed(0)
+
+    def sentence(n):
+        return [words[int(i)] for i in torch.randint(len(words), (n,), generator=rng)]
+
+    return [[sentence(n) for n in lengths] for lengths in
+            ([5], [40, 3, 3, 1], [int(n) for n in torch.randint(1, 25, (70,), generator=rng)], [12] * 9)]
+
+
+@pytest.mark.parametrize("name", ["fixture", "original"])
+def test_cuda_graphs_give_the_step_by_step_values(fixture_paths, name):
+    model = (BiLM.from_allennlp(*fixture_paths) if name == "fixture" else original_model()).cuda().eval()
+    batches = graph_batches()
+    with torch.inference_mode(), precision("cuda", "fp32"):
+        eager = [model.encode_words(batch) for batch in batches]
+        model.use_cuda_graphs(True)
+        first = [model.encode_words(batch) for batch in batches]
+        captures = model.lstm.graphs.captures
+        again = [model.encode_words(batch) for batch in batches[::-1]][::-1]
+    assert captures == len(model.lstm.graphs) >= 3  # a graph per shape bucket
+    assert model.lstm.graphs.captures == captures  # replayed, not captured again
+    for e, f, a in zip(eager, first, again):
+        assert float(e.abs().max()) > 0.1
+        assert relative_error(f, e) <= 1e-5
+        assert torch.equal(a, f)  # a replay gives what the capture gave
+
+
+def test_cuda_graphs_replay_without_synchronising(fixture_paths):
+    from spacy_elmo.bilm.char_ids import distinct_words
+    from spacy_elmo.device import to_host
+
+    model = BiLM.from_allennlp(*fixture_paths).cuda().eval()
+    model.use_cuda_graphs(True)
+    batch = graph_batches()[1]
+    with torch.inference_mode():
+        expected = to_host(model.encode_indexed(*distinct_words(batch)))  # the capture synchronises
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            replayed = model.encode_indexed(*distinct_words(batch))
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    assert numpy_equal(to_host(replayed), expected)
+
+
+def numpy_equal(a, b) -> bool:
+    import numpy
+
+    return a.shape == b.shape and bool(numpy.array_equal(a, b))
+
+
+def test_cuda_graphs_follow_the_weights_and_the_arithmetic(fixture_paths):
+    model = BiLM.from_allennlp(*fixture_paths).cuda().eval()
+    model.use_cuda_graphs(True)
+    batch = graph_batches()[3]
+    with torch.inference_mode():
+        with precision("cuda", "fp32"):
+            before = model.encode_words(batch)
+        with precision("cuda", "tf32"):
+            model.encode_words(batch)
+        assert model.lstm.graphs.captures == 2  # TF32 products are another graph
+        with torch.no_grad():  # new weights in the same memory: the graph reads them
+            for weights in model.lstm.W_proj:
+                weights.mul_(0.5)
+        with precision("cuda", "fp32"):
+            halved = model.encode_words(batch)
+        model.cpu().cuda()  # the weights in new memory: captured again
+        with precision("cuda", "fp32"):
+            moved = model.encode_words(batch)
+        model.use_cuda_graphs(False)
+        with precision("cuda", "fp32"):
+            eager = model.encode_words(batch)
+    assert model.lstm.graphs is None
+    assert not torch.equal(halved, before)
+    assert relative_error(halved, eager) <= 1e-5 and relative_error(moved, eager) <= 1e-5
+
+
+def test_cuda_graphs_keep_at_most_max_graphs(fixture_paths):
+    model = BiLM.from_allennlp(*fixture_paths).cuda().eval()
+    model.use_cuda_graphs(True, max_graphs=2)
+    batches = graph_batches()
+    with torch.inference_mode():
+        for batch in batches:
+            model.encode_words(batch)
+    assert len(model.lstm.graphs) == 2
+    assert model.lstm.graphs.captures == len(batches)

@@ -97,3 +97,30 @@ def test_pipe_under_require_gpu_gives_host_arrays_that_travel(bilm_dir):
         from thinc.api import require_cpu
 
         require_cpu()
+
+
+def test_the_cuda_graphs_setting_gives_the_same_layers(bilm_dir):
+    import spacy
+
+    from spacy_elmo.models.bilm import get_bilm
+
+    from .test_elmo_component import elmo_pipeline
+
+    texts = [*TEXTS, EMPTY, " ".join(TEXTS)] * 6
+    spacy.require_gpu(0)
+    try:
+        eager, _ = elmo_pipeline(bilm_dir, with_ner=False, model={"@architectures": "spacy-elmo.BiLM.v1"})
+        graphed, _ = elmo_pipeline(bilm_dir, with_ner=False,
+                                   model={"@architectures": "spacy-elmo.BiLM.v1", "cuda_graphs": True})
+        expected = [d._.elmo.layers for d in eager.pipe(texts, batch_size=8)]
+        found = [d._.elmo.layers for d in graphed.pipe(texts, batch_size=8)]
+        graphs = get_bilm(graphed.get_pipe("elmo").model).lstm.graphs
+        assert graphs is not None and graphs.captures >= 1
+        assert get_bilm(eager.get_pipe("elmo").model).lstm.graphs is None
+    finally:
+        from thinc.api import require_cpu
+
+        require_cpu()
+    for a, b in zip(found, expected):
+        assert a.shape == b.shape
+        assert numpy.abs(a - b).max(initial=0) <= 1e-5 * max(1.0, numpy.abs(b).max(initial=0))
