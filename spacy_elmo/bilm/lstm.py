@@ -14,6 +14,8 @@ from .row_padding import MIN_ROWS, pad_rows
 LayerState = Tuple[torch.Tensor, torch.Tensor]
 # A layer's W_input, W_hidden and W_proj, as the products take them (see `layer_weights`).
 LayerWeights = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+# A layer's W_input, W_hidden, bias and W_proj as the in-place recurrence takes them (`inference_weights`).
+InferenceWeights = Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 N_GATES = 4  # input, new input, forget, output: bilm-tf's order
 FORGET_GATE = 2
@@ -173,16 +175,32 @@ class BiLSTMStack(nn.Module):
             x = nn.functional.dropout(out, dropout) if dropout and layer + 1 < self.n_layers else out
         return outputs, (final_states if return_final_state else None)
 
-    def _inference(self, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
-        """Every layer's output without gradients, in float32, from the zero
-        state (`_inference_layer`, layer after layer); as `forward`'s outputs."""
+    def _inference(
+        self, inputs: torch.Tensor, batch_sizes: List[int], weights: Optional[List[InferenceWeights]] = None,
+        states: Optional[List[LayerState]] = None,
+    ) -> List[torch.Tensor]:
+        """Every layer's output without gradients, in float32 (`_inference_layer`,
+        layer after layer); as `forward`'s outputs.
+
+        weights: every layer's `inference_weights` (made here when None).
+        states: every layer's (h, c) for all ``batch_sizes[0]`` rows, at least
+            MIN_STEP_ROWS of them, to start from (the zero state when None),
+            updated in place: c for every row, h for the last step's rows (its
+            output before any skip connection).
+        """
         offsets = _offsets(batch_sizes)
         blocks = _input_blocks(offsets)
         scratch = self._input_scratch(inputs, offsets, blocks)
         outputs: List[torch.Tensor] = []
         x = inputs
         for layer in range(self.n_layers):
-            out = self._inference_layer(layer, x, batch_sizes, offsets, blocks, scratch)
+            out = self._inference_layer(
+                layer, x, batch_sizes, offsets, blocks, scratch,
+                weights[layer] if weights is not None else self.inference_weights(layer),
+                states[layer] if states is not None else None,
+            )
+            if states is not None:
+                states[layer][0][:, : batch_sizes[-1]].copy_(out[:, offsets[-2] :])
             if self.use_skip_connections and layer > 0:
                 out += x
             outputs.append(out)
@@ -196,33 +214,26 @@ class BiLSTMStack(nn.Module):
         block_rows = max([MIN_STEP_ROWS] + [offsets[end] - offsets[first] for first, end in blocks])
         return inputs.new_empty(2 * N_GATES * block_rows * self.W_input[0].shape[3])
 
-    def _inference_layer(
-        self, layer: int, x: torch.Tensor, batch_sizes: List[int], offsets: List[int],
-        blocks: List[Tuple[int, int]], scratch: Optional[torch.Tensor],
-    ) -> torch.Tensor:
-        """One layer without gradients, in float32, from the zero state.
+    def inference_weights(self, layer: int) -> InferenceWeights:
+        """`layer`'s weights as `_inference_layer` takes them: the four gates'
+        side by side, ordered (input, forget, output, new input), so that one
+        product gives every pre-activation, with the sigmoid gates' weights and
+        biases halved (exact: a power of two), so the product gives x / 2 for
+        them and x for the new input: one tanh over all of it, then
+        sigmoid(x) = tanh(x / 2) / 2 + 1/2. One tanh over the contiguous gates
+        runs vectorised (torch's sigmoid on the strided slice of three gates ran
+        element by element where a row's slice is narrower than its vectors: 5
+        to 10 times slower at 512 rows), and torch's tanh gives the same bits in
+        its vector and scalar paths (its sigmoid does not), so a token's values
+        still do not depend on where its row falls.
 
-        The same arithmetic as `_step`, with fewer operations a step: the four
-        gates' weights side by side, ordered (input, forget, output, new input)
-        so that one product gives every pre-activation, one sigmoid and one
-        tanh activate them in place, and the cell update, the output and the
-        clips write into buffers made once per layer; each step's output is
-        written straight into the layer's output, where the next step reads it.
-        x: (2, n_packed, p) -> (2, n_packed, p).
+        RETURNS: W_input and W_hidden (2, p, 4 * c), bias (2, 1, 4 * c), W_proj (2, c, p).
         """
         p, c_dim = self.W_proj[layer].shape[2], self.W_proj[layer].shape[1]
         gate_order = [0, FORGET_GATE, 3, 1]  # i, f, o, j
-        # The sigmoid gates' weights and biases halved (exact: a power of two), so
-        # the product gives x / 2 for them and x for the new input: one tanh over
-        # all of it, then sigmoid(x) = tanh(x / 2) / 2 + 1/2. One tanh over the
-        # contiguous gates runs vectorised (torch's sigmoid on the strided slice of
-        # three gates ran element by element where a row's slice is narrower than
-        # its vectors: 5 to 10 times slower at 512 rows), and torch's tanh gives the
-        # same bits in its vector and scalar paths (its sigmoid does not), so a
-        # token's values still do not depend on where its row falls.
-        # (The reordering by views and the scale made on the device: an index or a
-        # tensor copied from a host list would make the host wait for the GPU.)
-        scale = x.new_full((1, N_GATES, 1, 1), 0.5)
+        # Reordered by views and scaled by a tensor made on the device: an index or
+        # a tensor copied from a host list would make the host wait for the GPU.
+        scale = self.W_proj[layer].new_full((1, N_GATES, 1, 1), 0.5)
         scale[:, 3] = 1.0
 
         def reordered(w: torch.Tensor) -> torch.Tensor:
@@ -231,11 +242,30 @@ class BiLSTMStack(nn.Module):
         W_input = (reordered(self.W_input[layer]) * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
         W_hidden = (reordered(self.W_hidden[layer]) * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
         bias = (reordered(self.bias[layer] + self.forget_bias) * scale[:, :, :, 0]).reshape(2, 1, N_GATES * c_dim)
-        W_proj = self.W_proj[layer]
+        return W_input, W_hidden, bias, self.W_proj[layer]
+
+    def _inference_layer(
+        self, layer: int, x: torch.Tensor, batch_sizes: List[int], offsets: List[int],
+        blocks: List[Tuple[int, int]], scratch: torch.Tensor, weights: InferenceWeights,
+        state: Optional[LayerState] = None,
+    ) -> torch.Tensor:
+        """One layer without gradients, in float32, from the zero state or `state`.
+
+        The same arithmetic as `_step`, with fewer operations a step: one
+        product gives every gate's pre-activation (`inference_weights`), one
+        tanh activates them in place, and the cell update, the output and the
+        clips write into buffers made once per layer; each step's output is
+        written straight into the layer's output, where the next step reads it.
+        x: (2, n_packed, p) -> (2, n_packed, p).
+        """
+        W_input, W_hidden, bias, W_proj = weights
+        p, c_dim = W_proj.shape[2], W_proj.shape[1]
         rows = max(batch_sizes[0], MIN_STEP_ROWS)
         out = x.new_empty(x.shape)
-        c = x.new_zeros(2, rows, c_dim)
-        h0 = x.new_zeros(2, rows, p)
+        if state is None:
+            h0, c = x.new_zeros(2, rows, p), x.new_zeros(2, rows, c_dim)
+        else:
+            h0, c = state
         gates = x.new_empty(2 * rows * N_GATES * c_dim)
         cell_out = x.new_empty(2 * rows * c_dim)
         views: dict = {}  # the buffers' views for m rows, made once per row count
@@ -260,11 +290,8 @@ class BiLSTMStack(nn.Module):
                 block_x = pad_rows(x[:, block_start : offsets[end]], 1, MIN_STEP_ROWS)
             else:
                 block_x = x[:, block_start : offsets[end]]
-            if scratch is None:
-                gates_x = torch.baddbmm(bias, block_x, W_input)
-            else:
-                gates_x = scratch[: 2 * block_x.shape[1] * N_GATES * c_dim].view(2, block_x.shape[1], N_GATES * c_dim)
-                torch.baddbmm(bias, block_x, W_input, out=gates_x)
+            gates_x = scratch[: 2 * block_x.shape[1] * N_GATES * c_dim].view(2, block_x.shape[1], N_GATES * c_dim)
+            torch.baddbmm(bias, block_x, W_input, out=gates_x)
             step_inputs = gates_x[:, :block_rows].split(batch_sizes[first:end], dim=1)
             for t, step_x, step_out in zip(range(first, end), step_inputs, step_outputs[first:end]):
                 n = batch_sizes[t]

@@ -1,34 +1,43 @@
-"""The inference recurrence replayed from CUDA graphs, one graph per bucket of batch shapes.
+"""The inference recurrence replayed from CUDA graphs, a few steps at a time.
 
 Without gradients, in float32, `BiLSTMStack` runs a step as about a dozen
 torch operations a layer, each a kernel launch queued from Python: on a GPU a
 batch then takes as long as the host needs to queue it, however little the
-GPU has to do. A CUDA graph records the launches of the whole recurrence once
-and replays them with one call.
+GPU has to do. A CUDA graph records the launches once and replays them with
+one call.
 
-A graph runs fixed shapes, so batches are laid out in a rectangle of
-``steps x rows`` (both rounded up to a `BUCKETS` size): every sentence starts
-at step 0 and runs on into rows of scratch past its end; a row that no sentence
-holds runs on scratch from start to end. Both directions' inputs already start
-each sentence at step 0 (the backward one reversed over the sentence's own
-length), and a row's recurrence reads only its own earlier steps, so what is
-kept of each row is the packed layout's values: the graph runs the same
-`BiLSTMStack._inference` as the eager path, with every step ``rows`` wide. On a
+A graph runs fixed shapes, so a batch runs as chunks of `CHUNK_STEPS` steps,
+each chunk a replay of the graph of its number of rows: the rows still running
+at the chunk's first step, rounded up to a `BUCKETS` size. The graph runs every
+layer over the chunk's steps (`BiLSTMStack._inference`, the eager path's own
+code, every step that many rows wide), from the state the previous chunk left,
+copied in for the rows that go on, or from zeros for a batch's first chunk.
+Rows that hold no token at a step (their sentence ended within the chunk, or
+the rounding added them) run on scratch: rows are sorted longest first and a
+row's recurrence reads only its own earlier steps, so every token gets the
+values of the packed layout. On the same sentences the chunks compute about
+an eighth more rows than the packed layout (a sentence's last chunk runs to its
+end), and the graphs of a run are those of the few row counts it meets. On a
 GPU the products of a wider step may round differently (cuBLAS chooses kernels
 by shape): the values agree with the eager path's within float32 rounding, not
 bit for bit.
 
+The graphs read the weights from buffers of their own, made once in the form
+the recurrence takes them (`BiLSTMStack.inference_weights`) and made again when
+a parameter moves or changes in place (its memory or version counter; an edit
+through ``.data`` leaves no trace: call `BiLM.clear_token_cache` after one).
+
 Off unless asked for (`BiLM.use_cuda_graphs`, the ``cuda_graphs`` setting of
-`spacy-elmo.BiLM.v1`): each graph holds its own GPU memory (its input, every
-layer's output and the step buffers of its shape, a few hundred MiB for the
-original model at 512 rows), and a new shape is captured once (about as long
-as the eager run, and a synchronisation). The graphs of at most
-``max_graphs`` shapes are kept, the least recently used dropped first. A graph
-is captured for the weights' memory, arithmetic (TF32 or not) and device it
-saw, and a change of any of them captures a new one.
+`spacy-elmo.BiLM.v1`): each graph holds GPU memory of its own (a chunk's input,
+every layer's output, the states and the step buffers: about 400 MiB for the
+original model at 512 rows, proportionally less for fewer rows or a smaller
+biLM), and a new row count is captured once (about as long as a chunk's eager
+run, and a synchronisation). At most ``max_graphs`` are kept, the least recently
+used dropped first; a graph is captured for the arithmetic (TF32 or not) and
+the device it saw.
 """
 from collections import OrderedDict
-from typing import TYPE_CHECKING, List, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import numpy
 import torch
@@ -37,10 +46,14 @@ from ..device import to_device
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from .lstm import BiLSTMStack
+    from .lstm import BiLSTMStack, InferenceWeights, LayerState
 
-# The sizes a rectangle's steps and rows are rounded up to: powers of two and
-# one and a half times them, so at most a third of a rectangle is scratch.
+# The steps a graph runs: fewer, less scratch after each sentence's end; more,
+# fewer replays and copies between them (about an eighth more rows than the
+# packed layout at 4, a third at 8, on tweets and review snippets).
+CHUNK_STEPS = 4
+# The row counts of graphs: powers of two and one and a half times them, from
+# 8 up (MIN_STEP_ROWS), so at most a third of a chunk's rows are added.
 BUCKETS = sorted({b for k in range(3, 20) for b in (2 ** k, 3 * 2 ** (k - 1))})
 
 
@@ -49,79 +62,145 @@ def bucket(n: int) -> int:
     for size in BUCKETS:
         if size >= n:
             return size
-    raise ValueError(f"{n} is more than the largest bucket, {BUCKETS[-1]}")
+    raise ValueError(f"{n} rows are more than the largest bucket, {BUCKETS[-1]}")
 
 
-def rectangle_index(batch_sizes: List[int], rows: int) -> numpy.ndarray:
-    """Where each packed row lies in a ``steps x rows`` rectangle, flattened
-    step after step: step t's rows ``0 .. batch_sizes[t] - 1`` at
-    ``t * rows + 0 ..``."""
+def chunk_layout(batch_sizes: List[int], steps: int = CHUNK_STEPS) -> Tuple[List[int], numpy.ndarray]:
+    """Each chunk's rows, and where each packed row lies in its chunk's input.
+
+    RETURNS: (rows, index): rows[q], the bucketed row count of chunk q (steps
+        ``q * steps`` to ``(q + 1) * steps - 1``); index (n_packed,), each packed
+        row's position in its chunk's ``steps x rows[q]`` input, flattened step
+        after step: step t's row j at ``(t - q * steps) * rows[q] + j``.
+    """
     sizes = numpy.asarray(batch_sizes, dtype=numpy.int64)
-    starts = numpy.arange(len(sizes), dtype=numpy.int64) * rows
-    # Each packed row's offset within its step: its position less its step's first position.
-    first = numpy.repeat(numpy.cumsum(sizes) - sizes, sizes)
-    return numpy.repeat(starts, sizes) + numpy.arange(int(sizes.sum()), dtype=numpy.int64) - first
+    rows = [bucket(int(n)) for n in sizes[::steps]]
+    step = numpy.repeat(numpy.arange(len(sizes), dtype=numpy.int64), sizes)
+    row = numpy.arange(len(step), dtype=numpy.int64) - numpy.repeat(numpy.cumsum(sizes) - sizes, sizes)
+    chunk_rows = numpy.asarray(rows, dtype=numpy.int64)[step // steps]
+    return rows, (step % steps) * chunk_rows + row
 
 
 class _Graph:
-    """One captured recurrence: its input rectangle, every layer's output rectangle."""
+    """The recurrence of every layer over `CHUNK_STEPS` steps of `rows` rows,
+    captured: its input, states and outputs are its own buffers. (Off a GPU,
+    for the tests, the same buffers and calls with the recurrence run eagerly.)"""
 
-    def __init__(self, stack: "BiLSTMStack", steps: int, rows: int, device: torch.device):
-        p = stack.W_proj[0].shape[2]
-        batch_sizes = [rows] * steps
-        # Normal tensors even under inference mode, so that a call outside it may write the input.
+    def __init__(self, stack: "BiLSTMStack", weights: List["InferenceWeights"], rows: int, device: torch.device):
+        p, c = stack.W_proj[0].shape[2], stack.W_proj[0].shape[1]
+        self.rows = rows
+        batch_sizes = [rows] * CHUNK_STEPS
+        # Normal tensors even under inference mode, so that a call outside it may write them.
         with torch.inference_mode(False), torch.no_grad():
-            self.inputs = torch.zeros(2, steps * rows, p, device=device)
+            self.inputs = torch.zeros(2, CHUNK_STEPS * rows, p, device=device)
+            self.states: List["LayerState"] = [
+                (torch.zeros(2, rows, p, device=device), torch.zeros(2, rows, c, device=device))
+                for _ in range(stack.n_layers)
+            ]
+
+            def run() -> List[torch.Tensor]:
+                return stack._inference(self.inputs, batch_sizes, weights, self.states)
+
+            self._run = run
+            self.graph: Optional[torch.cuda.CUDAGraph] = None
+            if device.type != "cuda":
+                self.outputs = run()
+                return
             # A warm-up on a side stream first, as CUDA graphs need (cuBLAS's workspaces, lazy set-up).
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(side):
-                stack._inference(self.inputs, batch_sizes)
+                run()
             torch.cuda.current_stream(device).wait_stream(side)
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):
-                self.outputs = stack._inference(self.inputs, batch_sizes)
+                self.outputs = run()
 
-    def run(self, inputs: torch.Tensor, index: torch.Tensor) -> List[torch.Tensor]:
-        self.inputs.index_copy_(1, index, inputs)
-        self.graph.replay()
-        # Copied out before the next replay overwrites them.
-        return [torch.index_select(out, 1, index) for out in self.outputs]
+    def replay(self) -> None:
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self.outputs = self._run()
+
+    def start_from(self, previous: Optional["_Graph"]) -> None:
+        """The states: zeros for a batch's first chunk, else the previous chunk's
+        final states for the rows that go on (already in place when the previous
+        chunk ran this graph)."""
+        if previous is self:
+            return
+        for (h, c), before in zip(self.states, previous.states if previous is not None else [None] * len(self.states)):
+            if before is None:
+                h.zero_()
+                c.zero_()
+            else:
+                h.copy_(before[0][:, : self.rows])
+                c.copy_(before[1][:, : self.rows])
 
 
 class RecurrenceGraphs:
     """`BiLSTMStack`'s inference recurrence from CUDA graphs (see the module's docstring)."""
 
-    def __init__(self, max_graphs: int = 8):
+    def __init__(self, max_graphs: int = 16):
         if isinstance(max_graphs, bool) or not isinstance(max_graphs, int) or max_graphs < 1:
             raise ConfigError("E106", found=repr(max_graphs))
         self.max_graphs = max_graphs
         self._graphs: "OrderedDict[Tuple, _Graph]" = OrderedDict()
-        self.captures = 0  # how many graphs were captured: new shapes, weights or arithmetic
+        self._weights: Optional[List["InferenceWeights"]] = None
+        self._stamp: Optional[Tuple] = None  # the parameters' memory and versions the weights were made from
+        self.captures = 0  # how many graphs were captured: new row counts, arithmetic or device
 
     def __len__(self) -> int:
         return len(self._graphs)
 
-    def clear(self) -> None:
-        self._graphs.clear()
+    def forget_weights(self) -> None:
+        """Make the weights' buffers again at the next call."""
+        self._stamp = None
 
     def __call__(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
         """Every layer's packed output (2, n_packed, p), as `BiLSTMStack._inference` gives it."""
-        rows = bucket(max(batch_sizes[0], 8))
-        steps = bucket(len(batch_sizes))
-        key = (
-            steps, rows, inputs.device,
-            tuple(p.data_ptr() for p in stack.parameters()),
-            torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision(),
-        )
+        weights = self._weights_for(stack, inputs.device)
+        rows, index = chunk_layout(batch_sizes)
+        index = to_device(index, inputs.device)
+        ends = numpy.cumsum(batch_sizes).tolist()
+        pieces: List[List[torch.Tensor]] = [[] for _ in range(stack.n_layers)]
+        previous = None
+        for q, n_rows in enumerate(rows):
+            graph = self._graph(stack, weights, n_rows, inputs.device)
+            start = ends[q * CHUNK_STEPS - 1] if q else 0
+            end = ends[min((q + 1) * CHUNK_STEPS, len(batch_sizes)) - 1]
+            graph.start_from(previous)
+            graph.inputs.index_copy_(1, index[start:end], inputs[:, start:end])
+            graph.replay()
+            for layer, out in enumerate(graph.outputs):  # copied out before a replay overwrites them
+                pieces[layer].append(torch.index_select(out, 1, index[start:end]))
+            previous = graph
+        return [layer[0] if len(layer) == 1 else torch.cat(layer, dim=1) for layer in pieces]
+
+    def _weights_for(self, stack: "BiLSTMStack", device: torch.device) -> List["InferenceWeights"]:
+        stamp = (device, tuple((p.data_ptr(), p._version) for p in stack.parameters()))
+        if stamp == self._stamp:
+            return self._weights  # type: ignore[return-value]
+        with torch.inference_mode(False), torch.no_grad():
+            made = [stack.inference_weights(layer) for layer in range(stack.n_layers)]
+            if self._weights is None or self._weights[0][0].device != device:
+                self._graphs.clear()  # they read the buffers they were captured with
+                self._weights = [tuple(w.clone() for w in layer) for layer in made]  # type: ignore[misc]
+            else:
+                for buffers, layer in zip(self._weights, made):
+                    for buffer, w in zip(buffers, layer):
+                        buffer.copy_(w)
+        self._stamp = stamp
+        return self._weights  # type: ignore[return-value]
+
+    def _graph(self, stack: "BiLSTMStack", weights: List["InferenceWeights"], rows: int, device: torch.device) -> _Graph:
+        key = (rows, device, torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
         graph = self._graphs.get(key)
         if graph is None:
-            graph = _Graph(stack, steps, rows, inputs.device)
+            graph = _Graph(stack, weights, rows, device)
             self.captures += 1
             self._graphs[key] = graph
             while len(self._graphs) > self.max_graphs:
                 self._graphs.popitem(last=False)
         else:
             self._graphs.move_to_end(key)
-        index = to_device(rectangle_index(batch_sizes, rows), inputs.device)
-        return graph.run(inputs, index)
+        return graph

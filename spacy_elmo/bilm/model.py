@@ -120,14 +120,17 @@ class BiLM(nn.Module):
     def clear_token_cache(self) -> None:
         """Forget the cached token representations: call it after changing the
         token encoder's weights in place (e.g. ``param.data.mul_(2)``). Loading
-        weights and optimiser steps need no call (see `_token_vectors`)."""
+        weights and optimiser steps need no call (see `_token_vectors`). The
+        CUDA graphs' copy of the LSTMs' weights is made again too."""
         self.token_cache.clear()
+        if self.lstm.graphs is not None:
+            self.lstm.graphs.forget_weights()
 
-    def use_cuda_graphs(self, enabled: bool = True, max_graphs: int = 8) -> None:
-        """On a GPU, run the LSTMs without gradients from CUDA graphs, one per
-        bucket of batch shapes, kept for at most `max_graphs` shapes (see
-        lstm_graphs.py: faster where the step-by-step recurrence waits on
-        Python, at the cost of each graph's GPU memory); ``enabled=False``
+    def use_cuda_graphs(self, enabled: bool = True, max_graphs: int = 16) -> None:
+        """On a GPU, run the LSTMs without gradients from CUDA graphs, a few
+        steps a replay, one graph per bucket of row counts, at most `max_graphs`
+        kept (see lstm_graphs.py: faster where the step-by-step recurrence waits
+        on Python, at the cost of each graph's GPU memory); ``enabled=False``
         drops them. On a CPU, and with gradients, nothing changes."""
         if not enabled:
             self.lstm.graphs = None

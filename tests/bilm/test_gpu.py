@@ -192,7 +192,7 @@ def test_cuda_graphs_give_the_step_by_step_values(fixture_paths, name):
         first = [model.encode_words(batch) for batch in batches]
         captures = model.lstm.graphs.captures
         again = [model.encode_words(batch) for batch in batches[::-1]][::-1]
-    assert captures == len(model.lstm.graphs) >= 3  # a graph per shape bucket
+    assert captures == len(model.lstm.graphs) >= 3  # a graph per bucket of rows
     assert model.lstm.graphs.captures == captures  # replayed, not captured again
     for e, f, a in zip(eager, first, again):
         assert float(e.abs().max()) > 0.1
@@ -232,7 +232,7 @@ def test_cuda_graphs_follow_the_weights_and_the_arithmetic(fixture_paths):
             before = model.encode_words(batch)
         with precision("cuda", "tf32"):
             model.encode_words(batch)
-        assert model.lstm.graphs.captures == 2  # TF32 products are another graph
+        assert model.lstm.graphs.captures == 2  # nine rows, one graph; TF32 products are another
         with torch.no_grad():  # new weights in the same memory: the graph reads them
             for weights in model.lstm.W_proj:
                 weights.mul_(0.5)
@@ -257,4 +257,4 @@ def test_cuda_graphs_keep_at_most_max_graphs(fixture_paths):
         for batch in batches:
             model.encode_words(batch)
     assert len(model.lstm.graphs) == 2
-    assert model.lstm.graphs.captures == len(batches)
+    assert model.lstm.graphs.captures > 2  # the 70 sentences' batch alone meets more row counts

@@ -1,13 +1,15 @@
-"""The premise of the CUDA graphs (lstm_graphs.py), checked where no GPU is:
-a batch laid out in a rectangle of bucketed steps and rows, scratch beyond each
-sentence, gives every real token the packed layout's values."""
+"""The CUDA graphs' layout (lstm_graphs.py), checked where no GPU is: a batch
+run in chunks of a few steps and bucketed rows, scratch beyond each sentence,
+the state carried from chunk to chunk, gives every token the packed layout's
+values. Off a GPU the chunks run eagerly through the same buffers and calls;
+tests/bilm/test_gpu.py replays them as graphs."""
 import numpy
 import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.bilm.char_ids import distinct_words
-from spacy_elmo.bilm.lstm_graphs import BUCKETS, RecurrenceGraphs, bucket, rectangle_index
+from spacy_elmo.bilm.lstm_graphs import BUCKETS, CHUNK_STEPS, RecurrenceGraphs, bucket, chunk_layout
 from spacy_elmo.bilm.packing import SentencePacking
 from spacy_elmo.errors import ConfigError
 
@@ -19,36 +21,65 @@ def test_buckets_round_up_by_at_most_half():
         bucket(BUCKETS[-1] + 1)
 
 
-def test_rectangle_index_places_each_step_at_its_row_offset():
-    numpy.testing.assert_array_equal(rectangle_index([3, 3, 2, 1], 8), [0, 1, 2, 8, 9, 10, 16, 17, 24])
-    assert rectangle_index([], 8).shape == (0,)
+def test_chunk_layout_places_each_step_in_its_chunk():
+    rows, index = chunk_layout([13, 13, 9, 9, 9, 2], steps=4)
+    assert rows == [16, 12]
+    expected = [*range(13), *range(16, 29), *range(32, 41), *range(48, 57), *range(9), 12, 13]
+    numpy.testing.assert_array_equal(index, expected)
+    assert chunk_layout([], steps=4)[1].shape == (0,)
 
 
-def test_the_rectangle_gives_the_packed_values_bit_for_bit():
+def scaled_stack(**changes) -> BiLM:
     torch.manual_seed(0)
-    options = BiLMOptions(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=32,
-                          projection_dim=12, n_layers=2, cell_clip=3.0, proj_clip=3.0)
-    model = BiLM(options).eval()
+    options = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=32,
+                   projection_dim=12, n_layers=2, cell_clip=3.0, proj_clip=3.0)
+    model = BiLM(BiLMOptions(**{**options, **changes})).eval()
     with torch.no_grad():
         for weights in model.lstm.parameters():
             weights.normal_(0.0, 0.4)  # gates that saturate, clips that bite
+    return model
+
+
+def packed_inputs(model: BiLM, lengths):
     rng = numpy.random.default_rng(0)
     words = "the bank raised its rates again to nobody 's surprise we sat on river".split()
-    sentences = [[words[i] for i in rng.integers(0, len(words), n)] for n in (17, 3, 1, 9, 9, 30, 2)]
+    sentences = [[words[i] for i in rng.integers(0, len(words), n)] for n in lengths]
     packing = SentencePacking.of(*model._check_indexed(*distinct_words(sentences)))
+    vectors = model._word_vectors(distinct_words(sentences)[0])
+    return torch.nn.functional.embedding(torch.from_numpy(packing.inputs), vectors), packing.batch_sizes
+
+
+@pytest.mark.parametrize("changes", [{}, {"use_skip_connections": False, "cell_clip": 0.0, "proj_clip": 0.0}])
+def test_the_chunks_give_the_packed_values_bit_for_bit(changes):
+    model = scaled_stack(**changes)
+    graphs = RecurrenceGraphs()
     with torch.inference_mode():
-        vectors = model._word_vectors(distinct_words(sentences)[0])
-        inputs = torch.nn.functional.embedding(torch.from_numpy(packing.inputs), vectors)
-        packed = model.lstm._inference(inputs, packing.batch_sizes)
-        rows, steps = bucket(packing.batch_sizes[0]), bucket(len(packing.batch_sizes))
-        assert rows * steps > inputs.shape[1]  # there is scratch
-        index = torch.from_numpy(rectangle_index(packing.batch_sizes, rows))
-        rectangle = torch.full((2, rows * steps, inputs.shape[2]), 7.0)  # scratch of any value
-        rectangle.index_copy_(1, index, inputs)
-        from_rectangle = model.lstm._inference(rectangle, [rows] * steps)
-    assert float(packed[-1].abs().max()) > 0.5
-    for layer, out in zip(packed, from_rectangle):
-        assert torch.equal(layer, out.index_select(1, index))
+        for lengths in [(17, 3, 1, 9, 9, 30, 2), (1,), (4, 4, 4), [3 + i % 11 for i in range(40)]]:
+            inputs, batch_sizes = packed_inputs(model, lengths)
+            packed = model.lstm._inference(inputs, batch_sizes)
+            chunked = graphs(model.lstm, inputs, batch_sizes)
+            assert float(packed[-1].abs().max()) > 0.3
+            for a, b in zip(packed, chunked):
+                assert torch.equal(a, b)
+    assert len(graphs) == graphs.captures == 4  # one per row count: 8 (twice), 12, 48, 32
+
+
+def test_the_chunks_follow_changed_weights():
+    model = scaled_stack()
+    graphs = RecurrenceGraphs()
+    with torch.inference_mode():
+        inputs, batch_sizes = packed_inputs(model, (6, 5, 2))
+        before = graphs(model.lstm, inputs, batch_sizes)
+        with torch.no_grad():
+            model.lstm.W_hidden[1].mul_(0.5)  # in place: its version counter moves
+        after = graphs(model.lstm, inputs, batch_sizes)
+        model.lstm.graphs = graphs
+        model.lstm.W_proj[0].data.mul_(0.5)  # through .data: no trace, until told
+        model.clear_token_cache()
+        told = graphs(model.lstm, inputs, batch_sizes)
+        expected = model.lstm._inference(inputs, batch_sizes)
+    assert torch.equal(before[0], after[0]) and not torch.equal(before[1], after[1])
+    assert all(torch.equal(a, b) for a, b in zip(told, expected))
 
 
 def test_graphs_change_nothing_on_a_cpu(fixture_paths):
@@ -59,9 +90,21 @@ def test_graphs_change_nothing_on_a_cpu(fixture_paths):
         model.use_cuda_graphs(True)
         model.clear_token_cache()
         assert torch.equal(model.encode_words(sentences), expected)
-    assert len(model.lstm.graphs) == 0
+    assert len(model.lstm.graphs) == 0  # the CPU path never reaches them
     model.use_cuda_graphs(False)
     assert model.lstm.graphs is None
+
+
+def test_chunks_keep_at_most_max_graphs():
+    model = scaled_stack()
+    graphs = RecurrenceGraphs(max_graphs=2)
+    with torch.inference_mode():
+        for lengths in [(3,) * 40, (3,) * 20, (3,) * 12, (3,) * 40]:
+            inputs, batch_sizes = packed_inputs(model, lengths)
+            graphs(model.lstm, inputs, batch_sizes)
+    assert len(graphs) == 2
+    assert graphs.captures == 4  # 48, 24, 12, then 48 again: it had been dropped
+    assert CHUNK_STEPS >= 2
 
 
 @pytest.mark.parametrize("found", [0, -1, 2.5, True, "8"])
