@@ -36,6 +36,7 @@ run, and a synchronisation). At most ``max_graphs`` are kept, the least recently
 used dropped first; a graph is captured for the arithmetic (TF32 or not) and
 the device it saw.
 """
+import gc
 from collections import OrderedDict
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
@@ -84,12 +85,16 @@ def chunk_layout(batch_sizes: List[int], steps: int = CHUNK_STEPS) -> Tuple[List
 class _Graph:
     """The recurrence of every layer over `CHUNK_STEPS` steps of `rows` rows,
     captured: its input, states and outputs are its own buffers. (Off a GPU,
-    for the tests, the same buffers and calls with the recurrence run eagerly.)"""
+    for the tests, the same buffers and calls with the recurrence run eagerly.)
+
+    It holds no reference to the stack, so that it is freed as soon as it is
+    dropped: a graph freed by Python's cycle collector in the middle of another
+    graph's capture would end that capture with an error."""
 
     def __init__(self, stack: "BiLSTMStack", weights: List["InferenceWeights"], rows: int, device: torch.device):
         p, c = stack.W_proj[0].shape[2], stack.W_proj[0].shape[1]
         self.rows = rows
-        batch_sizes = [rows] * CHUNK_STEPS
+        self.weights = weights
         # Normal tensors even under inference mode, so that a call outside it may write them.
         with torch.inference_mode(False), torch.no_grad():
             self.inputs = torch.zeros(2, CHUNK_STEPS * rows, p, device=device)
@@ -97,30 +102,34 @@ class _Graph:
                 (torch.zeros(2, rows, p, device=device), torch.zeros(2, rows, c, device=device))
                 for _ in range(stack.n_layers)
             ]
-
-            def run() -> List[torch.Tensor]:
-                return stack._inference(self.inputs, batch_sizes, weights, self.states)
-
-            self._run = run
             self.graph: Optional[torch.cuda.CUDAGraph] = None
             if device.type != "cuda":
-                self.outputs = run()
+                self.outputs = self._run(stack)
                 return
             # A warm-up on a side stream first, as CUDA graphs need (cuBLAS's workspaces, lazy set-up).
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(side):
-                run()
+                self._run(stack)
             torch.cuda.current_stream(device).wait_stream(side)
             self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph):
-                self.outputs = run()
+            collecting = gc.isenabled()
+            gc.disable()  # nothing freed during the capture (`torch.cuda.graph` collects first)
+            try:
+                with torch.cuda.graph(self.graph):
+                    self.outputs = self._run(stack)
+            finally:
+                if collecting:
+                    gc.enable()
 
-    def replay(self) -> None:
+    def _run(self, stack: "BiLSTMStack") -> List[torch.Tensor]:
+        return stack._inference(self.inputs, [self.rows] * CHUNK_STEPS, self.weights, self.states)
+
+    def replay(self, stack: "BiLSTMStack") -> None:
         if self.graph is not None:
             self.graph.replay()
         else:
-            self.outputs = self._run()
+            self.outputs = self._run(stack)
 
     def start_from(self, previous: Optional["_Graph"]) -> None:
         """The states: zeros for a batch's first chunk, else the previous chunk's
@@ -170,7 +179,7 @@ class RecurrenceGraphs:
             end = ends[min((q + 1) * CHUNK_STEPS, len(batch_sizes)) - 1]
             graph.start_from(previous)
             graph.inputs.index_copy_(1, index[start:end], inputs[:, start:end])
-            graph.replay()
+            graph.replay(stack)
             for layer, out in enumerate(graph.outputs):  # copied out before a replay overwrites them
                 pieces[layer].append(torch.index_select(out, 1, index[start:end]))
             previous = graph
