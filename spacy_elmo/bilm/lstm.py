@@ -252,11 +252,10 @@ class BiLSTMStack(nn.Module):
         """One layer without gradients, in float32, from the zero state or `state`.
 
         The same arithmetic as `_step`, with fewer operations a step: one
-        product, added in place to the step's input share, gives every gate's
-        pre-activation (`inference_weights`), one tanh activates them in place,
-        and the cell update, the output and the clips write into buffers made
-        once per layer; each step's output is written straight into the layer's
-        output, where the next step reads it.
+        product gives every gate's pre-activation (`inference_weights`), one
+        tanh activates them in place, and the cell update, the output and the
+        clips write into buffers made once per layer; each step's output is
+        written straight into the layer's output, where the next step reads it.
         x: (2, n_packed, p) -> (2, n_packed, p).
         """
         W_input, W_hidden, bias, W_proj = weights
@@ -267,12 +266,17 @@ class BiLSTMStack(nn.Module):
             h0, c = x.new_zeros(2, rows, p), x.new_zeros(2, rows, c_dim)
         else:
             h0, c = state
+        gates = x.new_empty(2 * rows * N_GATES * c_dim)
         cell_out = x.new_empty(2 * rows * c_dim)
         views: dict = {}  # the buffers' views for m rows, made once per row count
 
         def views_of(m: int):
             if m not in views:
-                views[m] = c[:, :m], cell_out[: 2 * m * c_dim].view(2, m, c_dim)
+                g = gates[: 2 * m * N_GATES * c_dim].view(2, m, N_GATES * c_dim)
+                views[m] = (
+                    g, g[:, :, : 3 * c_dim], g[:, :, 3 * c_dim :], g[:, :, :c_dim], g[:, :, c_dim : 2 * c_dim],
+                    g[:, :, 2 * c_dim : 3 * c_dim], c[:, :m], cell_out[: 2 * m * c_dim].view(2, m, c_dim),
+                )
             return views[m]
 
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
@@ -288,21 +292,17 @@ class BiLSTMStack(nn.Module):
                 block_x = x[:, block_start : offsets[end]]
             gates_x = scratch[: 2 * block_x.shape[1] * N_GATES * c_dim].view(2, block_x.shape[1], N_GATES * c_dim)
             torch.baddbmm(bias, block_x, W_input, out=gates_x)
-            # Each step's gates are computed where its input's share lies (the
-            # recurrent product added to it in place: nothing copied first).
-            step_gates = gates_x[:, :block_rows].split(batch_sizes[first:end], dim=1)
-            for t, g, step_out in zip(range(first, end), step_gates, step_outputs[first:end]):
+            step_inputs = gates_x[:, :block_rows].split(batch_sizes[first:end], dim=1)
+            for t, step_x, step_out in zip(range(first, end), step_inputs, step_outputs[first:end]):
                 n = batch_sizes[t]
                 m = max(n, MIN_STEP_ROWS)  # see MIN_STEP_ROWS: rows beyond n are dropped
-                cell, cell_out_m = views_of(m)
+                g, sigmoid_gates, new_input, input_gate, forget_gate, output_gate, cell, cell_out_m = views_of(m)
                 if n < MIN_STEP_ROWS:
-                    g = pad_rows(g, 1, MIN_STEP_ROWS)
+                    step_x = pad_rows(step_x, 1, MIN_STEP_ROWS)
                     h = pad_rows(h[:, :n], 1, MIN_STEP_ROWS)
                 elif h.shape[1] != n:
                     h = h[:, :n]
-                input_gate, forget_gate, output_gate, new_input = g.split(c_dim, dim=2)
-                sigmoid_gates = g[:, :, : 3 * c_dim]
-                g.baddbmm_(h, W_hidden)
+                torch.baddbmm(step_x, h, W_hidden, out=g)
                 g.tanh_()
                 torch.add(half, sigmoid_gates, alpha=0.5, out=sigmoid_gates)  # 1/2 + t/2: t/2 is exact
                 cell.mul_(forget_gate)
