@@ -3,6 +3,7 @@
     python benchmarks/bench_overhead.py                      # against 7566a4d, one thread
     python benchmarks/bench_overhead.py --reference REV --sentences 2048 --repeats 3
     python benchmarks/bench_overhead.py --device cuda --precisions fp32 tf32   # on a GPU
+    python benchmarks/bench_overhead.py --chunk-rows          # the CUDA graphs' chunks: rows computed
     bash benchmarks/run_gpu.sh overhead WORK OUT   # the same on a GPU machine without git or PyPI
 
 The code of REV (``git archive``, as bench_pretrain.py does) and the working
@@ -201,6 +202,32 @@ def worker(args) -> None:
     print(json.dumps(results))
 
 
+def chunk_rows(texts) -> None:
+    """How many rows the CUDA graphs' chunks compute for each row of the packed
+    layout (lstm_graphs.py), on these texts' sentences in length-sorted batches."""
+    import numpy
+    import spacy
+
+    from spacy_elmo.bilm import length_sorted_batches
+    from spacy_elmo.bilm.lstm_graphs import chunk_layout
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    lengths = [len(sent) + 2 for doc in nlp.pipe(texts) for sent in doc.sents]  # with <S> and </S>
+    print("| batch | packed rows | rows in chunks of 4 steps | ratio | rows in chunks of 8 steps | ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    for size in BATCHES:
+        packed, chunked = 0, {4: 0, 8: 0}
+        for rows in length_sorted_batches(lengths, size):
+            batch = numpy.asarray([lengths[i] for i in rows])
+            batch_sizes = [int((batch > t).sum()) for t in range(int(batch.max()))]
+            packed += sum(batch_sizes)
+            for steps in chunked:
+                chunked[steps] += steps * sum(chunk_layout(batch_sizes, steps)[0])
+        print(f"| {size} | {packed:,} | {chunked[4]:,} | {chunked[4] / packed:.2f} | {chunked[8]:,} | "
+              f"{chunked[8] / packed:.2f} |")
+
+
 def write_original(folder: Path, words) -> Tuple[Path, Path]:
     """The original ELMo architecture with random weights of realistic scale, in
     the AllenNLP format (options JSON, weights HDF5), made with the working tree."""
@@ -238,6 +265,8 @@ def main(argv=None) -> None:
                         help="a folder holding the reference's spacy_elmo, for a machine without git")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="with --device cuda: also time the new code's CUDA graphs (BiLM.use_cuda_graphs)")
+    parser.add_argument("--chunk-rows", action="store_true",
+                        help="print how many rows the CUDA graphs' chunks compute per packed row, and stop")
     parser.add_argument("--original", nargs=2, help=argparse.SUPPRESS)  # the worker's options and weights
     args = parser.parse_args(argv)
     if args.worker:
@@ -246,6 +275,11 @@ def main(argv=None) -> None:
         fetch(Path(args.data))
         args.write_texts.write_text(json.dumps(real_texts(Path(args.data), args.sentences)))
         return None
+    if args.chunk_rows:
+        if not args.texts:
+            fetch(Path(args.data))
+        return chunk_rows(json.loads(Path(args.texts).read_text()) if args.texts
+                          else real_texts(Path(args.data), args.sentences))
     with tempfile.TemporaryDirectory() as tmp:
         old = args.reference_tree or Path(tmp) / "old"
         if not args.reference_tree:

@@ -15,9 +15,10 @@ copied in for the rows that go on, or from zeros for a batch's first chunk.
 Rows that hold no token at a step (their sentence ended within the chunk, or
 the rounding added them) run on scratch: rows are sorted longest first and a
 row's recurrence reads only its own earlier steps, so every token gets the
-values of the packed layout. On the same sentences the chunks compute about
-an eighth more rows than the packed layout (a sentence's last chunk runs to its
-end), and the graphs of a run are those of the few row counts it meets. On a
+values of the packed layout. The chunks compute a little more than the packed
+layout (a sentence's last chunk runs to its end: an eighth more rows on the
+benchmark's tweets and review snippets, `bench_overhead.py --chunk-rows`), and
+the graphs of a run are those of the few row counts it meets. On a
 GPU the products of a wider step may round differently (cuBLAS chooses kernels
 by shape): the values agree with the eager path's within float32 rounding, not
 bit for bit.
@@ -29,12 +30,11 @@ through ``.data`` leaves no trace: call `BiLM.clear_token_cache` after one).
 
 Off unless asked for (`BiLM.use_cuda_graphs`, the ``cuda_graphs`` setting of
 `spacy-elmo.BiLM.v1`): each graph holds GPU memory of its own (a chunk's input,
-every layer's output, the states and the step buffers: about 400 MiB for the
-original model at 512 rows, proportionally less for fewer rows or a smaller
-biLM), and a new row count is captured once (about as long as a chunk's eager
-run, and a synchronisation). At most ``max_graphs`` are kept, the least recently
-used dropped first; a graph is captured for the arithmetic (TF32 or not) and
-the device it saw.
+every layer's output, the states and the step buffers, in proportion to its
+rows), and a new row count is captured once (a chunk's eager run on a side
+stream, then the capture, and a synchronisation). At most ``max_graphs`` are
+kept, the least recently used dropped first; a graph is captured for the
+arithmetic (TF32 or not) and the device it saw.
 """
 import gc
 from collections import OrderedDict
@@ -50,8 +50,7 @@ if TYPE_CHECKING:
     from .lstm import BiLSTMStack, InferenceWeights, LayerState
 
 # The steps a graph runs: fewer, less scratch after each sentence's end; more,
-# fewer replays and copies between them (about an eighth more rows than the
-# packed layout at 4, a third at 8, on tweets and review snippets).
+# fewer replays and copies between them (`bench_overhead.py --chunk-rows`).
 CHUNK_STEPS = 4
 # The row counts of graphs: powers of two and one and a half times them, from
 # 8 up (MIN_STEP_ROWS), so at most a third of a chunk's rows are added.
