@@ -68,7 +68,8 @@ class BiLSTMStack(nn.Module):
     # the CPU, where torch's own LSTM with a projection is slower than `lstm_layer`.
     torch_lstm_devices: Tuple[str, ...] = ("cuda",)
     # Where set (`BiLM.use_cuda_graphs`), the recurrence without gradients runs on
-    # a GPU from CUDA graphs (lstm_graphs.py) instead of step by step from Python.
+    # a GPU, in float32, from CUDA graphs (lstm_graphs.py) instead of step by step
+    # from Python.
     graphs: Optional[RecurrenceGraphs] = None
 
     def __init__(self, options: BiLMOptions):
@@ -119,7 +120,7 @@ class BiLSTMStack(nn.Module):
             not needs_grad and product_dtype is None and initial_state is None and not return_final_state
             and not dropout and batch_sizes
         ):
-            if self.graphs is not None and inputs.is_cuda:
+            if self.graphs is not None and inputs.is_cuda and inputs.dtype == self.W_proj[0].dtype == torch.float32:
                 return self.graphs(self, inputs, batch_sizes), None
             return self._inference(inputs, batch_sizes), None
         offsets = _offsets(batch_sizes)

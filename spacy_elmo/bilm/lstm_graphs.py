@@ -8,7 +8,7 @@ one call.
 
 A graph runs fixed shapes, so a batch runs as chunks of `CHUNK_STEPS` steps,
 each chunk a replay of the graph of its number of rows: the rows still running
-at the chunk's first step, rounded up to a `BUCKETS` size. The graph runs every
+at the chunk's first step, rounded up to a `bucket` size. The graph runs every
 layer over the chunk's steps (`BiLSTMStack._inference`, the eager path's own
 code, every step that many rows wide), from the state the previous chunk left,
 copied in for the rows that go on, or from zeros for a batch's first chunk.
@@ -37,7 +37,9 @@ kept, the least recently used dropped first; a graph is captured for the
 arithmetic (TF32 or not) and the device it saw.
 """
 import gc
+import threading
 from collections import OrderedDict
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import numpy
@@ -52,17 +54,16 @@ if TYPE_CHECKING:
 # The steps a graph runs: fewer, less scratch after each sentence's end; more,
 # fewer replays and copies between them (`bench_overhead.py --chunk-rows`).
 CHUNK_STEPS = 4
-# The row counts of graphs: powers of two and one and a half times them, from
-# 8 up (MIN_STEP_ROWS), so at most a third of a chunk's rows are added.
-BUCKETS = sorted({b for k in range(3, 20) for b in (2 ** k, 3 * 2 ** (k - 1))})
 
 
 def bucket(n: int) -> int:
-    """The smallest of `BUCKETS` that holds `n`."""
-    for size in BUCKETS:
-        if size >= n:
-            return size
-    raise ValueError(f"{n} rows are more than the largest bucket, {BUCKETS[-1]}")
+    """The row count of the graph that runs `n` rows: the smallest of 8, 12,
+    16, 24, 32, 48 … (powers of two and one and a half times them, from
+    MIN_STEP_ROWS up) that holds them, so at most a third of its rows are added."""
+    size = 8
+    while size < n:
+        size = size * 3 // 2 if size & (size - 1) == 0 else size * 4 // 3
+    return size
 
 
 def chunk_layout(batch_sizes: List[int], steps: int = CHUNK_STEPS) -> Tuple[List[int], numpy.ndarray]:
@@ -102,24 +103,27 @@ class _Graph:
                 for _ in range(stack.n_layers)
             ]
             self.graph: Optional[torch.cuda.CUDAGraph] = None
-            if device.type != "cuda":
+            if device.type == "cuda":
+                self._capture(stack, device)
+            else:
                 self.outputs = self._run(stack)
-                return
-            # A warm-up on a side stream first, as CUDA graphs need (cuBLAS's workspaces, lazy set-up).
-            side = torch.cuda.Stream(device)
-            side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                self._run(stack)
-            torch.cuda.current_stream(device).wait_stream(side)
-            self.graph = torch.cuda.CUDAGraph()
-            collecting = gc.isenabled()
-            gc.disable()  # nothing freed during the capture (`torch.cuda.graph` collects first)
-            try:
-                with torch.cuda.graph(self.graph):
-                    self.outputs = self._run(stack)
-            finally:
-                if collecting:
-                    gc.enable()
+
+    def _capture(self, stack: "BiLSTMStack", device: torch.device) -> None:
+        # A warm-up on a side stream first, as CUDA graphs need (cuBLAS's workspaces, lazy set-up).
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            self._run(stack)
+        torch.cuda.current_stream(device).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        collecting = gc.isenabled()
+        gc.disable()  # nothing freed during the capture (`torch.cuda.graph` collects first)
+        try:
+            with torch.cuda.graph(self.graph):
+                self.outputs = self._run(stack)
+        finally:
+            if collecting:
+                gc.enable()
 
     def _run(self, stack: "BiLSTMStack") -> List[torch.Tensor]:
         return stack._inference(self.inputs, [self.rows] * CHUNK_STEPS, self.weights, self.states)
@@ -134,19 +138,24 @@ class _Graph:
         """The states: zeros for a batch's first chunk, else the previous chunk's
         final states for the rows that go on (already in place when the previous
         chunk ran this graph)."""
-        if previous is self:
-            return
-        for (h, c), before in zip(self.states, previous.states if previous is not None else [None] * len(self.states)):
-            if before is None:
+        if previous is None:
+            for h, c in self.states:
                 h.zero_()
                 c.zero_()
-            else:
-                h.copy_(before[0][:, : self.rows])
-                c.copy_(before[1][:, : self.rows])
+        elif previous is not self:
+            for (h, c), (previous_h, previous_c) in zip(self.states, previous.states):
+                h.copy_(previous_h[:, : self.rows])
+                c.copy_(previous_c[:, : self.rows])
 
 
 class RecurrenceGraphs:
-    """`BiLSTMStack`'s inference recurrence from CUDA graphs (see the module's docstring)."""
+    """`BiLSTMStack`'s inference recurrence from CUDA graphs (see the module's docstring).
+
+    One call at a time: the graphs' buffers are shared between calls, so calls
+    from several threads take turns. A copy (``copy.deepcopy``, as Thinc's
+    ``Model.copy`` and ``nlp.replace_listeners`` make) or a pickle keeps the
+    setting and none of the graphs: they hold their own GPU memory and addresses.
+    """
 
     def __init__(self, max_graphs: int = 16):
         if isinstance(max_graphs, bool) or not isinstance(max_graphs, int) or max_graphs < 1:
@@ -156,6 +165,13 @@ class RecurrenceGraphs:
         self._weights: Optional[List["InferenceWeights"]] = None
         self._stamp: Optional[Tuple] = None  # the parameters' memory and versions the weights were made from
         self.captures = 0  # how many graphs were captured: new row counts, arithmetic or device
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {"max_graphs": self.max_graphs}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["max_graphs"])  # type: ignore[misc]
 
     def __len__(self) -> int:
         return len(self._graphs)
@@ -165,7 +181,12 @@ class RecurrenceGraphs:
         self._stamp = None
 
     def __call__(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
-        """Every layer's packed output (2, n_packed, p), as `BiLSTMStack._inference` gives it."""
+        """Every layer's packed output (2, n_packed, p), as `BiLSTMStack._inference`
+        gives it; inputs float32 on a CUDA device."""
+        with self._lock, torch.cuda.device(inputs.device) if inputs.is_cuda else nullcontext():
+            return self._run(stack, inputs, batch_sizes)
+
+    def _run(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
         weights = self._weights_for(stack, inputs.device)
         rows, index = chunk_layout(batch_sizes)
         index = to_device(index, inputs.device)
@@ -185,7 +206,9 @@ class RecurrenceGraphs:
         return [layer[0] if len(layer) == 1 else torch.cat(layer, dim=1) for layer in pieces]
 
     def _weights_for(self, stack: "BiLSTMStack", device: torch.device) -> List["InferenceWeights"]:
-        stamp = (device, tuple((p.data_ptr(), p._version) for p in stack.parameters()))
+        # (The parameters of a biLM made under inference mode keep no version
+        # counter: they cannot change outside it.)
+        stamp = (device, tuple((p.data_ptr(), 0 if p.is_inference() else p._version) for p in stack.parameters()))
         if stamp == self._stamp:
             return self._weights  # type: ignore[return-value]
         with torch.inference_mode(False), torch.no_grad():

@@ -130,8 +130,10 @@ class BiLM(nn.Module):
         """On a GPU, run the LSTMs without gradients from CUDA graphs, a few
         steps a replay, one graph per bucket of row counts, at most `max_graphs`
         kept (see lstm_graphs.py: faster where the step-by-step recurrence waits
-        on Python, at the cost of each graph's GPU memory); ``enabled=False``
-        drops them. On a CPU, and with gradients, nothing changes."""
+        on Python, at the cost of each graph's GPU memory, and of a float32 copy
+        of the LSTMs' weights on the GPU); ``enabled=False`` drops them and frees
+        that memory (moving the biLM to the CPU does not). On a CPU, with
+        gradients, and in another dtype than float32, nothing changes."""
         if not enabled:
             self.lstm.graphs = None
         elif self.lstm.graphs is None or self.lstm.graphs.max_graphs != max_graphs:

@@ -80,9 +80,10 @@ def BiLMModel(
         (unset: the same) or `spacy-elmo.windows.v1` (windows across sentence
         boundaries, which may overlap); see models/segmenters.py.
     cuda_graphs: at prediction on a GPU, run the LSTMs from CUDA graphs, one per
-        bucket of batch shapes (`BiLM.use_cuda_graphs`, spacy_elmo/bilm/lstm_graphs.py):
+        bucket of row counts (`BiLM.use_cuda_graphs`, spacy_elmo/bilm/lstm_graphs.py):
         the same values within float32 rounding, fewer launches from Python,
-        each kept shape's GPU memory held. Nothing changes on a CPU or in training.
+        each kept graph's GPU memory held. false leaves the biLM as it is (no
+        graphs, unless turned on in Python). Nothing changes on a CPU or in training.
 
     None of these changes the weights, and the config is their one store: a
     saved model's values are not read back, so an override at `spacy.load` or
@@ -179,7 +180,8 @@ def forward(
     # In training, one batch: one graph, one backward pass.
     batches = [segments] if is_train else list(_batches(segments, settings["max_batch_tokens"]))
     if not is_train:
-        bilm.use_cuda_graphs(settings.get("cuda_graphs", False))
+        if settings["cuda_graphs"] and bilm.lstm.graphs is None:  # false leaves a choice made in Python
+            bilm.use_cuda_graphs()
         return _predict(bilm, docs, batches, outputs, settings["precision"]), _no_backprop
     backprops = []
     for batch in batches:

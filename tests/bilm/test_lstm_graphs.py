@@ -3,22 +3,24 @@ run in chunks of a few steps and bucketed rows, scratch beyond each sentence,
 the state carried from chunk to chunk, gives every token the packed layout's
 values. Off a GPU the chunks run eagerly through the same buffers and calls;
 tests/bilm/test_gpu.py replays them as graphs."""
+import copy
+import pickle
+
 import numpy
 import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.bilm.char_ids import distinct_words
-from spacy_elmo.bilm.lstm_graphs import BUCKETS, CHUNK_STEPS, RecurrenceGraphs, bucket, chunk_layout
+from spacy_elmo.bilm.lstm_graphs import CHUNK_STEPS, RecurrenceGraphs, bucket, chunk_layout
 from spacy_elmo.bilm.packing import SentencePacking
 from spacy_elmo.errors import ConfigError
 
 
 def test_buckets_round_up_by_at_most_half():
     assert [bucket(n) for n in (1, 8, 9, 13, 24, 25, 100, 512, 513)] == [8, 8, 12, 16, 24, 32, 128, 512, 768]
-    assert all(b / a <= 1.5 for a, b in zip(BUCKETS, BUCKETS[1:]))
-    with pytest.raises(ValueError, match="largest bucket"):
-        bucket(BUCKETS[-1] + 1)
+    for n in (7, 1000, 123_457, 10**7):
+        assert n <= bucket(n) < 1.5 * max(n, 8) or bucket(n) == 8
 
 
 def test_chunk_layout_places_each_step_in_its_chunk():
@@ -105,6 +107,30 @@ def test_chunks_keep_at_most_max_graphs():
     assert len(graphs) == 2
     assert graphs.captures == 4  # 48, 24, 12, then 48 again: it had been dropped
     assert CHUNK_STEPS >= 2
+
+
+def test_a_copy_or_a_pickle_keeps_the_setting_and_none_of_the_graphs():
+    model = scaled_stack()
+    model.use_cuda_graphs(True, max_graphs=3)
+    with torch.inference_mode():
+        inputs, batch_sizes = packed_inputs(model, (6, 5, 2))
+        expected = model.lstm.graphs(model.lstm, inputs, batch_sizes)
+        assert len(model.lstm.graphs) == 1
+        for copied in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+            assert copied.lstm.graphs is not model.lstm.graphs
+            assert copied.lstm.graphs.max_graphs == 3 and len(copied.lstm.graphs) == 0
+            found = copied.lstm.graphs(copied.lstm, inputs, batch_sizes)
+            assert all(torch.equal(a, b) for a, b in zip(found, expected))
+    assert len(model.lstm.graphs) == 1
+
+
+def test_a_bilm_made_under_inference_mode_runs_in_chunks():
+    with torch.inference_mode():
+        model = scaled_stack()
+        inputs, batch_sizes = packed_inputs(model, (9, 3))
+        expected = model.lstm._inference(inputs, batch_sizes)
+        found = RecurrenceGraphs()(model.lstm, inputs, batch_sizes)
+    assert all(torch.equal(a, b) for a, b in zip(found, expected))
 
 
 @pytest.mark.parametrize("found", [0, -1, 2.5, True, "8"])

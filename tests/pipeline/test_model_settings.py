@@ -127,6 +127,27 @@ def test_precision_at_load_is_the_arithmetic(tmp_path, bilm_dir):
         assert any('"bf16"' in str(w.message) for w in caught), [str(w.message) for w in caught]
 
 
+def test_cuda_graphs_at_load_turn_them_on_and_false_leaves_a_choice_made_in_python(tmp_path, bilm_dir):
+    path = save(tmp_path, bilm_dir)
+    loaded = spacy.load(path, config=override(cuda_graphs=True))
+    expected = layers(spacy.load(path))
+    got = layers(loaded)  # on a CPU the graphs change nothing
+    assert all(numpy.array_equal(a, b) for a, b in zip(got, expected))
+    bilm = get_bilm(loaded.get_pipe("elmo").model)
+    assert bilm.lstm.graphs is not None
+    bilm.use_cuda_graphs(True, max_graphs=4)
+    kept = bilm.lstm.graphs
+    layers(loaded)
+    assert bilm.lstm.graphs is kept  # not made again on every call
+    by_default = spacy.load(path)
+    default_bilm = get_bilm(by_default.get_pipe("elmo").model)
+    layers(by_default)
+    assert default_bilm.lstm.graphs is None
+    default_bilm.use_cuda_graphs(True, max_graphs=4)
+    layers(by_default)
+    assert default_bilm.lstm.graphs is not None and default_bilm.lstm.graphs.max_graphs == 4
+
+
 def test_sentences_at_load_is_what_the_model_reads(tmp_path, bilm_dir):
     path = save(tmp_path, bilm_dir)
     saved, loaded = spacy.load(path), spacy.load(path, config=override(sentences="upstream"))
