@@ -81,7 +81,8 @@ def test_gradients_of_a_fine_tuned_bilm_match(fixture_paths):
         assert relative_error(grads["cuda"][name], cpu_grad) <= 1e-4, name
 
 
-def test_embed_on_cuda_writes_the_cpu_vectors(fixture_paths, tmp_path):
+@pytest.mark.parametrize("cuda_graphs", [False, True])
+def test_embed_on_cuda_writes_the_cpu_vectors(fixture_paths, tmp_path, cuda_graphs):
     import h5py
 
     from spacy_elmo.embed import embed_file
@@ -89,7 +90,7 @@ def test_embed_on_cuda_writes_the_cpu_vectors(fixture_paths, tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("\n".join(" ".join(s) for s in SENTENCES) + "\n", encoding="utf8")
     for device in ("cpu", "cuda:0"):
-        embed_file(*fixture_paths, text, tmp_path / f"{device[:4]}.hdf5", device=device)
+        embed_file(*fixture_paths, text, tmp_path / f"{device[:4]}.hdf5", device=device, cuda_graphs=cuda_graphs)
     with h5py.File(tmp_path / "cpu.hdf5", "r") as a, h5py.File(tmp_path / "cuda.hdf5", "r") as b:
         for key in map(str, range(len(SENTENCES))):
             assert relative_error(torch.from_numpy(b[key][...]), torch.from_numpy(a[key][...])) <= 1e-4

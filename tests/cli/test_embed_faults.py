@@ -193,6 +193,19 @@ def test_a_model_folder_embeds_as_its_two_files_do(fixture_paths, tmp_path):
         numpy.testing.assert_array_equal(c["0"][()], b["0"][()])
 
 
+def test_cuda_graphs_change_nothing_on_a_cpu(fixture_paths, tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("The cat sat .\n\nA / b\n", encoding="utf8")
+    runner = CliRunner()
+    plain = runner.invoke(app, ["embed", *map(str, fixture_paths), str(text), str(tmp_path / "plain.hdf5")])
+    graphs = runner.invoke(app, ["embed", *map(str, fixture_paths), str(text), str(tmp_path / "graphs.hdf5"),
+                                 "--cuda-graphs"])
+    assert plain.exit_code == 0 and graphs.exit_code == 0, (plain.output, graphs.output)
+    with h5py.File(tmp_path / "plain.hdf5", "r") as a, h5py.File(tmp_path / "graphs.hdf5", "r") as b:
+        for key in ("0", "1", "2"):
+            numpy.testing.assert_array_equal(a[key][()], b[key][()])
+
+
 @pytest.mark.parametrize("arguments, hint", [
     (["{options}", "{text}", "{out}"], "MODEL"),  # an options.json without its weights
     (["{folder}", "{text}"], "MODEL [WEIGHTS] INPUT OUTPUT"),
