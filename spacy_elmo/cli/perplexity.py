@@ -26,6 +26,7 @@ def perplexity_cli(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the --output file if it exists"),
     tokens_per_batch: int = typer.Option(4000, "--tokens-per-batch", help="Batch size in tokens"),
     device: str = typer.Option("cpu", "--device", help="'cpu' or 'cuda'"),
+    cuda_graphs: bool = typer.Option(False, "--cuda-graphs", help="On a GPU, run the LSTMs from CUDA graphs (fewer launches from Python; the same figures within float32 rounding)"),
     # fmt: on
 ):
     """Forward, backward and mean perplexity of a pretrained biLM over a text.
@@ -39,7 +40,8 @@ def perplexity_cli(
         if output is not None:
             _check_output(output, overwrite)
         with exit_on_sigterm():
-            report = perplexity(model_dir, text, tokens_per_batch=tokens_per_batch, device=device)
+            report = perplexity(model_dir, text, tokens_per_batch=tokens_per_batch, device=device,
+                                cuda_graphs=cuda_graphs)
     except ElmoError as err:
         msg.fail("Perplexity failed", str(err), exits=1)
     ppl = report.perplexity

@@ -49,9 +49,11 @@ def perplexity(
     *,
     tokens_per_batch: int = 4000,
     device: Union[str, torch.device] = "cpu",
+    cuda_graphs: bool = False,
 ) -> PerplexityReport:
     """Forward, backward and mean perplexity of the model in `model_dir` over
-    `text` (a file or folder, or a list of them).
+    `text` (a file or folder, or a list of them). cuda_graphs: on a GPU, run
+    the LSTMs from CUDA graphs (`BiLM.use_cuda_graphs`).
 
     A text with no tokens (empty, blank or binary) is a coded error (E504),
     and so is a perplexity that is not finite (E506), never a NaN.
@@ -60,6 +62,7 @@ def perplexity(
     paths = [text] if isinstance(text, (str, Path)) else list(text)
     files = find_files(paths)
     lm, vocab, info = load_model(model_dir, device)
+    lm.bilm.use_cuda_graphs(cuda_graphs)
     stats = ReadStats()
     tokenizer = make_tokenizer(info.get("tokenizer", "blank:en"))
     sentences = tokenizer(read_lines(files, stats))

@@ -57,6 +57,10 @@ def test_perplexity_is_exact_and_cli_writes_json(tmp_path, tiny_config):
     report = perplexity(model_dir, text)
     assert report.oov == 2  # predictions of words outside the vocabulary, per direction
     assert report.perplexity.forward == pytest.approx(reported["forward"], rel=1e-9)
+    graphs = tmp_path / "graphs.json"  # on a CPU the CUDA graphs change nothing
+    result = CliRunner().invoke(app, ["perplexity", str(model_dir), str(text), "--output", str(graphs), "--cuda-graphs"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(graphs.read_text()) == reported
 
 
 def test_adaptive_softmax_is_normalised_and_its_loss_exact():
@@ -153,5 +157,7 @@ def test_perplexity_on_cuda_is_that_on_the_cpu(tmp_path, tiny_config):
     text = write_corpus(tmp_path / "eval.txt", 15, seed=7)
     cpu = perplexity(tmp_path / "run" / "model", text).perplexity
     cuda = perplexity(tmp_path / "run" / "model", text, device="cuda").perplexity
+    graphs = perplexity(tmp_path / "run" / "model", text, device="cuda", cuda_graphs=True).perplexity
     for name in ("forward", "backward", "mean"):
         assert getattr(cuda, name) == pytest.approx(getattr(cpu, name), rel=1e-4), name
+        assert getattr(graphs, name) == pytest.approx(getattr(cuda, name), rel=1e-5), name
