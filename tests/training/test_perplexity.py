@@ -160,4 +160,4 @@ def test_perplexity_on_cuda_is_that_on_the_cpu(tmp_path, tiny_config):
     graphs = perplexity(tmp_path / "run" / "model", text, device="cuda", cuda_graphs=True).perplexity
     for name in ("forward", "backward", "mean"):
         assert getattr(cuda, name) == pytest.approx(getattr(cpu, name), rel=1e-4), name
-        assert getattr(graphs, name) == pytest.approx(getattr(cuda, name), rel=1e-5), name
+        assert getattr(graphs, name) == pytest.approx(getattr(cuda, name), rel=1e-4), name
