@@ -205,11 +205,12 @@ def worker(args) -> None:
 def chunk_rows(texts) -> None:
     """How many rows the CUDA graphs' chunks compute for each row of the packed
     layout (lstm_graphs.py), on these texts' sentences in length-sorted batches."""
-    import numpy
     import spacy
+    import torch
 
     from spacy_elmo.bilm import length_sorted_batches
     from spacy_elmo.bilm.lstm_graphs import chunk_layout
+    from spacy_elmo.bilm.packing import TimeMajor
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
@@ -219,8 +220,8 @@ def chunk_rows(texts) -> None:
     for size in BATCHES:
         packed, chunked = 0, {4: 0, 8: 0}
         for rows in length_sorted_batches(lengths, size):
-            batch = numpy.asarray([lengths[i] for i in rows])
-            batch_sizes = [int((batch > t).sum()) for t in range(int(batch.max()))]
+            batch = torch.tensor([lengths[i] for i in rows])
+            batch_sizes = TimeMajor.of_lengths(batch, int(batch.max())).batch_sizes
             packed += sum(batch_sizes)
             for steps in chunked:
                 chunked[steps] += steps * sum(chunk_layout(batch_sizes, steps)[0])

@@ -1,14 +1,16 @@
 """Stacked LSTMs with a projection, forward and backward computed side by side."""
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import torch
 from torch import nn
 
 from .lstm_backward import lstm_layer
-from .lstm_graphs import RecurrenceGraphs
 from .lstm_torch import lstm_layer_torch
 from .options import BiLMOptions
 from .row_padding import MIN_ROWS, pad_rows
+
+if TYPE_CHECKING:
+    from .lstm_graphs import RecurrenceGraphs
 
 # Per layer: h (2, batch, projection_dim) and c (2, batch, lstm_dim); axis 0 is the direction.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
@@ -70,7 +72,7 @@ class BiLSTMStack(nn.Module):
     # Where set (`BiLM.use_cuda_graphs`), the recurrence without gradients runs on
     # a GPU, in float32, from CUDA graphs (lstm_graphs.py) instead of step by step
     # from Python.
-    graphs: Optional[RecurrenceGraphs] = None
+    graphs: Optional["RecurrenceGraphs"] = None
 
     def __init__(self, options: BiLMOptions):
         super().__init__()

@@ -40,16 +40,14 @@ import gc
 import threading
 from collections import OrderedDict
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy
 import torch
 
 from ..device import to_device
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    from .lstm import BiLSTMStack, InferenceWeights, LayerState
+from .lstm import BiLSTMStack, InferenceWeights, LayerState, _offsets
 
 # The steps a graph runs: fewer, less scratch after each sentence's end; more,
 # fewer replays and copies between them (`bench_overhead.py --chunk-rows`).
@@ -91,14 +89,14 @@ class _Graph:
     dropped: a graph freed by Python's cycle collector in the middle of another
     graph's capture would end that capture with an error."""
 
-    def __init__(self, stack: "BiLSTMStack", weights: List["InferenceWeights"], rows: int, device: torch.device):
+    def __init__(self, stack: BiLSTMStack, weights: List[InferenceWeights], rows: int, device: torch.device):
         p, c = stack.W_proj[0].shape[2], stack.W_proj[0].shape[1]
         self.rows = rows
         self.weights = weights
         # Normal tensors even under inference mode, so that a call outside it may write them.
         with torch.inference_mode(False), torch.no_grad():
             self.inputs = torch.zeros(2, CHUNK_STEPS * rows, p, device=device)
-            self.states: List["LayerState"] = [
+            self.states: List[LayerState] = [
                 (torch.zeros(2, rows, p, device=device), torch.zeros(2, rows, c, device=device))
                 for _ in range(stack.n_layers)
             ]
@@ -108,7 +106,7 @@ class _Graph:
             else:
                 self.outputs = self._run(stack)
 
-    def _capture(self, stack: "BiLSTMStack", device: torch.device) -> None:
+    def _capture(self, stack: BiLSTMStack, device: torch.device) -> None:
         # A warm-up on a side stream first, as CUDA graphs need (cuBLAS's workspaces, lazy set-up).
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))
@@ -125,10 +123,10 @@ class _Graph:
             if collecting:
                 gc.enable()
 
-    def _run(self, stack: "BiLSTMStack") -> List[torch.Tensor]:
+    def _run(self, stack: BiLSTMStack) -> List[torch.Tensor]:
         return stack._inference(self.inputs, [self.rows] * CHUNK_STEPS, self.weights, self.states)
 
-    def replay(self, stack: "BiLSTMStack") -> None:
+    def replay(self, stack: BiLSTMStack) -> None:
         if self.graph is not None:
             self.graph.replay()
         else:
@@ -162,7 +160,7 @@ class RecurrenceGraphs:
             raise ConfigError("E106", found=repr(max_graphs))
         self.max_graphs = max_graphs
         self._graphs: "OrderedDict[Tuple, _Graph]" = OrderedDict()
-        self._weights: Optional[List["InferenceWeights"]] = None
+        self._weights: List[InferenceWeights] = []  # made at the first call
         self._stamp: Optional[Tuple] = None  # the parameters' memory and versions the weights were made from
         self.captures = 0  # how many graphs were captured: new row counts, arithmetic or device
         self._lock = threading.Lock()
@@ -180,23 +178,24 @@ class RecurrenceGraphs:
         """Make the weights' buffers again at the next call."""
         self._stamp = None
 
-    def __call__(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+    def __call__(self, stack: BiLSTMStack, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
         """Every layer's packed output (2, n_packed, p), as `BiLSTMStack._inference`
         gives it; inputs float32 on a CUDA device."""
         with self._lock, torch.cuda.device(inputs.device) if inputs.is_cuda else nullcontext():
             return self._run(stack, inputs, batch_sizes)
 
-    def _run(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+    def _run(self, stack: BiLSTMStack, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
         weights = self._weights_for(stack, inputs.device)
         rows, index = chunk_layout(batch_sizes)
         index = to_device(index, inputs.device)
-        ends = numpy.cumsum(batch_sizes).tolist()
+        offsets = _offsets(batch_sizes)
+        # A graph is captured for the device and arithmetic it saw.
+        kind = (inputs.device, torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
         pieces: List[List[torch.Tensor]] = [[] for _ in range(stack.n_layers)]
         previous = None
         for q, n_rows in enumerate(rows):
-            graph = self._graph(stack, weights, n_rows, inputs.device)
-            start = ends[q * CHUNK_STEPS - 1] if q else 0
-            end = ends[min((q + 1) * CHUNK_STEPS, len(batch_sizes)) - 1]
+            graph = self._graph(stack, weights, n_rows, kind)
+            start, end = offsets[q * CHUNK_STEPS], offsets[min((q + 1) * CHUNK_STEPS, len(batch_sizes))]
             graph.start_from(previous)
             graph.inputs.index_copy_(1, index[start:end], inputs[:, start:end])
             graph.replay(stack)
@@ -205,29 +204,30 @@ class RecurrenceGraphs:
             previous = graph
         return [layer[0] if len(layer) == 1 else torch.cat(layer, dim=1) for layer in pieces]
 
-    def _weights_for(self, stack: "BiLSTMStack", device: torch.device) -> List["InferenceWeights"]:
+    def _weights_for(self, stack: BiLSTMStack, device: torch.device) -> List[InferenceWeights]:
         # (The parameters of a biLM made under inference mode keep no version
         # counter: they cannot change outside it.)
         stamp = (device, tuple((p.data_ptr(), 0 if p.is_inference() else p._version) for p in stack.parameters()))
         if stamp == self._stamp:
-            return self._weights  # type: ignore[return-value]
+            return self._weights
         with torch.inference_mode(False), torch.no_grad():
             made = [stack.inference_weights(layer) for layer in range(stack.n_layers)]
-            if self._weights is None or self._weights[0][0].device != device:
+            if not self._weights or self._weights[0][0].device != device:
                 self._graphs.clear()  # they read the buffers they were captured with
-                self._weights = [tuple(w.clone() for w in layer) for layer in made]  # type: ignore[misc]
+                self._weights = [(W_input.clone(), W_hidden.clone(), bias.clone(), W_proj.clone())
+                                 for W_input, W_hidden, bias, W_proj in made]
             else:
                 for buffers, layer in zip(self._weights, made):
                     for buffer, w in zip(buffers, layer):
                         buffer.copy_(w)
         self._stamp = stamp
-        return self._weights  # type: ignore[return-value]
+        return self._weights
 
-    def _graph(self, stack: "BiLSTMStack", weights: List["InferenceWeights"], rows: int, device: torch.device) -> _Graph:
-        key = (rows, device, torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
+    def _graph(self, stack: BiLSTMStack, weights: List[InferenceWeights], rows: int, kind: Tuple) -> _Graph:
+        key = (rows, *kind)
         graph = self._graphs.get(key)
         if graph is None:
-            graph = _Graph(stack, weights, rows, device)
+            graph = _Graph(stack, weights, rows, kind[0])
             self.captures += 1
             self._graphs[key] = graph
             while len(self._graphs) > self.max_graphs:
