@@ -1,5 +1,8 @@
 """Torch devices: checking a name before anything is loaded onto it, and the
 copies between host arrays and a device."""
+from functools import cache
+from typing import Iterable, Iterator, Optional
+
 import numpy
 import torch
 
@@ -44,12 +47,65 @@ def to_host(tensor: torch.Tensor) -> numpy.ndarray:
     page-locked memory (several times faster than into pageable memory) and one
     wait for it; the array keeps that memory until it is freed, so a caller
     that holds on to many results should copy out what it keeps."""
-    tensor = tensor.detach()
-    if tensor.device.type == "cpu":
-        return tensor.numpy()
-    if tensor.device.type != "cuda":  # another accelerator (mps, xpu…): its own copy
-        return tensor.cpu().numpy()
-    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
-    host.copy_(tensor, non_blocking=True)
-    torch.cuda.current_stream(tensor.device).synchronize()
-    return host.numpy()
+    return _HostCopy.start(tensor).array()
+
+
+def copied_to_host(tensors: Iterable[torch.Tensor]) -> Iterator[numpy.ndarray]:
+    """Each of `tensors` as a NumPy array on the host (as `to_host` makes it),
+    in order. From a CUDA device one behind: a tensor's copy starts as it
+    comes, on a stream of its own, and its array is handed over once the next
+    tensor has been asked for, so the host prepares (and queues) the next
+    batch and then uses this one while the GPU computes; the host waits only
+    for the copy it hands over. On the CPU each array as its tensor comes."""
+    pending: Optional[_HostCopy] = None
+    for tensor in tensors:
+        copy = _HostCopy.start(tensor)
+        if pending is not None:
+            yield pending.array()
+        pending = copy
+        if copy.done is None:  # nothing to wait for
+            yield pending.array()
+            pending = None
+    if pending is not None:
+        yield pending.array()
+
+
+class _HostCopy:
+    """A tensor's copy to the host: started, and waited for when its array is
+    asked for. From a CUDA device into page-locked memory on the device's copy
+    stream, after the work queued for the tensor; `done` is that copy's event
+    (None when the array is there already)."""
+
+    def __init__(self, host: torch.Tensor, done: Optional[torch.cuda.Event] = None):
+        self.host = host
+        self.done = done
+
+    @classmethod
+    def start(cls, tensor: torch.Tensor) -> "_HostCopy":
+        tensor = tensor.detach()
+        if tensor.device.type == "cpu":
+            return cls(tensor)
+        if tensor.device.type != "cuda":  # another accelerator (mps, xpu…): its own copy
+            return cls(tensor.cpu())
+        stream = _copy_stream(tensor.device)
+        stream.wait_stream(torch.cuda.current_stream(tensor.device))
+        host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+        with torch.cuda.stream(stream):
+            host.copy_(tensor, non_blocking=True)
+            # The tensor's memory is not handed to another tensor until the copy is done.
+            tensor.record_stream(stream)
+            done = torch.cuda.Event()
+            done.record(stream)
+        return cls(host, done)
+
+    def array(self) -> numpy.ndarray:
+        if self.done is not None:
+            self.done.synchronize()
+        return self.host.numpy()
+
+
+@cache
+def _copy_stream(device: torch.device) -> torch.cuda.Stream:
+    """The stream that copies results from `device` to the host, one per
+    device, so that a copy runs beside the next batch's computation."""
+    return torch.cuda.Stream(device)

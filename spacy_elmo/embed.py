@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from .bilm import BiLM, length_sorted_batches
 from .bilm.precision import precision as in_precision
-from .device import check_device, to_host
+from .device import check_device, copied_to_host
 from .disk import hdf5_writer
 from .errors import ConfigError, ElmoError, InputError, OutputError
 from .distributed import Distributed
@@ -131,18 +131,19 @@ class _Embedder:
         one's token cache for the outputs to equal a single process's.
         """
         sentences = self.sentences
+        mine = batches[rank::world_size]
+
+        def encoded(rows: List[int]) -> torch.Tensor:
+            check_stop()
+            return self.model.encode_words([sentences[i] for i in rows]).float()
+
+        # One copy to the host per batch; on a GPU while the next batch computes.
         with torch.inference_mode(), in_precision(self.device, self.precision), tqdm(
-            total=sum(len(rows) for rows in batches[rank::world_size]), unit="sentence", desc="embed",
-            disable=rank != 0,
+            total=sum(len(rows) for rows in mine), unit="sentence", desc="embed", disable=rank != 0,
         ) as progress:
-            for j, rows in enumerate(batches):
-                check_stop()
-                if j % world_size != rank:  # another process's batch
-                    continue
-                batch = [sentences[i] for i in rows]
-                # one copy to the host per batch
-                layers = torch.from_numpy(to_host(self.model.encode_words(batch).float()))
-                starts = numpy.cumsum([0] + [len(s) for s in batch])
+            for rows, layers in zip(mine, copied_to_host(encoded(rows) for rows in mine)):
+                layers = torch.from_numpy(layers)
+                starts = numpy.cumsum([0] + [len(sentences[i]) for i in rows])
                 for k, i in enumerate(rows):
                     vectors = layers[:, starts[k] : starts[k + 1]]  # (n_layers + 1, n_tokens, dim)
                     if self.layers == "top":

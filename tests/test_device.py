@@ -4,7 +4,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.device import check_device, to_device, to_host
+from spacy_elmo.device import check_device, copied_to_host, to_device, to_host
 from spacy_elmo.errors import InputError
 
 
@@ -29,6 +29,22 @@ def test_to_host_on_the_cpu_is_the_tensor_own_memory_also_with_gradients():
     assert plain[1] == 5.0
     with torch.inference_mode():
         numpy.testing.assert_array_equal(to_host(torch.ones(2, 2)), numpy.ones((2, 2)))
+
+
+def test_copied_to_host_on_the_cpu_hands_each_array_over_as_its_tensor_comes():
+    """Nothing held back off a GPU (there the arrays come one behind: tests/bilm/test_gpu.py)."""
+    events = []
+
+    def made():
+        for k in range(3):
+            events.append(("made", k))
+            yield torch.full((2, 3), float(k))
+
+    for k, array in enumerate(copied_to_host(made())):
+        events.append(("got", k))
+        numpy.testing.assert_array_equal(array, numpy.full((2, 3), float(k)))
+    assert events == [("made", 0), ("got", 0), ("made", 1), ("got", 1), ("made", 2), ("got", 2)]
+    assert list(copied_to_host([])) == []
 
 
 def test_a_device_this_machine_lacks_is_a_coded_error():

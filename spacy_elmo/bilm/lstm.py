@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 import torch
 from torch import nn
 
+from .cell_kernel import fused_cell_update
 from .lstm_backward import lstm_layer
 from .lstm_torch import lstm_layer_torch
 from .options import BiLMOptions
@@ -69,6 +70,9 @@ class BiLSTMStack(nn.Module):
     # `torch.nn.LSTM` (lstm_torch.py): cuDNN's fused recurrence on a GPU. Not
     # the CPU, where torch's own LSTM with a projection is slower than `lstm_layer`.
     torch_lstm_devices: Tuple[str, ...] = ("cuda",)
+    # Devices on which the recurrence without gradients updates the cell in one
+    # kernel (cell_kernel.py) rather than eight; () runs the eight everywhere.
+    fused_cell_devices: Tuple[str, ...] = ("cuda",)
     # Where set (`BiLM.use_cuda_graphs`), the recurrence without gradients runs on
     # a GPU, in float32, from CUDA graphs (lstm_graphs.py) instead of step by step
     # from Python.
@@ -257,8 +261,10 @@ class BiLSTMStack(nn.Module):
         The same arithmetic as `_step`, with fewer operations a step: one
         product gives every gate's pre-activation (`inference_weights`), one
         tanh activates them in place, and the cell update, the output and the
-        clips write into buffers made once per layer; each step's output is
-        written straight into the layer's output, where the next step reads it.
+        clips write into buffers made once per layer (on `fused_cell_devices`,
+        one kernel from the pre-activations to the cell's output,
+        cell_kernel.py); each step's output is written straight into the
+        layer's output, where the next step reads it.
         x: (2, n_packed, p) -> (2, n_packed, p).
         """
         W_input, W_hidden, bias, W_proj = weights
@@ -284,6 +290,8 @@ class BiLSTMStack(nn.Module):
 
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
         half = x.new_full((), 0.5)
+        # In one kernel (cell_kernel.py): the cell then a new tensor each step.
+        fused = x.device.type in self.fused_cell_devices and x.dtype == torch.float32
         h = h0
         step_outputs = out.split(batch_sizes, dim=1)  # every step's rows, in one call
         for first, end in blocks:
@@ -306,15 +314,19 @@ class BiLSTMStack(nn.Module):
                 elif h.shape[1] != n:
                     h = h[:, :n]
                 torch.baddbmm(step_x, h, W_hidden, out=g)
-                g.tanh_()
-                torch.add(half, sigmoid_gates, alpha=0.5, out=sigmoid_gates)  # 1/2 + t/2: t/2 is exact
-                cell.mul_(forget_gate)
-                torch.mul(input_gate, new_input, out=cell_out_m)
-                cell.add_(cell_out_m)
-                if cell_clip:
-                    cell.clamp_(-cell_clip, cell_clip)
-                torch.tanh(cell, out=cell_out_m)
-                cell_out_m.mul_(output_gate)
+                if fused:
+                    c, cell_out_m = fused_cell_update(input_gate, forget_gate, output_gate, new_input, c[:, :m],
+                                                      cell_clip)
+                else:
+                    g.tanh_()
+                    torch.add(half, sigmoid_gates, alpha=0.5, out=sigmoid_gates)  # 1/2 + t/2: t/2 is exact
+                    cell.mul_(forget_gate)
+                    torch.mul(input_gate, new_input, out=cell_out_m)
+                    cell.add_(cell_out_m)
+                    if cell_clip:
+                        cell.clamp_(-cell_clip, cell_clip)
+                    torch.tanh(cell, out=cell_out_m)
+                    cell_out_m.mul_(output_gate)
                 if n < MIN_STEP_ROWS:
                     h = torch.bmm(cell_out_m, W_proj)
                     if proj_clip:
@@ -325,6 +337,8 @@ class BiLSTMStack(nn.Module):
                     torch.bmm(cell_out_m, W_proj, out=h)
                     if proj_clip:
                         h.clamp_(-proj_clip, proj_clip)
+        if fused and state is not None:  # the running rows' cell back into the state's
+            state[1][:, : c.shape[1]].copy_(c)
         return out
 
     def layer_weights(self, layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:

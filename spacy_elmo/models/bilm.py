@@ -46,7 +46,7 @@ from ..bilm.char_ids import words_with_boundaries
 from ..bilm.precision import check_precision
 from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
-from ..device import to_host
+from ..device import copied_to_host, to_host
 from ..errors import ConfigError
 from ..extensions import install_extensions
 from .segmenters import Segmenter, checked_windows, read_sentences
@@ -207,10 +207,12 @@ def _predict(bilm: BiLM, docs: List[Doc], batches, outputs: List[Floats3d], prec
     """The layers at prediction, from the words (`BiLM.encode_indexed`): each
     doc's ORTH ids in one array, a batch's distinct ids found by NumPy and only
     those looked up as text; one copy to the host per batch, then each
-    segment's kept tokens into its doc."""
+    segment's kept tokens into its doc. On a GPU a batch's layers are copied
+    while the next batch computes (`copied_to_host`)."""
     orths = [doc.to_array(ORTH) for doc in docs]
     device = get_torch_default_device()
-    for batch in batches:
+
+    def encoded(batch) -> torch.Tensor:
         ids = numpy.concatenate([orths[d][start:end] for d, start, end, _, _ in batch])
         lengths = numpy.fromiter((end - start for _, start, end, _, _ in batch), dtype=numpy.int64, count=len(batch))
         distinct, inverse = numpy.unique(ids, return_inverse=True)
@@ -223,9 +225,10 @@ def _predict(bilm: BiLM, docs: List[Doc], batches, outputs: List[Floats3d], prec
             texts = [docs[d].vocab.strings[orth] for d, orth in zip(owners.tolist(), distinct.tolist())]
         words, positions = words_with_boundaries(texts)
         with torch.inference_mode(), in_precision(device, precision):
-            layers = bilm.encode_indexed(words, positions[inverse.reshape(-1)], lengths)
-            layers = to_host(layers.float())  # (n_layers, n_tokens, width)
-        offset = 0
+            return bilm.encode_indexed(words, positions[inverse.reshape(-1)], lengths).float()
+
+    for batch, layers in zip(batches, copied_to_host(encoded(batch) for batch in batches)):
+        offset = 0  # layers: (n_layers, n_tokens, width)
         for d, start, end, keep_start, keep_end in batch:
             outputs[d][:, keep_start:keep_end] = layers[:, offset + keep_start - start : offset + keep_end - start]
             offset += end - start

@@ -171,6 +171,95 @@ def test_the_component_path_waits_once_a_batch(fixture_paths):
     assert relative_error(torch.from_numpy(layers), expected[:, mask]) <= 1e-4
 
 
+def test_copies_to_the_host_come_one_behind_intact_and_wait_once_each():
+    """copied_to_host: array k is handed over once tensor k + 1 is queued; a tensor
+    dropped as soon as it is made still arrives whole (its memory is not handed
+    to the next while the copy runs); one wait an array, nothing else."""
+    import warnings
+
+    from spacy_elmo.device import copied_to_host
+
+    weight = torch.randn(2048, 2048, device="cuda") / 2048 ** 0.5
+    events = []
+
+    def made(n):
+        for k in range(n):
+            events.append(("made", k))
+            x = torch.full((2048, 2048), float(k), device="cuda")
+            for _ in range(20):  # keep the GPU busy while earlier copies run
+                x = (x @ weight) * 0 + k
+            yield x
+
+    list(copied_to_host(made(2)))  # warm-up: the copy stream, the page-locked pool
+    events.clear()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            arrays = []
+            for k, array in enumerate(copied_to_host(made(6))):
+                events.append(("got", k))
+                arrays.append(array.copy())
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert events == [("made", 0), ("made", 1), ("got", 0), ("made", 2), ("got", 1), ("made", 3), ("got", 2),
+                      ("made", 4), ("got", 3), ("made", 5), ("got", 4), ("got", 5)]
+    for k, array in enumerate(arrays):
+        assert array.shape == (2048, 2048) and (array == k).all(), k
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    assert len(syncs) <= 6, [str(w.message) for w in syncs]
+
+
+@pytest.mark.parametrize("clip", [3.0, None])
+def test_the_cell_kernel_gives_the_eight_kernels_values(clip):
+    """cell_kernel.py against the step-by-step update it replaces, on
+    pre-activations that saturate the gates and cells that the clip bites."""
+    from spacy_elmo.bilm.cell_kernel import fused_cell_update
+
+    torch.manual_seed(0)
+    gates = torch.randn(2, 300, 4 * 1024, device="cuda") * 4
+    cell = torch.randn(2, 300, 1024, device="cuda") * 3
+    cell[0, 0, :4] = torch.tensor([float("nan"), 1e30, -1e30, 0.0])
+    views = [gates[:, :, k * 1024 : (k + 1) * 1024] for k in range(4)]  # i, f, o, j: strided views
+    found_cell, found_out = fused_cell_update(*views, cell[:, :300], clip)
+
+    expected_cell, g = cell.clone(), gates.clone()
+    g.tanh_()
+    torch.add(torch.tensor(0.5, device="cuda"), g[:, :, :3072], alpha=0.5, out=g[:, :, :3072])
+    expected_cell.mul_(g[:, :, 1024:2048])
+    expected_cell.add_(g[:, :, :1024] * g[:, :, 3072:])
+    if clip:
+        expected_cell.clamp_(-clip, clip)
+    expected_out = torch.tanh(expected_cell) * g[:, :, 2048:3072]
+    for found, expected in ((found_cell, expected_cell), (found_out, expected_out)):
+        assert found.shape == expected.shape and found.is_contiguous()
+        same = (found == expected) | (found.isnan() & expected.isnan())
+        assert bool(same.all()), f"{int((~same).sum())} values differ, by up to {relative_error(found, expected)}"
+
+
+def test_the_cell_kernel_changes_no_layer(fixture_paths, monkeypatch):
+    """The biLM's layers with the cell in one kernel and in eight, eager and from CUDA graphs."""
+    from spacy_elmo.bilm.char_ids import distinct_words
+    from spacy_elmo.bilm.lstm import BiLSTMStack
+
+    def layers(model, graphs):
+        model.use_cuda_graphs(graphs)  # captured again: for the cell as it is now
+        model.clear_token_cache()
+        return [model.encode_indexed(*distinct_words(batch)) for batch in graph_batches()]
+
+    for model in (BiLM.from_allennlp(*fixture_paths), original_model()):
+        model = model.cuda().eval()
+        with torch.inference_mode():
+            one = [layers(model, False), layers(model, True)]
+            with monkeypatch.context() as patch:
+                patch.setattr(BiLSTMStack, "fused_cell_devices", ())
+                eight = [layers(model, False), layers(model, True)]
+        # Each against its own kind: eager and graphed differ by rounding (graphs compute padded rows).
+        for found, expected in zip(one, eight):
+            for a, b in zip(found, expected):
+                assert torch.equal(a, b), relative_error(a, b)
+
+
 def graph_batches():
     """Batches of several shapes: a sentence of 1 to 40 tokens, 1 to 70 sentences."""
     words = [w for s in SENTENCES for w in s]

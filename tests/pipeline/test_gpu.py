@@ -124,3 +124,28 @@ def test_the_cuda_graphs_setting_gives_the_same_layers(bilm_dir):
     for a, b in zip(found, expected):
         assert a.shape == b.shape
         assert numpy.abs(a - b).max(initial=0) <= 1e-5 * max(1.0, numpy.abs(b).max(initial=0))
+
+
+def test_many_batches_a_call_give_the_cpu_layers(bilm_dir):
+    """A call cut into many batches (a batch's copy to the host beside the next
+    batch's work) gives every doc the layers the CPU gives it."""
+    import spacy
+
+    from .test_elmo_component import elmo_pipeline
+
+    texts = [*TEXTS, EMPTY, " ".join(TEXTS)] * 5
+    model = {"@architectures": "spacy-elmo.BiLM.v1", "max_batch_tokens": 16, "window_size": 8}
+    on_cpu, _ = elmo_pipeline(bilm_dir, with_ner=False, model=model)
+    expected = [d._.elmo.layers for d in on_cpu.pipe(texts, batch_size=32)]
+    spacy.require_gpu(0)
+    try:
+        on_gpu, _ = elmo_pipeline(bilm_dir, with_ner=False, model=model)
+        found = [d._.elmo.layers for d in on_gpu.pipe(texts, batch_size=32)]
+    finally:
+        from thinc.api import require_cpu
+
+        require_cpu()
+    assert len(found) == len(expected)
+    for a, b in zip(found, expected):
+        assert isinstance(a, numpy.ndarray) and a.shape == b.shape
+        assert numpy.abs(a - b).max(initial=0) <= 1e-4 * max(1.0, numpy.abs(b).max(initial=0))
