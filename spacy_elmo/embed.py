@@ -124,7 +124,8 @@ class _Embedder:
     def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1,
                  check_stop: Callable[[], None] = lambda: None) -> None:
         """Write the sentences of batches rank, rank + world_size, ...; `check_stop`
-        (from `hdf5_writer`) is called before each batch and after each dataset.
+        (from `hdf5_writer`) is called before each of these batches is encoded
+        and after each dataset.
 
         The token encoder gives a token the same vector whatever is encoded
         with it, so the other processes' batches need not pass through this

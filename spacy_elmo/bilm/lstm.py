@@ -192,8 +192,9 @@ class BiLSTMStack(nn.Module):
         weights: every layer's `inference_weights` (made here when None).
         states: every layer's (h, c) for all ``batch_sizes[0]`` rows, at least
             MIN_STEP_ROWS of them, to start from (the zero state when None),
-            updated in place: c for every row, h for the last step's rows (its
-            output before any skip connection).
+            updated in place: c for every row (for the last step's rows where the
+            cell is updated in one kernel, `fused_cell_devices`), h for the last
+            step's rows (its output before any skip connection).
         """
         offsets = _offsets(batch_sizes)
         blocks = _input_blocks(offsets)
@@ -275,8 +276,11 @@ class BiLSTMStack(nn.Module):
             h0, c = x.new_zeros(2, rows, p), x.new_zeros(2, rows, c_dim)
         else:
             h0, c = state
+        # In one kernel (cell_kernel.py) the cell is a new tensor each step, and
+        # so is the cell's output: no buffers for them.
+        fused = x.device.type in self.fused_cell_devices and x.dtype == torch.float32
         gates = x.new_empty(2 * rows * N_GATES * c_dim)
-        cell_out = x.new_empty(2 * rows * c_dim)
+        cell_out = None if fused else x.new_empty(2 * rows * c_dim)
         views: dict = {}  # the buffers' views for m rows, made once per row count
 
         def views_of(m: int):
@@ -284,14 +288,13 @@ class BiLSTMStack(nn.Module):
                 g = gates[: 2 * m * N_GATES * c_dim].view(2, m, N_GATES * c_dim)
                 views[m] = (
                     g, g[:, :, : 3 * c_dim], g[:, :, 3 * c_dim :], g[:, :, :c_dim], g[:, :, c_dim : 2 * c_dim],
-                    g[:, :, 2 * c_dim : 3 * c_dim], c[:, :m], cell_out[: 2 * m * c_dim].view(2, m, c_dim),
+                    g[:, :, 2 * c_dim : 3 * c_dim], c[:, :m],
+                    None if cell_out is None else cell_out[: 2 * m * c_dim].view(2, m, c_dim),
                 )
             return views[m]
 
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
         half = x.new_full((), 0.5)
-        # In one kernel (cell_kernel.py): the cell then a new tensor each step.
-        fused = x.device.type in self.fused_cell_devices and x.dtype == torch.float32
         h = h0
         step_outputs = out.split(batch_sizes, dim=1)  # every step's rows, in one call
         for first, end in blocks:

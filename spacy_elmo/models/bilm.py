@@ -30,7 +30,7 @@ never as a pickle.
 import io
 import os
 from functools import cache, partial
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy
 import srsly
@@ -203,7 +203,9 @@ def forward(
     return outputs, backprop_docs
 
 
-def _predict(bilm: BiLM, docs: List[Doc], batches, outputs: List[Floats3d], precision: str) -> List[Floats3d]:
+def _predict(
+    bilm: BiLM, docs: List[Doc], batches: Sequence[List[Segment]], outputs: List[Floats3d], precision: str
+) -> List[Floats3d]:
     """The layers at prediction, from the words (`BiLM.encode_indexed`): each
     doc's ORTH ids in one array, a batch's distinct ids found by NumPy and only
     those looked up as text; one copy to the host per batch, then each
