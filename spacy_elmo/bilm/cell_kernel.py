@@ -14,6 +14,7 @@ on its own (``__fmul_rn``/``__fadd_rn`` are never contracted into a fused
 multiply-add), so its values are those of the eight kernels; the GPU tests
 compare the two.
 """
+from functools import cache
 from typing import Callable, Optional, Tuple
 
 import torch
@@ -34,9 +35,6 @@ template <typename T> void elmo_cell_update(T i, T f, T o, T j, T c, T clip, T& 
 }
 """
 
-_update: Optional[Callable] = None
-
-
 def fused_cell_update(
     input_gate: torch.Tensor, forget_gate: torch.Tensor, output_gate: torch.Tensor, new_input: torch.Tensor,
     cell: torch.Tensor, clip: Optional[float],
@@ -45,7 +43,9 @@ def fused_cell_update(
     the projection), both new float32 CUDA tensors of `cell`'s shape, from the
     gates' pre-activations (views into the gate product) and the cell before
     the step; the cell clipped to ±`clip` where it is set."""
-    global _update
-    if _update is None:
-        _update = torch.cuda.jiterator._create_multi_output_jit_fn(_SOURCE, num_outputs=2, clip=0.0)
-    return _update(input_gate, forget_gate, output_gate, new_input, cell, clip=float(clip or 0.0))
+    return _kernel()(input_gate, forget_gate, output_gate, new_input, cell, clip=float(clip or 0.0))
+
+
+@cache
+def _kernel() -> Callable:
+    return torch.cuda.jiterator._create_multi_output_jit_fn(_SOURCE, num_outputs=2, clip=0.0)

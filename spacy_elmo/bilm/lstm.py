@@ -273,11 +273,12 @@ class BiLSTMStack(nn.Module):
         rows = max(batch_sizes[0], MIN_STEP_ROWS)
         out = x.new_empty(x.shape)
         if state is None:
-            h0, c = x.new_zeros(2, rows, p), x.new_zeros(2, rows, c_dim)
+            h0, c0 = x.new_zeros(2, rows, p), x.new_zeros(2, rows, c_dim)
         else:
-            h0, c = state
-        # In one kernel (cell_kernel.py) the cell is a new tensor each step, and
-        # so is the cell's output: no buffers for them.
+            h0, c0 = state
+        # In one kernel (cell_kernel.py) the cell is a new tensor each step (`c`),
+        # and so is the cell's output: no buffer for it; the eight kernels update
+        # c0 in place.
         fused = x.device.type in self.fused_cell_devices and x.dtype == torch.float32
         gates = x.new_empty(2 * rows * N_GATES * c_dim)
         cell_out = None if fused else x.new_empty(2 * rows * c_dim)
@@ -288,14 +289,14 @@ class BiLSTMStack(nn.Module):
                 g = gates[: 2 * m * N_GATES * c_dim].view(2, m, N_GATES * c_dim)
                 views[m] = (
                     g, g[:, :, : 3 * c_dim], g[:, :, 3 * c_dim :], g[:, :, :c_dim], g[:, :, c_dim : 2 * c_dim],
-                    g[:, :, 2 * c_dim : 3 * c_dim], c[:, :m],
+                    g[:, :, 2 * c_dim : 3 * c_dim], c0[:, :m],
                     None if cell_out is None else cell_out[: 2 * m * c_dim].view(2, m, c_dim),
                 )
             return views[m]
 
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
         half = x.new_full((), 0.5)
-        h = h0
+        h, c = h0, c0
         step_outputs = out.split(batch_sizes, dim=1)  # every step's rows, in one call
         for first, end in blocks:
             block_start = offsets[first]
@@ -341,7 +342,7 @@ class BiLSTMStack(nn.Module):
                     if proj_clip:
                         h.clamp_(-proj_clip, proj_clip)
         if fused and state is not None:  # the running rows' cell back into the state's
-            state[1][:, : c.shape[1]].copy_(c)
+            c0[:, : c.shape[1]].copy_(c)
         return out
 
     def layer_weights(self, layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:
