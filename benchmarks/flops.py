@@ -13,11 +13,11 @@ Every count is 2 FLOPs per multiply-add of a matrix product or convolution; elem
   counted this way credits work that never runs.
 - **Performed** (`inference_flops`, `training_step_flops`): the products that do run, as
   `spacy_elmo.bilm` runs them: the encoder once per distinct token of a pass (the token cache),
-  over the positions the longest token of each call can reach; the LSTMs over every packed row,
-  the sentence boundaries included, and per step over the running rows plus the copies
-  row_padding.py adds to make up MIN_ROWS. Not counted: the one padding-only window per filter
-  the CNN convolves, and the row padding of input-to-gate blocks (at most 3 rows a layer per
-  batch).
+  over the positions the longest token of each call can reach and one more; the LSTMs over
+  every packed row, the sentence boundaries included, and per step over the running rows plus
+  the copies row_padding.py adds to make up MIN_ROWS. Not counted: the one padding-only window
+  per filter the CNN convolves, and the row padding of input-to-gate blocks (at most 3 rows a
+  layer per batch).
 - **Straightforward** (`straightforward_flops`): what `reference_layers` runs: the textbook
   count for every slot of the padded batch, boundaries and padding included.
 """
@@ -49,7 +49,7 @@ def encoder_flops(o: BiLMOptions, n_tokens: int, longest: int) -> float:
     ids (begin-of-word, bytes, end-of-word), as CharCNNTokenEncoder runs it."""
     if n_tokens == 0:
         return 0.0
-    positions = min(o.max_characters_per_token, longest + max(w for w, _ in o.filters) - 1)
+    positions = min(o.max_characters_per_token, longest + max(w for w, _ in o.filters))
     per_token = (_cnn_flops_per_token(o, positions) + o.n_highway * 4 * o.n_filters ** 2
                  + 2 * o.n_filters * o.projection_dim)
     return max(n_tokens, MIN_ENCODER_ROWS) * per_token

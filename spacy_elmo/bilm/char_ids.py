@@ -12,6 +12,7 @@ characters) becomes ``[begin-word, end-word, padding...]``; whitespace tokens
 keep their bytes like any other token.
 """
 from itertools import chain
+from operator import methodcaller
 from typing import List, Sequence, Tuple
 
 import numpy
@@ -43,21 +44,29 @@ def words_to_ids(
     The strings ``<S>`` and ``</S>`` map to the sentence boundary tokens, as in
     the original implementation.
     """
-    encoded = [w.encode("utf-8", "ignore")[: max_chars - 2] for w in words]
-    lengths = numpy.fromiter((len(b) for b in encoded), dtype=numpy.int64, count=len(encoded))
+    joined = "".join(words)
+    if joined.isascii():  # one byte a character: the whole batch encoded at once
+        all_bytes = joined.encode("ascii")
+        lengths = numpy.fromiter(map(len, words), dtype=numpy.int64, count=len(words))
+    else:
+        encoded = list(map(methodcaller("encode", "utf-8", "ignore"), words))
+        all_bytes = b"".join(encoded)
+        lengths = numpy.fromiter(map(len, encoded), dtype=numpy.int64, count=len(encoded))
+    # Every byte's row and column (1.. its word's length); at most max_chars - 2 kept.
+    starts = numpy.cumsum(lengths) - lengths
+    rows = numpy.repeat(numpy.arange(len(words)), lengths)
+    cols = numpy.arange(len(all_bytes)) - numpy.repeat(starts, lengths) + 1
+    kept = cols <= max_chars - 2
+    lengths = numpy.minimum(lengths, max_chars - 2)
     ids = numpy.full((len(words), max_chars), PAD_CHAR + 1, dtype=numpy.int64)
     ids[:, 0] = BOW_CHAR + 1
-    # Scatter all bytes at once: row r gets its bytes at columns 1..len_r.
-    rows = numpy.repeat(numpy.arange(len(words)), lengths)
-    starts = numpy.cumsum(lengths) - lengths
-    cols = numpy.arange(lengths.sum()) - numpy.repeat(starts, lengths) + 1
-    all_bytes = numpy.frombuffer(b"".join(encoded), dtype=numpy.uint8)
-    ids[rows, cols] = all_bytes.astype(numpy.int64) + 1
+    ids[rows[kept], cols[kept]] = numpy.add(numpy.frombuffer(all_bytes, dtype=numpy.uint8)[kept], 1, dtype=numpy.int64)
     ids[numpy.arange(len(words)), lengths + 1] = EOW_CHAR + 1
-    for i, word in enumerate(words):
-        if word == BOS_TOKEN:
+    # The boundaries: 3 and 4 bytes long.
+    for i in numpy.flatnonzero((lengths == len(BOS_TOKEN)) | (lengths == len(EOS_TOKEN))).tolist():
+        if words[i] == BOS_TOKEN:
             ids[i] = _special_token_ids(BOS_CHAR, max_chars)
-        elif word == EOS_TOKEN:
+        elif words[i] == EOS_TOKEN:
             ids[i] = _special_token_ids(EOS_CHAR, max_chars)
     return ids
 

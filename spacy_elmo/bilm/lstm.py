@@ -94,6 +94,11 @@ class BiLSTMStack(nn.Module):
         forget_bias = torch.zeros(N_GATES, c)
         forget_bias[FORGET_GATE] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
+        # `inference_weights`: the gates' order there (input, forget, output, new
+        # input) and their scale (the sigmoid gates' halved).
+        self.register_buffer("inference_gate_order", torch.tensor([0, FORGET_GATE, 3, 1]), persistent=False)
+        self.register_buffer("inference_gate_scale", torch.tensor([0.5, 0.5, 0.5, 1.0]).view(1, N_GATES, 1, 1),
+                             persistent=False)
 
     def forward(
         self,
@@ -238,18 +243,17 @@ class BiLSTMStack(nn.Module):
         RETURNS: W_input and W_hidden (2, p, 4 * c), bias (2, 1, 4 * c), W_proj (2, c, p).
         """
         p, c_dim = self.W_proj[layer].shape[2], self.W_proj[layer].shape[1]
-        gate_order = [0, FORGET_GATE, 3, 1]  # i, f, o, j
-        # Reordered by views and scaled by a tensor made on the device: an index or
-        # a tensor copied from a host list would make the host wait for the GPU.
-        scale = self.W_proj[layer].new_full((1, N_GATES, 1, 1), 0.5)
-        scale[:, 3] = 1.0
+        # Reordered and scaled by buffers on the device: an index or a scale copied
+        # from a host list would make the host wait for the GPU.
+        order, scale = self.inference_gate_order, self.inference_gate_scale
 
-        def reordered(w: torch.Tensor) -> torch.Tensor:
-            return torch.stack([w[:, gate] for gate in gate_order], dim=1)
+        def laid_out(w: torch.Tensor) -> torch.Tensor:  # (2, 4, p, c) -> (2, p, 4 * c)
+            out = w.new_empty(2, p, N_GATES, c_dim)
+            torch.mul(w.index_select(1, order), scale, out=out.permute(0, 2, 1, 3))
+            return out.view(2, p, N_GATES * c_dim)
 
-        W_input = (reordered(self.W_input[layer]) * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
-        W_hidden = (reordered(self.W_hidden[layer]) * scale).permute(0, 2, 1, 3).reshape(2, p, N_GATES * c_dim)
-        bias = (reordered(self.bias[layer] + self.forget_bias) * scale[:, :, :, 0]).reshape(2, 1, N_GATES * c_dim)
+        W_input, W_hidden = laid_out(self.W_input[layer]), laid_out(self.W_hidden[layer])
+        bias = ((self.bias[layer] + self.forget_bias).index_select(1, order) * scale[:, :, :, 0]).view(2, 1, -1)
         return W_input, W_hidden, bias, self.W_proj[layer]
 
     def _inference_layer(

@@ -5,7 +5,8 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
+from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids, words_to_ids
+from spacy_elmo.bilm.char_ids import PAD_CHAR
 from spacy_elmo.bilm.reference import reference_layers
 
 from ..numeric import assert_close_to_scale, max_error, scale_of
@@ -190,6 +191,25 @@ def test_fast_path_equals_straightforward_computation(changes, device):
     # Weights x 3 give values up to ~55: the tolerance follows their scale.
     assert_close_to_scale(got.layers, expected)
     assert torch.equal(got.layers, again.layers)
+
+
+def test_padding_only_windows_enter_the_max_pool_whatever_the_call_reaches():
+    """A word's vector is the same from calls of words no longer than itself, whose windows stop
+    just past it, as from a call that reaches every position, and is the full computation's, also
+    where a window of padding alone is the largest (the padding's embedding made large): for the
+    widest filter over the longest word of a call, the encoder adds that window by itself."""
+    torch.manual_seed(0)
+    model = BiLM(BiLMOptions(**SMALL)).eval()
+    with torch.no_grad():
+        model.token_encoder.char_embed[PAD_CHAR + 1].fill_(4.0)
+    # 0 to 44 bytes, then one of 48 that makes the call reach position 50.
+    ids = torch.from_numpy(words_to_ids(["x" * n for n in range(45)] + ["y" * 48]))
+    with torch.inference_mode():
+        together = model.encode_tokens(ids)[:-1]
+        alone = torch.cat([model.encode_tokens(ids[i : i + 1].expand(20, -1))[:1] for i in range(len(ids) - 1)])
+    expected = reference_layers(model, ids[None, :-1])[0, 0, :, : SMALL["projection_dim"]]
+    assert torch.equal(together, alone)
+    assert_close_to_scale(together, expected)
 
 
 def test_token_cache_is_bounded_and_never_stale():
