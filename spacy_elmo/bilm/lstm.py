@@ -1,4 +1,5 @@
 """Stacked LSTMs with a projection, forward and backward computed side by side."""
+from functools import cache
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import torch
@@ -33,6 +34,24 @@ ROWS_PER_INPUT_BLOCK = 512
 # by another method for some shapes (8 x 8, the smallest biLMs'), and a token's
 # layers would then depend on how many rows run beside it.
 MIN_STEP_ROWS = 8
+
+# `BiLSTMStack._inference_layer` on `per_gate_devices`: LSTMs of at least this
+# many cells take one product per gate from their weights as they are; smaller
+# ones, one wide product from a copy of the weights (see `inference_weights`).
+PER_GATE_MIN_CELLS = 512
+
+
+@cache
+def resolve_tanh_kernel() -> None:
+    """Have oneMKL choose its float tanh kernel on this thread alone, once per
+    process. On a CPU, ATen's tanh calls MKL's VML from every worker thread on
+    its share of the tensor, and oneMKL chooses a VML function's kernel lazily
+    at its first call: where that first call runs on several threads at once,
+    a thread can run a low-accuracy kernel on its share (pytorch/pytorch#188792;
+    here, with 2 threads, about one fresh process in five computed the first
+    batch's gates with errors up to 9e-5 on half of them). A call on one
+    element runs on the calling thread only."""
+    torch.tanh(torch.zeros(1))
 
 
 class BiLSTMStack(nn.Module):
@@ -73,6 +92,10 @@ class BiLSTMStack(nn.Module):
     # Devices on which the recurrence without gradients updates the cell in one
     # kernel (cell_kernel.py) rather than eight; () runs the eight everywhere.
     fused_cell_devices: Tuple[str, ...] = ("cuda",)
+    # Devices on which the recurrence without gradients takes, for LSTMs of
+    # PER_GATE_MIN_CELLS cells or more, one product per gate from the weights in
+    # place rather than one wide product from a copy (`inference_weights`).
+    per_gate_devices: Tuple[str, ...] = ("cpu",)
     # Where set (`BiLM.use_cuda_graphs`), the recurrence without gradients runs on
     # a GPU, in float32, from CUDA graphs (lstm_graphs.py) instead of step by step
     # from Python.
@@ -80,6 +103,7 @@ class BiLSTMStack(nn.Module):
 
     def __init__(self, options: BiLMOptions):
         super().__init__()
+        resolve_tanh_kernel()
         self.n_layers = options.n_layers
         self.cell_clip = options.cell_clip
         self.proj_clip = options.proj_clip
@@ -94,10 +118,10 @@ class BiLSTMStack(nn.Module):
         forget_bias = torch.zeros(N_GATES, c)
         forget_bias[FORGET_GATE] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
-        # `inference_weights`: the gates' order there (input, forget, output, new
-        # input) and their scale (the sigmoid gates' halved).
-        self.register_buffer("inference_gate_order", torch.tensor([0, FORGET_GATE, 3, 1]), persistent=False)
-        self.register_buffer("inference_gate_scale", torch.tensor([0.5, 0.5, 0.5, 1.0]).view(1, N_GATES, 1, 1),
+        # `inference_weights`: the gates' order in the wide product (input, forget,
+        # output, new input), and each gate's scale (the sigmoid gates' halved).
+        self.register_buffer("wide_gate_order", torch.tensor([0, FORGET_GATE, 3, 1]), persistent=False)
+        self.register_buffer("gate_scale", torch.tensor([0.5, 1.0, 0.5, 0.5]).view(1, N_GATES, 1, 1),
                              persistent=False)
 
     def forward(
@@ -228,33 +252,42 @@ class BiLSTMStack(nn.Module):
         return inputs.new_empty(2 * N_GATES * block_rows * self.W_input[0].shape[3])
 
     def inference_weights(self, layer: int) -> InferenceWeights:
-        """`layer`'s weights as `_inference_layer` takes them: the four gates'
-        side by side, ordered (input, forget, output, new input), so that one
-        product gives every pre-activation, with the sigmoid gates' weights and
-        biases halved (exact: a power of two), so the product gives x / 2 for
-        them and x for the new input: one tanh over all of it, then
-        sigmoid(x) = tanh(x / 2) / 2 + 1/2. One tanh over the contiguous gates
-        runs vectorised (torch's sigmoid on the strided slice of three gates ran
-        element by element where a row's slice is narrower than its vectors: 5
-        to 10 times slower at 512 rows), and torch's tanh gives the same bits in
-        its vector and scalar paths (its sigmoid does not), so a token's values
-        still do not depend on where its row falls.
+        """`layer`'s weights as `_inference_layer` takes them. Each gate's
+        pre-activation comes out halved for the sigmoid gates (exact: a power of
+        two), so that one tanh activates every gate, then sigmoid(x) = 1/2 +
+        tanh(x / 2) / 2. Two forms:
 
-        RETURNS: W_input and W_hidden (2, p, 4 * c), bias (2, 1, 4 * c), W_proj (2, c, p).
+        - wide: the four gates' weights side by side, (2, p, 4 * c) each,
+          ordered (input, forget, output, new input) so that the sigmoid gates
+          are contiguous, the sigmoid gates' weights halved: one product per
+          direction, from a copy made here.
+        - per gate, on `per_gate_devices` for LSTMs of PER_GATE_MIN_CELLS cells
+          or more: W_input and W_hidden as they are, one (p, c) matrix per
+          direction and gate in bilm-tf's order, (8, p, c) views of the
+          parameters; the step halves its input instead. For the original
+          model on a CPU the copy would take 120 ms a layer and call (128 MiB of
+          fresh memory), more than the per-gate products lose to the wide one.
+
+        Either way the biases come with the forget gate's 1 added and the
+        sigmoid gates' halved, (2, 1, 4 * c) or (8, 1, c); W_proj (2, c, p).
         """
         p, c_dim = self.W_proj[layer].shape[2], self.W_proj[layer].shape[1]
+        scale = self.gate_scale
+        bias = self.bias[layer] + self.forget_bias
+        if self.W_proj[layer].device.type in self.per_gate_devices and c_dim >= PER_GATE_MIN_CELLS:
+            return (self.W_input[layer].view(2 * N_GATES, p, c_dim), self.W_hidden[layer].view(2 * N_GATES, p, c_dim),
+                    (bias * scale[:, :, :, 0]).view(2 * N_GATES, 1, c_dim), self.W_proj[layer])
         # Reordered and scaled by buffers on the device: an index or a scale copied
         # from a host list would make the host wait for the GPU.
-        order, scale = self.inference_gate_order, self.inference_gate_scale
+        order, scale = self.wide_gate_order, scale.index_select(1, self.wide_gate_order)
 
-        def laid_out(w: torch.Tensor) -> torch.Tensor:  # (2, 4, p, c) -> (2, p, 4 * c)
+        def wide(w: torch.Tensor) -> torch.Tensor:  # (2, 4, p, c) -> (2, p, 4 * c)
             out = w.new_empty(2, p, N_GATES, c_dim)
             torch.mul(w.index_select(1, order), scale, out=out.permute(0, 2, 1, 3))
             return out.view(2, p, N_GATES * c_dim)
 
-        W_input, W_hidden = laid_out(self.W_input[layer]), laid_out(self.W_hidden[layer])
-        bias = ((self.bias[layer] + self.forget_bias).index_select(1, order) * scale[:, :, :, 0]).view(2, 1, -1)
-        return W_input, W_hidden, bias, self.W_proj[layer]
+        W_input, W_hidden = wide(self.W_input[layer]), wide(self.W_hidden[layer])
+        return W_input, W_hidden, (bias.index_select(1, order) * scale[:, :, :, 0]).view(2, 1, -1), self.W_proj[layer]
 
     def _inference_layer(
         self, layer: int, x: torch.Tensor, batch_sizes: List[int], offsets: List[int],
@@ -263,17 +296,20 @@ class BiLSTMStack(nn.Module):
     ) -> torch.Tensor:
         """One layer without gradients, in float32, from the zero state or `state`.
 
-        The same arithmetic as `_step`, with fewer operations a step: one
-        product gives every gate's pre-activation (`inference_weights`), one
-        tanh activates them in place, and the cell update, the output and the
-        clips write into buffers made once per layer (on `fused_cell_devices`,
-        one kernel from the pre-activations to the cell's output,
-        cell_kernel.py); each step's output is written straight into the
-        layer's output, where the next step reads it.
+        The same arithmetic as `_step`, with fewer operations a step, in place
+        on buffers made once per layer: the gates' product (in either form of
+        `inference_weights`), one tanh over every gate (torch's tanh gives the
+        same bits in its vector and scalar paths, its sigmoid does not, so a
+        token's values do not depend on where its row falls), the sigmoid
+        gates' 1/2 + t/2 (t/2 exact), the cell update, the output and the clips
+        (on `fused_cell_devices`, one kernel from the pre-activations to the
+        cell's output, cell_kernel.py); each step's output is written straight
+        into the layer's output, where the next step reads it.
         x: (2, n_packed, p) -> (2, n_packed, p).
         """
         W_input, W_hidden, bias, W_proj = weights
         p, c_dim = W_proj.shape[2], W_proj.shape[1]
+        per_gate = W_hidden.shape[0] == 2 * N_GATES
         rows = max(batch_sizes[0], MIN_STEP_ROWS)
         out = x.new_empty(x.shape)
         if state is None:
@@ -284,50 +320,74 @@ class BiLSTMStack(nn.Module):
         # and so is the cell's output: no buffer for it; the eight kernels update
         # c0 in place.
         fused = x.device.type in self.fused_cell_devices and x.dtype == torch.float32
-        gates = x.new_empty(2 * rows * N_GATES * c_dim)
+        scale, half = self.gate_scale, x.new_full((), 0.5)
+        gates = x.new_empty(2 * N_GATES * rows * c_dim)
+        scaled_h = x.new_empty(2 * N_GATES * rows * p) if per_gate else None
         cell_out = None if fused else x.new_empty(2 * rows * c_dim)
         views: dict = {}  # the buffers' views for m rows, made once per row count
 
         def views_of(m: int):
+            """For m rows: the gates as the product writes them, as one tensor, as
+            (input, new input, forget, output), their sigmoid gates' slices; the
+            halved hidden state (per gate), the cell and the cell's output."""
             if m not in views:
-                g = gates[: 2 * m * N_GATES * c_dim].view(2, m, N_GATES * c_dim)
-                views[m] = (
-                    g, g[:, :, : 3 * c_dim], g[:, :, 3 * c_dim :], g[:, :, :c_dim], g[:, :, c_dim : 2 * c_dim],
-                    g[:, :, 2 * c_dim : 3 * c_dim], c0[:, :m],
-                    None if cell_out is None else cell_out[: 2 * m * c_dim].view(2, m, c_dim),
-                )
+                g = gates[: 2 * N_GATES * m * c_dim]
+                if per_gate:
+                    g = g.view(2, N_GATES, m, c_dim)
+                    i, j, f, o = g.unbind(1)
+                    views[m] = (g.view(2 * N_GATES, m, c_dim), g, (i, j, f, o), (i, g[:, 2:]),
+                                scaled_h[: 2 * N_GATES * m * p].view(2, N_GATES, m, p))
+                else:
+                    g = g.view(2, m, N_GATES * c_dim)
+                    i, f, o, j = g.split(c_dim, dim=2)
+                    views[m] = (g, g, (i, j, f, o), (g[:, :, : 3 * c_dim],), None)
+                views[m] += (c0[:, :m], None if cell_out is None else cell_out[: 2 * m * c_dim].view(2, m, c_dim))
             return views[m]
 
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
-        half = x.new_full((), 0.5)
         h, c = h0, c0
         step_outputs = out.split(batch_sizes, dim=1)  # every step's rows, in one call
         for first, end in blocks:
             block_start = offsets[first]
             block_rows = offsets[end] - block_start
+            block_x = x[:, block_start : offsets[end]]
             if block_rows < MIN_STEP_ROWS:
-                block_x = pad_rows(x[:, block_start : offsets[end]], 1, MIN_STEP_ROWS)
+                block_x = pad_rows(block_x, 1, MIN_STEP_ROWS)
+            n_rows = block_x.shape[1]
+            gates_x = scratch[: 2 * N_GATES * n_rows * c_dim]
+            if per_gate:  # each gate's product of the input, halved for the sigmoid gates
+                gates_x = gates_x.view(2 * N_GATES, n_rows, c_dim)
+                torch.baddbmm(bias, torch.mul(block_x.unsqueeze(1), scale).view(2 * N_GATES, n_rows, p), W_input,
+                              out=gates_x)
+                gates_x = gates_x.view(2, N_GATES, n_rows, c_dim)
+                step_inputs = gates_x[:, :, :block_rows].split(batch_sizes[first:end], dim=2)
             else:
-                block_x = x[:, block_start : offsets[end]]
-            gates_x = scratch[: 2 * block_x.shape[1] * N_GATES * c_dim].view(2, block_x.shape[1], N_GATES * c_dim)
-            torch.baddbmm(bias, block_x, W_input, out=gates_x)
-            step_inputs = gates_x[:, :block_rows].split(batch_sizes[first:end], dim=1)
+                gates_x = gates_x.view(2, n_rows, N_GATES * c_dim)
+                torch.baddbmm(bias, block_x, W_input, out=gates_x)
+                step_inputs = gates_x[:, :block_rows].split(batch_sizes[first:end], dim=1)
             for t, step_x, step_out in zip(range(first, end), step_inputs, step_outputs[first:end]):
                 n = batch_sizes[t]
                 m = max(n, MIN_STEP_ROWS)  # see MIN_STEP_ROWS: rows beyond n are dropped
-                g, sigmoid_gates, new_input, input_gate, forget_gate, output_gate, cell, cell_out_m = views_of(m)
+                product, g, gate_views, sigmoid_gates, scaled, cell, cell_out_m = views_of(m)
+                input_gate, new_input, forget_gate, output_gate = gate_views
                 if n < MIN_STEP_ROWS:
-                    step_x = pad_rows(step_x, 1, MIN_STEP_ROWS)
+                    step_x = pad_rows(step_x, 2 if per_gate else 1, MIN_STEP_ROWS)
                     h = pad_rows(h[:, :n], 1, MIN_STEP_ROWS)
                 elif h.shape[1] != n:
                     h = h[:, :n]
-                torch.baddbmm(step_x, h, W_hidden, out=g)
+                if per_gate:  # the hidden state once per gate, halved for the sigmoid gates
+                    torch.mul(h.unsqueeze(1), scale, out=scaled)
+                    torch.baddbmm(step_x.reshape(2 * N_GATES, m, c_dim), scaled.view(2 * N_GATES, m, p), W_hidden,
+                                  out=product)
+                else:
+                    torch.baddbmm(step_x, h, W_hidden, out=product)
                 if fused:
                     c, cell_out_m = fused_cell_update(input_gate, forget_gate, output_gate, new_input, c[:, :m],
                                                       cell_clip)
                 else:
                     g.tanh_()
-                    torch.add(half, sigmoid_gates, alpha=0.5, out=sigmoid_gates)  # 1/2 + t/2: t/2 is exact
+                    for sigmoid in sigmoid_gates:  # 1/2 + t/2: t/2 is exact
+                        torch.add(half, sigmoid, alpha=0.5, out=sigmoid)
                     cell.mul_(forget_gate)
                     torch.mul(input_gate, new_input, out=cell_out_m)
                     cell.add_(cell_out_m)

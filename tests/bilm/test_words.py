@@ -1,6 +1,8 @@
 """The word-level entry (`BiLM.encode_words`): the same layers as `forward`,
 and a token's layers bit-identical whatever else is computed with it."""
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy
@@ -86,6 +88,48 @@ def test_a_tokens_layers_are_bit_identical_whatever_else_is_computed(model, requ
             assert torch.equal(model.encode_words(others + [target])[:, -n:], alone)
         finally:
             torch.set_num_threads(threads)
+
+
+def test_the_per_gate_and_wide_products_give_the_same_bits(model, fixture_dir, monkeypatch):
+    """The recurrence's two forms of the gates' product (`BiLSTMStack.inference_weights`): one
+    product per gate from the weights in place (large LSTMs on a CPU) and one wide product per
+    direction from a reordered copy; each gate's input halved or its weights, the same bits."""
+    from spacy_elmo.bilm import lstm
+
+    sentences = fixture_sentences(fixture_dir) + [["x"], [], ["a", "b", "c"] * 9]
+    layers = {}
+    for form, min_cells in (("per gate", 1), ("wide", 10**9)):
+        monkeypatch.setattr(lstm, "PER_GATE_MIN_CELLS", min_cells)
+        with torch.inference_mode():
+            assert model.lstm.inference_weights(0)[1].shape[0] == (8 if form == "per gate" else 2)
+            model.clear_token_cache()
+            layers[form] = model.encode_words(sentences)
+    assert torch.equal(layers["per gate"], layers["wide"])
+
+
+FIRST_BATCH = """
+import json, sys
+import torch
+torch.set_num_threads(2)
+from spacy_elmo.bilm import BiLM
+model = BiLM.from_allennlp(sys.argv[1] + "/options.json", sys.argv[1] + "/lm_weights.hdf5").eval()
+sentences = [s.split() for batch in json.loads(open(sys.argv[1] + "/sentences.json").read()) for s in batch]
+with torch.inference_mode():
+    first = model.encode_words(sentences)
+    model.clear_token_cache()
+    print(torch.equal(first, model.encode_words(sentences)))
+"""
+
+
+def test_a_fresh_process_computes_its_first_batch_as_the_next(fixture_dir):
+    """oneMKL chooses its tanh kernel at the first call, and where that call runs on several
+    threads at once one of them can run a low-accuracy kernel (pytorch/pytorch#188792): about one
+    fresh process in five gave its first batch other values, with 2 threads, before the biLM had
+    the kernel chosen on one thread (`lstm.resolve_tanh_kernel`). Eight fresh processes."""
+    runs = [subprocess.Popen([sys.executable, "-c", FIRST_BATCH, str(fixture_dir)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    assert [out.strip() for out, _ in outputs] == ["True"] * 8, [err[-2000:] for _, err in outputs]
 
 
 def test_the_packing_of_words_is_the_packing_of_forward():
