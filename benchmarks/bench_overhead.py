@@ -2,6 +2,7 @@
 
     python benchmarks/bench_overhead.py                      # against 7566a4d, one thread
     python benchmarks/bench_overhead.py --reference REV --sentences 2048 --repeats 3
+    python benchmarks/bench_overhead.py --models original --sentences 256 --rounds 1   # minutes on a CPU
     python benchmarks/bench_overhead.py --device cuda --precisions fp32 tf32   # on a GPU
     python benchmarks/bench_overhead.py --chunk-rows          # the CUDA graphs' chunks: rows computed
     bash benchmarks/run_gpu.sh overhead WORK OUT   # the same on a GPU machine without git or PyPI
@@ -20,15 +21,17 @@ repeats. Timed, in µs per token (real tokens, no boundaries):
 - ``nlp.pipe``: spaCy's blank English tokenizer and sentencizer alone (the
   floor a spaCy user pays), then with the ``elmo`` component of each biLM.
 
+``--models original`` adds a third biLM (by default on a GPU only: on a CPU
+it takes minutes; ``--sentences 256`` there), the original ELMo architecture
+(4096 cells, 512-wide projections) with random weights of realistic scale
+(bench_bilm.py's), written in the AllenNLP format for both codes to load.
+
 With ``--device cuda`` the biLMs run on the GPU, end to end: words to layers
 and the layers copied to the host, as the component and ``embed`` need them
 (old code: ``forward(batch_to_ids(batch).cuda()).layers.cpu()``; new:
 ``copied_to_host(encode_words(batch) for batch in batches)``, as the
 component copies them: a batch's copy beside the next batch's work); ``nlp.pipe``
-under ``spacy.require_gpu``; in each of --precisions; and a third biLM, the
-original ELMo architecture (4096 cells, 512-wide projections) with random
-weights of realistic scale (bench_bilm.py's), written in the AllenNLP format
-for both codes to load. With ``--cuda-graphs`` the new code is also timed with
+under ``spacy.require_gpu``; in each of --precisions. With ``--cuda-graphs`` the new code is also timed with
 its LSTMs replayed from CUDA graphs (``BiLM.use_cuda_graphs``; in ``nlp.pipe``
 the component's ``cuda_graphs`` setting): rows "... graphs", each against the
 old code's row of the same measure, and how many graphs each row captured;
@@ -272,7 +275,7 @@ def main(argv=None) -> None:
     parser.add_argument("--precisions", nargs="+", choices=("fp32", "tf32", "bf16"), default=["fp32"],
                         help="the biLMs' arithmetic (spacy_elmo.bilm.precision); tf32 and bf16 on a GPU")
     parser.add_argument("--models", nargs="+", choices=("near-zero", "shipped", "original"),
-                        default=["near-zero", "shipped", "original"], help="original: with --device cuda only")
+                        help="the biLMs timed (default: near-zero and shipped; and original on a GPU)")
     parser.add_argument("--texts", help="a JSON list of texts to use instead of sampling them from --data")
     parser.add_argument("--write-texts", type=Path, help="write the sampled texts to this JSON file and stop")
     parser.add_argument("--reference-tree", type=Path,
@@ -283,6 +286,8 @@ def main(argv=None) -> None:
                         help="print how many rows the CUDA graphs' chunks compute per packed row, and stop")
     parser.add_argument("--original", nargs=2, help=argparse.SUPPRESS)  # the worker's options and weights
     args = parser.parse_args(argv)
+    if args.models is None:
+        args.models = ["near-zero", "shipped"] + (["original"] if args.device == "cuda" else [])
     if args.worker:
         return worker(args)
     if args.write_texts:
@@ -310,7 +315,7 @@ def main(argv=None) -> None:
         extra = ["--device", args.device, "--precisions", *args.precisions, "--models", *args.models]
         if args.cuda_graphs:
             extra.append("--cuda-graphs")
-        if args.device == "cuda":
+        if "original" in args.models:
             words = {w for text in json.loads(texts.read_text()) for w in text.split()}
             (Path(tmp) / "original").mkdir()
             extra += ["--original", *map(str, write_original(Path(tmp) / "original", words))]
