@@ -337,27 +337,33 @@ class BiLM(nn.Module):
         in groups of similar length (ENCODER_LENGTH_GROUPS), each group's
         windows only as long as its longest token: most words are short, and
         one long one (a URL) would otherwise make every token's windows reach
-        max_chars. A token's vector is the same whatever else is in its call
-        (the class's promise), so grouping changes no value."""
+        max_chars. The filters are laid out once for all groups, and the
+        activation, highway layers and projection run once over all of them. A
+        token's vector is the same whatever else is in its call (the class's
+        promise), so grouping changes no value."""
         lengths = (ids != PAD_CHAR + 1).sum(axis=1)
         groups = numpy.searchsorted(numpy.asarray(ENCODER_LENGTH_GROUPS), lengths)
         if len(ids) < 2 * ENCODER_MIN_GROUP or (groups == groups[0]).all():
             return self.token_encoder(to_device(ids, device), int(lengths.max(initial=1)))
+        encoder = self.token_encoder
+        filters = encoder.filters()  # laid out once for every group
         order = numpy.argsort(groups, kind="stable")
         ends = numpy.searchsorted(groups[order], numpy.arange(len(ENCODER_LENGTH_GROUPS) + 1), side="right")
-        parts, first = [], 0
+        parts, taken, first, offset = [], [], 0, 0
         for end in ends.tolist():
             # A small group joins the next one rather than paying a call of its own.
             if end - first >= ENCODER_MIN_GROUP or (end == len(ids) and end > first):
                 rows = order[first:end]
                 # Rows up to a multiple of ENCODER_ROW_MULTIPLE, copies of the first.
                 padded = numpy.concatenate([rows, numpy.full(-len(rows) % ENCODER_ROW_MULTIPLE, rows[0])])
-                vectors = self.token_encoder(to_device(ids[padded], device), int(lengths[rows].max()))
-                parts.append(vectors[: len(rows)])
-                first = end
-        inverse = numpy.empty(len(ids), dtype=numpy.int64)
-        inverse[order] = numpy.arange(len(ids))
-        return torch.cat(parts)[to_device(inverse, device)]
+                parts.append(encoder.pooled(to_device(ids[padded], device), filters, int(lengths[rows].max())))
+                taken.append(numpy.arange(offset, offset + len(rows)))
+                first, offset = end, offset + len(padded)
+        # One head for every group (the copies included, so its rows stay a multiple of
+        # ENCODER_ROW_MULTIPLE), then each token's row in the order of `ids`.
+        where = numpy.empty(len(ids), dtype=numpy.int64)
+        where[order] = numpy.concatenate(taken)
+        return encoder.head(torch.cat(parts))[to_device(where, device)]
 
     def _token_vectors(
         self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]],

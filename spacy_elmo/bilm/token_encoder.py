@@ -1,5 +1,5 @@
 """The context-insensitive token representation: char CNN, highway, projection."""
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -14,6 +14,10 @@ from .row_padding import pad_rows
 # that a token's vector never depends on how many others are encoded with it
 # (a warm token cache encodes only the few tokens it misses).
 MIN_ENCODER_ROWS = 16
+
+# A filter as `CharCNNTokenEncoder.pooled` takes it: width, weight (width * dim,
+# n_filters), bias, value over a window of padding alone (1, n_filters).
+Filter = Tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class Highway(nn.Module):
@@ -77,30 +81,49 @@ class CharCNNTokenEncoder(nn.Module):
         n_tokens = char_ids.shape[0]
         if 0 < n_tokens < MIN_ENCODER_ROWS:
             return self(pad_rows(char_ids, 0, MIN_ENCODER_ROWS), longest)[:n_tokens]
+        return self.head(self.pooled(char_ids, self.filters(), longest))
+
+    def filters(self) -> List[Filter]:
+        """Each filter as `pooled` takes it: its width, its weight laid out for
+        `_convolve`, its bias, and its value over a window of padding alone."""
+        pad_embedded = self.char_embed[PAD_CHAR + 1]
+        filters = []
+        for width, conv in zip(self.filter_widths, self.convs):
+            weight = conv.weight.permute(2, 1, 0).reshape(-1, conv.weight.shape[0])  # window element k * dim + channel
+            pad_value = torch.addmm(conv.bias, pad_embedded.repeat(width)[None, :], weight)  # (1, n_filters)
+            filters.append((width, weight, conv.bias, pad_value))
+        return filters
+
+    def pooled(self, char_ids: torch.Tensor, filters: List[Filter], longest: Optional[int] = None) -> torch.Tensor:
+        """The max-pooled convolutions of tokens, before the activation:
+        char_ids (n_tokens, max_chars) -> (n_tokens, n_filters). filters: from
+        `filters`, once for any number of calls; longest: as in `forward`."""
         pad_id = PAD_CHAR + 1
         # A token's length: begin-word, bytes and end-word (everything before the padding).
         lengths = (char_ids != pad_id).sum(dim=1)
         if longest is None:
-            longest = int(lengths.max()) if n_tokens else 1
+            longest = int(lengths.max()) if char_ids.shape[0] else 1
         # Up to one position past the widest filter's last window over the longest
         # token, so that every token that has a padding-only window in the full
         # computation (one starting at or after its end) has one here.
         n_positions = min(self.max_chars, longest + max(self.filter_widths))
         embedded = nn.functional.embedding(char_ids[:, :n_positions], self.char_embed)  # (n, positions, dim)
         padding_only = (torch.arange(n_positions, device=char_ids.device) >= lengths[:, None]).unsqueeze(2)
-        pad_embedded = self.char_embed[pad_id]
         pooled = []
-        for width, conv in zip(self.filter_widths, self.convs):
-            weight = conv.weight.permute(2, 1, 0).reshape(-1, conv.weight.shape[0])  # window element k * dim + channel
-            windows = _convolve(embedded, weight, conv.bias, width)  # (n_tokens, n_windows, n_filters)
+        for width, weight, bias, pad_value in filters:
+            windows = _convolve(embedded, weight, bias, width)  # (n_tokens, n_windows, n_filters)
             # A window that starts at or after the token's end sees only padding: its
             # value is the same for every token, and is always taken from one product
             # of its own, so that no token's vector depends on how long the others in
             # its call are (where the windows reach `max_chars`, a padding-only window
             # computed inside the wide product could round differently).
-            pad_value = torch.addmm(conv.bias, pad_embedded.repeat(width)[None, :], weight)  # (1, n_filters)
             pooled.append(torch.where(padding_only[:, : windows.shape[1]], pad_value, windows).amax(dim=1))
-        x = self.activation(torch.cat(pooled, dim=1))  # (n_tokens, n_filters)
+        return torch.cat(pooled, dim=1)
+
+    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+        """The activation, the highway layers and the projection:
+        (n_tokens, n_filters) -> (n_tokens, projection_dim)."""
+        x = self.activation(pooled)
         for highway in self.highways:
             x = highway(x)
         return self.projection(x)
