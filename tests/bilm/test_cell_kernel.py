@@ -27,7 +27,10 @@ def cell_update_in_torch(input_gate, forget_gate, output_gate, new_input, cell, 
 
 
 @pytest.mark.parametrize("changes", [{}, {"use_skip_connections": False, "cell_clip": 0.0, "proj_clip": 0.0}])
-def test_a_cell_updated_out_of_place_gives_the_in_place_values_bit_for_bit(monkeypatch, changes):
+@pytest.mark.parametrize("per_gate", [False, True], ids=["wide", "per gate"])
+def test_a_cell_updated_out_of_place_gives_the_in_place_values_bit_for_bit(monkeypatch, changes, per_gate):
+    if per_gate:  # the products' form of large LSTMs on a CPU (BiLSTMStack.inference_weights)
+        monkeypatch.setattr(lstm, "PER_GATE_MIN_CELLS", 1)
     model = scaled_stack(**changes)
     cases = [(17, 3, 1, 9, 9, 30, 2), (1,), (4, 4, 4), [3 + i % 11 for i in range(40)]]
     with torch.inference_mode():

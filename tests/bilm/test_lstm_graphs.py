@@ -10,7 +10,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLM, BiLMOptions
+from spacy_elmo.bilm import BiLM, BiLMOptions, lstm
 from spacy_elmo.bilm.char_ids import distinct_words
 from spacy_elmo.bilm.lstm_graphs import RecurrenceGraphs, bucket, chunk_layout
 from spacy_elmo.bilm.packing import SentencePacking
@@ -52,7 +52,10 @@ def packed_inputs(model: BiLM, lengths):
 
 
 @pytest.mark.parametrize("changes", [{}, {"use_skip_connections": False, "cell_clip": 0.0, "proj_clip": 0.0}])
-def test_the_chunks_give_the_packed_values_bit_for_bit(changes):
+@pytest.mark.parametrize("per_gate", [False, True], ids=["wide", "per gate"])
+def test_the_chunks_give_the_packed_values_bit_for_bit(changes, per_gate, monkeypatch):
+    if per_gate:  # the products' form of large LSTMs on a CPU (BiLSTMStack.inference_weights)
+        monkeypatch.setattr(lstm, "PER_GATE_MIN_CELLS", 1)
     model = scaled_stack(**changes)
     graphs = RecurrenceGraphs()
     with torch.inference_mode():
