@@ -48,9 +48,9 @@ def resolve_tanh_kernel() -> None:
     its share of the tensor, and oneMKL chooses a VML function's kernel lazily
     at its first call: where that first call runs on several threads at once,
     a thread can run a low-accuracy kernel on its share (pytorch/pytorch#188792;
-    here, with 2 threads, 7 fresh processes in 30 gave a first tanh with errors
-    up to 9e-5, on half of its values in one of them). A call on one element
-    runs on the calling thread only."""
+    here, with 2 threads, 7 and 9 fresh processes in 30 gave a first tanh with
+    errors up to 9e-5: benchmarks/README.md). A call on one element runs on the
+    calling thread only."""
     torch.tanh(torch.zeros(1))
 
 
@@ -266,8 +266,9 @@ class BiLSTMStack(nn.Module):
           direction and gate in bilm-tf's order, (8, p, c) views of the
           parameters; the products take the input and the hidden state
           halved for the sigmoid gates instead. For the original model on a
-          CPU the copy would take 120 ms a layer and call (128 MiB of fresh
-          memory), more than the per-gate products lose to the wide one.
+          CPU the copy, 128 MiB of fresh memory a layer and call, cost more
+          than the per-gate products lose to the wide one (benchmarks/README.md,
+          bench_overhead.py's fourth pass: 0.71 of the time at batch 32).
 
         Either way the biases come with the forget gate's 1 added and the
         sigmoid gates' halved, (2, 1, 4 * c) or (8, 1, c); W_proj (2, c, p).

@@ -123,9 +123,11 @@ with torch.inference_mode():
 
 def test_a_fresh_process_computes_its_first_batch_as_the_next(fixture_dir):
     """oneMKL chooses its tanh kernel at the first call, and where that call runs on several
-    threads at once one of them can run a low-accuracy kernel (pytorch/pytorch#188792): about one
-    fresh process in five gave its first batch other values, with 2 threads, before the biLM had
-    the kernel chosen on one thread (`lstm.resolve_tanh_kernel`). Eight fresh processes."""
+    threads at once one of them can run a low-accuracy kernel (pytorch/pytorch#188792): with 2
+    threads, some fresh processes (2 in 15 in one count) gave their first batch other values
+    before the biLM had the kernel chosen on one thread (`lstm.resolve_tanh_kernel`). Eight fresh
+    processes; without that call the test fails in some runs only (one in four here), as a race
+    does."""
     runs = [subprocess.Popen([sys.executable, "-c", FIRST_BATCH, str(fixture_dir)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for _ in range(8)]
     outputs = [run.communicate(timeout=300) for run in runs]
