@@ -30,9 +30,10 @@ With ``--device cuda`` the biLMs run on the GPU, end to end: words to layers
 and the layers copied to the host, as the component and ``embed`` need them
 (old code: ``forward(batch_to_ids(batch).cuda()).layers.cpu()``; new:
 ``copied_to_host(encode_words(batch) for batch in batches)``, as the
-component copies them: a batch's copy beside the next batch's work); ``nlp.pipe``
-under ``spacy.require_gpu``; in each of --precisions. With ``--cuda-graphs`` the new code is also timed with
-its LSTMs replayed from CUDA graphs (``BiLM.use_cuda_graphs``; in ``nlp.pipe``
+component copies them: a batch's copy beside the next batch's work);
+``nlp.pipe`` under ``spacy.require_gpu``; in each of --precisions. With
+``--cuda-graphs`` the new code is also timed with its LSTMs replayed from CUDA
+graphs (``BiLM.use_cuda_graphs``; in ``nlp.pipe``
 the component's ``cuda_graphs`` setting): rows "... graphs", each against the
 old code's row of the same measure, and how many graphs each row captured;
 a biLM's eager rows are all timed before any of its graphs is captured.

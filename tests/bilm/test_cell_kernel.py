@@ -10,7 +10,7 @@ import torch
 from spacy_elmo.bilm import lstm
 from spacy_elmo.bilm.lstm_graphs import RecurrenceGraphs
 
-from .test_lstm_graphs import packed_inputs, scaled_stack
+from .test_lstm_graphs import BATCH_LENGTHS, STACK_CHANGES, packed_inputs, scaled_stack
 
 
 CALLS = []
@@ -26,15 +26,11 @@ def cell_update_in_torch(input_gate, forget_gate, output_gate, new_input, cell, 
     return updated, torch.tanh(updated) * gates[2]
 
 
-@pytest.mark.parametrize("changes", [{}, {"use_skip_connections": False, "cell_clip": 0.0, "proj_clip": 0.0}])
-@pytest.mark.parametrize("per_gate", [False, True], ids=["wide", "per gate"])
-def test_a_cell_updated_out_of_place_gives_the_in_place_values_bit_for_bit(monkeypatch, changes, per_gate):
-    if per_gate:  # the products' form of large LSTMs on a CPU (BiLSTMStack.inference_weights)
-        monkeypatch.setattr(lstm, "PER_GATE_MIN_CELLS", 1)
+@pytest.mark.parametrize("changes", STACK_CHANGES)
+def test_a_cell_updated_out_of_place_gives_the_in_place_values_bit_for_bit(monkeypatch, changes, gate_form):
     model = scaled_stack(**changes)
-    cases = [(17, 3, 1, 9, 9, 30, 2), (1,), (4, 4, 4), [3 + i % 11 for i in range(40)]]
     with torch.inference_mode():
-        inputs = [packed_inputs(model, lengths) for lengths in cases]
+        inputs = [packed_inputs(model, lengths) for lengths in BATCH_LENGTHS]
         in_place = [model.lstm._inference(x, batch_sizes) for x, batch_sizes in inputs]
         monkeypatch.setattr(lstm, "fused_cell_update", cell_update_in_torch)
         monkeypatch.setattr(lstm.BiLSTMStack, "fused_cell_devices", ("cpu",))

@@ -10,7 +10,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLM, BiLMOptions, lstm
+from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.bilm.char_ids import distinct_words
 from spacy_elmo.bilm.lstm_graphs import RecurrenceGraphs, bucket, chunk_layout
 from spacy_elmo.bilm.packing import SentencePacking
@@ -51,15 +51,17 @@ def packed_inputs(model: BiLM, lengths):
     return torch.nn.functional.embedding(torch.from_numpy(packing.inputs), vectors), packing.batch_sizes
 
 
-@pytest.mark.parametrize("changes", [{}, {"use_skip_connections": False, "cell_clip": 0.0, "proj_clip": 0.0}])
-@pytest.mark.parametrize("per_gate", [False, True], ids=["wide", "per gate"])
-def test_the_chunks_give_the_packed_values_bit_for_bit(changes, per_gate, monkeypatch):
-    if per_gate:  # the products' form of large LSTMs on a CPU (BiLSTMStack.inference_weights)
-        monkeypatch.setattr(lstm, "PER_GATE_MIN_CELLS", 1)
+# The stacks and batches the chunked recurrence is checked on (here and in test_cell_kernel.py).
+STACK_CHANGES = [{}, {"use_skip_connections": False, "cell_clip": 0.0, "proj_clip": 0.0}]
+BATCH_LENGTHS = [(17, 3, 1, 9, 9, 30, 2), (1,), (4, 4, 4), [3 + i % 11 for i in range(40)]]
+
+
+@pytest.mark.parametrize("changes", STACK_CHANGES)
+def test_the_chunks_give_the_packed_values_bit_for_bit(changes, gate_form):
     model = scaled_stack(**changes)
     graphs = RecurrenceGraphs()
     with torch.inference_mode():
-        for lengths in [(17, 3, 1, 9, 9, 30, 2), (1,), (4, 4, 4), [3 + i % 11 for i in range(40)]]:
+        for lengths in BATCH_LENGTHS:
             inputs, batch_sizes = packed_inputs(model, lengths)
             packed = model.lstm._inference(inputs, batch_sizes)
             chunked = graphs(model.lstm, inputs, batch_sizes)
