@@ -63,7 +63,7 @@ class InputError(ElmoError):
     that names the wrong kind of thing, a device that cannot be used."""
 
     codes = frozenset({
-        "E006", "E101", "E102", "E103", "E105", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E402", "E410",
+        "E006", "E101", "E102", "E103", "E105", "E108", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E402", "E410",
         "E504", "E505", "E509", "E511", "E533", "E602",
     })
 
@@ -76,7 +76,7 @@ class ConfigError(ElmoError):
     ConfigValidationError, which spaCy's show_validation_error prints.)"""
 
     codes = frozenset({
-        "E104", "E106", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
+        "E104", "E106", "E107", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
         "E409", "E411", "E412", "E508", "E532", "E323", "E324",
     })
 
@@ -177,8 +177,8 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     # Inputs to the model (E1xx)
     E101 = (
-        "Expected character ids of shape (batch, tokens, {n_chars}) with an integer "
-        "dtype, found shape {shape} and dtype {dtype}. Build them with "
+        "Expected character ids of shape (batch, tokens, {n_chars}) in int16, int32 "
+        "or int64 (the ids go up to {max_id}), found shape {shape} and dtype {dtype}. Build them with "
         "spacy_elmo.bilm.batch_to_ids(sentences, max_chars={n_chars}), the "
         "model's char_cnn.max_characters_per_token."
     )
@@ -205,6 +205,17 @@ class Errors(metaclass=ErrorsWithCodes):
         "Expected max_graphs of at least 1 (the most batch shapes whose CUDA graphs "
         "are kept), found {found}. Pass BiLM.use_cuda_graphs(max_graphs=8), or "
         "enabled=False to run without graphs."
+    )
+    E107 = (
+        "The biLM runs in float32, found its {part} in {dtype}. Call .float() on the "
+        "biLM; lower-precision arithmetic comes from autocast (precision 'bf16' or "
+        "'tf32', spacy_elmo.bilm.precision), and a float64 copy's values from "
+        "spacy_elmo.bilm.reference.reference_layers."
+    )
+    E108 = (
+        "Expected each row of character ids to hold its tokens first, then padding "
+        "(slots of all zeros), as batch_to_ids makes them; found {found}. Build them "
+        "with spacy_elmo.bilm.batch_to_ids(sentences)."
     )
     # CLI (E2xx)
     E201 = (

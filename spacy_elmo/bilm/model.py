@@ -5,6 +5,7 @@ Thinc model over Docs, and `spacy_elmo.training.PretrainingLM` adds the
 softmax to train it.
 """
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Hashable, List, Optional, Sequence, Tuple, Union
 
@@ -13,7 +14,7 @@ import torch
 from torch import nn
 
 from ..device import to_device
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, batch_to_ids, distinct_words, words_to_ids
 from .lstm import BiLSTMStack, LayerState
 from .lstm_graphs import RecurrenceGraphs
@@ -77,7 +78,11 @@ class BiLM(nn.Module):
         self._states: Optional[List[LayerState]] = None
         boundaries = torch.from_numpy(words_to_ids([BOS_TOKEN, EOS_TOKEN], options.max_characters_per_token))
         self.register_buffer("boundary_ids", boundaries, persistent=False)
-        self.register_load_state_dict_post_hook(_clear_token_cache_after_load)
+        # Loading weights, into the biLM or into one of its parts alone, empties the
+        # token cache and makes the CUDA graphs' weights again (a module's
+        # load_state_dict runs its children's hooks too).
+        self.token_encoder.register_load_state_dict_post_hook(partial(_forget_token_vectors, self.token_cache))
+        self.lstm.register_load_state_dict_post_hook(_forget_graph_weights)
 
     @property
     def n_layers(self) -> int:
@@ -160,11 +165,14 @@ class BiLM(nn.Module):
     def forward(self, char_ids: torch.Tensor) -> BiLMOutput:
         """char_ids: (batch, tokens, max_chars) from ``batch_to_ids``.
 
-        Rows may come in any order and with any padding: each is computed over
-        its own length only. Under ``torch.inference_mode()`` (or ``no_grad``)
-        token vectors come from the token cache.
+        Rows may come in any order and padded to any length, each its tokens
+        first and then padding (E108 otherwise, E101/E102 for ids that are not
+        character ids): each is computed over its own length only. Under
+        ``torch.inference_mode()`` (or ``no_grad``) token vectors come from the
+        token cache. The biLM's weights must be float32 (E107).
         """
         self._check_ids(char_ids)
+        self._check_float32()
         batch, n_tokens, _ = char_ids.shape
         device = char_ids.device
         mask = char_ids[:, :, 0] > 0
@@ -222,7 +230,8 @@ class BiLM(nn.Module):
         distinct words and lays the batch out as index arrays (`distinct_words`,
         `SentencePacking`); the token cache is keyed by the word, so only the
         words it misses get character ids and go through the encoder; nothing is
-        read back from the device.
+        read back from the device. With gradients on, the layers carry them, as
+        `forward`'s do.
         """
         if self.stateful:  # the carried-over state follows the rows of `forward`
             output = self.forward(batch_to_ids([list(s) for s in sentences], self.options.max_characters_per_token))
@@ -240,6 +249,7 @@ class BiLM(nn.Module):
         RETURNS: as `encode_words`.
         """
         index, lengths = self._check_indexed(words, index, lengths)
+        self._check_float32()
         if self.stateful:
             tokens = [words[i] for i in index.tolist()]
             ends = numpy.cumsum(lengths).tolist()
@@ -250,6 +260,8 @@ class BiLM(nn.Module):
         packing = SentencePacking.of(index, lengths)
         inputs, outputs = self._run_packed(vectors, packing)
         rows = to_device(packing.outputs, self.boundary_ids.device)
+        if torch.is_grad_enabled() and any(out.requires_grad for out in [inputs, *outputs]):
+            return torch.stack([torch.cat([out[0][rows[0]], out[1][rows[1]]], dim=1) for out in [inputs, *outputs]])
         p = inputs.shape[2]
         layers = inputs.new_empty(self.n_layers, rows.shape[1], 2 * p)
         for layer, out in enumerate([inputs, *outputs]):
@@ -276,6 +288,7 @@ class BiLM(nn.Module):
             `words`) each output predicts.
         """
         index, lengths = self._check_indexed(words, index, lengths)
+        self._check_float32()
         vectors = self._word_vectors(words)
         if not len(lengths):
             return vectors.new_zeros(2, 0, vectors.shape[1], dtype=torch.float32), numpy.zeros((2, 0), dtype=numpy.int64)
@@ -294,6 +307,9 @@ class BiLM(nn.Module):
         found = None
         if list(words[:2]) != [BOS_TOKEN, EOS_TOKEN]:
             found = f"words starting {list(words[:2])}"
+        elif len(set(words)) != len(words):
+            seen: set = set()
+            found = f"the word {next(w for w in words if w in seen or seen.add(w))!r} more than once"
         elif index.ndim != 1 or lengths.ndim != 1 or int(lengths.sum()) != len(index) or (lengths < 0).any():
             found = f"{index.size} indices and lengths summing to {int(lengths.sum())}"
         elif len(index) and (int(index.min()) < 0 or int(index.max()) >= len(words)):
@@ -402,19 +418,37 @@ class BiLM(nn.Module):
         return self.token_cache.lookup(keys, encode, (weights_key, arithmetic))
 
     def _check_ids(self, char_ids: torch.Tensor) -> None:
+        """E101 to E108 unless `char_ids` are as `batch_to_ids` makes them (one
+        read from the device)."""
         max_chars = self.options.max_characters_per_token
         if char_ids.dim() != 3 or char_ids.shape[2] != max_chars or char_ids.dtype not in (
-            torch.int64, torch.int32, torch.int16, torch.uint8
+            torch.int64, torch.int32, torch.int16
         ):
             raise InputError(
-                "E101", n_chars=max_chars, shape=tuple(char_ids.shape), dtype=char_ids.dtype
+                "E101", n_chars=max_chars, max_id=PAD_CHAR + 1, shape=tuple(char_ids.shape), dtype=char_ids.dtype
             )
-        if char_ids.numel():
-            low, high = int(char_ids.min()), int(char_ids.max())
-            if low < 0 or high > PAD_CHAR + 1:
-                raise InputError(
-                    "E102", found=low if low < 0 else high, n_characters=PAD_CHAR + 2, max_id=PAD_CHAR + 1
-                )
+        if not char_ids.numel():
+            return
+        tokens = char_ids[:, :, 0] > 0
+        after_padding = tokens[:, 1:] & ~tokens[:, :-1]
+        filled_padding = char_ids.ne(0).any(dim=2) & ~tokens
+        low, high, row_after, row_filled = torch.stack([
+            char_ids.min().long(), char_ids.max().long(),
+            _first_row(after_padding), _first_row(filled_padding),
+        ]).tolist()
+        if low < 0 or high > PAD_CHAR + 1:
+            raise InputError("E102", found=low if low < 0 else high, n_characters=PAD_CHAR + 2, max_id=PAD_CHAR + 1)
+        if row_after >= 0:
+            raise InputError("E108", found=f"a token after padding in row {row_after}")
+        if row_filled >= 0:
+            raise InputError("E108", found=f"a padding slot (first id 0) holding other ids in row {row_filled}")
+
+    def _check_float32(self) -> None:
+        """E107 unless the token encoder and the LSTMs hold float32 weights (a
+        parameter of each: `.double()`, `.half()` and `.to(dtype)` convert whole modules)."""
+        for part, weight in (("token encoder", self.token_encoder.char_embed), ("LSTMs", self.lstm.W_proj[0])):
+            if weight.dtype != torch.float32:
+                raise ConfigError("E107", part=part, dtype=weight.dtype)
 
     def _initial_state(self, order: torch.Tensor, batch: int) -> Optional[List[LayerState]]:
         if self._states is None:
@@ -443,5 +477,16 @@ class BiLM(nn.Module):
         self._states = new
 
 
-def _clear_token_cache_after_load(module: BiLM, incompatible_keys) -> None:
-    module.clear_token_cache()
+def _first_row(flags: torch.Tensor) -> torch.Tensor:
+    """The first row of (rows, n) `flags` holding a True, or -1, on the device."""
+    hit = flags.any(dim=1)
+    return torch.where(hit.any(), hit.int().argmax(), -1).long()
+
+
+def _forget_token_vectors(cache: TokenCache, module: nn.Module, incompatible_keys) -> None:
+    cache.clear()
+
+
+def _forget_graph_weights(module: BiLSTMStack, incompatible_keys) -> None:
+    if module.graphs is not None:
+        module.graphs.forget_weights()

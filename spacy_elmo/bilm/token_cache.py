@@ -30,7 +30,7 @@ class TokenCache:
     """
 
     def __init__(self, max_size: int):
-        self.max_size = max_size
+        self._max_size = max_size
         self._slots: Dict[Hashable, int] = {}
         self._keys: List[Hashable] = []  # the key in each slot
         self._stamps = numpy.zeros(0, dtype=numpy.int64)  # the call that last used each slot
@@ -40,6 +40,17 @@ class TokenCache:
 
     def __len__(self) -> int:
         return len(self._slots)
+
+    @property
+    def max_size(self) -> int:
+        """The most vectors kept; lowered below the number kept, it empties the cache."""
+        return self._max_size
+
+    @max_size.setter
+    def max_size(self, value: int) -> None:
+        self._max_size = value
+        if len(self._keys) > value:
+            self.clear()
 
     def clear(self) -> None:
         self._slots.clear()
@@ -82,7 +93,9 @@ class TokenCache:
         capacity = self._storage.shape[0]
         if capacity < n_used + n_new or self._storage.device != vectors.device:
             capacity = min(self.max_size, max(1024, 2 * (n_used + n_new)))
-            storage = vectors.new_empty(capacity, vectors.shape[1])
+            # A normal tensor even under inference mode, so that a call outside it may write it.
+            with torch.inference_mode(False):
+                storage = vectors.new_empty(capacity, vectors.shape[1])
             if n_used and self._storage.device == vectors.device:
                 storage[:n_used] = self._storage[:n_used]
             self._storage = storage

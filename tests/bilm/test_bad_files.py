@@ -101,6 +101,22 @@ def test_bad_char_ids(fixture_paths):
     ids[0, 0, 3] = 999
     with pytest.raises(ElmoError, match="E102.*999"):
         model(ids)
+    with pytest.raises(ElmoError, match="E101.*uint8"):  # 8 bits cannot hold the ids above 255
+        model(batch_to_ids([["a"]]).to(torch.uint8))
+
+
+@pytest.mark.parametrize("make,found", [
+    (lambda ids: ids.roll(1, dims=1), "a token after padding in row 1"),  # left-padded
+    (lambda ids: torch.cat([ids[:, :1], torch.zeros_like(ids[:, :1]), ids[:, 1:]], dim=1), "after padding in row 0"),
+    (lambda ids: torch.cat([ids[:1], ids[1:].index_fill(2, torch.tensor([5]), 7)]), "holding other ids in row 1"),
+])
+def test_char_ids_that_are_not_tokens_then_padding(fixture_paths, make, found):
+    # What batch_to_ids never makes: a token behind a padding slot would be read as
+    # another row's </S> slot, a padding slot's ids dropped.
+    ids = batch_to_ids([["a", "b"], ["c"]])
+    assert ids.shape[1] == 2
+    with pytest.raises(ElmoError, match=f"E108.*{found}"):
+        BiLM.from_allennlp(*fixture_paths)(make(ids))
 
 
 def test_empty_batch_and_empty_sentences(fixture_paths):

@@ -64,7 +64,9 @@ def test_tokens_seen_before_come_from_the_cache():
     assert calls == [6, 1]  # only the new word
 
 
-@pytest.mark.parametrize("how", ["load_weights", "load_state_dict", "load_state_dict of a parent module"])
+@pytest.mark.parametrize("how", [
+    "load_weights", "load_state_dict", "load_state_dict of a parent module", "load_state_dict of each part",
+])
 def test_loading_other_weights_empties_the_cache(fixture_paths, how):
     source = BiLM.from_allennlp(*fixture_paths).eval()
     model = BiLM(source.options).eval()
@@ -74,8 +76,11 @@ def test_loading_other_weights_empties_the_cache(fixture_paths, how):
         load_weights(model, fixture_paths[1])
     elif how == "load_state_dict":
         model.load_state_dict(source.state_dict())
-    else:
+    elif how == "load_state_dict of a parent module":
         torch.nn.ModuleDict({"bilm": model}).load_state_dict({f"bilm.{k}": v for k, v in source.state_dict().items()})
+    else:  # the token encoder's weights copied in place, into the same parameters
+        model.token_encoder.load_state_dict(source.token_encoder.state_dict())
+        model.lstm.load_state_dict(source.lstm.state_dict())
     got = predict(model)
     assert calls == [6]  # every token encoded again
     assert torch.equal(got, predict(source))
@@ -106,6 +111,40 @@ def test_an_in_place_edit_by_hand_then_clear_token_cache():
     assert_fresh(model, stale)
     assert calls[:2] == [6, 6]
 
+
+
+@pytest.mark.parametrize("then", ["no_grad", "the LSTMs trained, the encoder frozen"])
+def test_a_cache_filled_under_inference_mode_takes_new_words_outside_it(then):
+    # Under inference mode torch makes "inference tensors", which nothing outside it may
+    # write: the cache's storage must not be one (Elmo.initialize's check runs there).
+    model = small_bilm()
+    with torch.inference_mode():
+        predict(model)
+    ids = batch_to_ids([["a", "new", "sentence"]])
+    if then == "no_grad":
+        with torch.no_grad():
+            got = model(ids).layers
+    else:
+        for p in model.token_encoder.parameters():
+            p.requires_grad_(False)
+        got = model(ids).layers
+        got.sum().backward()
+        assert all(p.grad is not None for p in model.lstm.parameters())
+    with torch.no_grad():
+        want = small_bilm()(ids).layers
+    # (with gradients the LSTMs run the training recurrence: the same values within float32 rounding)
+    torch.testing.assert_close(got.detach(), want, rtol=0, atol=0 if then == "no_grad" else 1e-6 * float(want.abs().max()))
+
+
+def test_lowering_max_size_below_what_is_kept_empties_the_cache():
+    model = small_bilm()
+    expected = predict(model, batch_to_ids([["b", "c"], ["d"]]))
+    assert len(model.token_cache) == 5  # with <S> and </S>
+    model.token_cache.max_size = 3
+    assert len(model.token_cache) == 0
+    predict(model, batch_to_ids([["w1"]]))
+    assert torch.equal(predict(model, batch_to_ids([["b", "c"], ["d"]])), expected)
+    assert len(model.token_cache) <= 3
 
 
 def test_a_full_cache_evicts_the_least_recently_used_and_serves_every_key_its_own_vector():

@@ -187,10 +187,44 @@ def test_indexed_words_in_any_order_give_the_layers_of_encode_words(model):
     (["<S>", "</S>", "a"], [2, -1], [2]),
     (["<S>", "</S>", "a"], [2, 2], [1]),  # lengths not covering the indices
     (["<S>", "</S>", "a"], [2, 2], [3, -1]),
+    (["<S>", "</S>", "a", "a"], [2, 3], [2]),  # a word twice (the token cache keys them by the word)
 ])
 def test_bad_indexed_words_are_reported(words, index, lengths):
     with pytest.raises(ElmoError, match="E105"):
         scaled_bilm().encode_indexed(words, numpy.array(index), numpy.array(lengths))
+
+
+def test_words_with_gradients_give_the_layers_and_gradients_of_forward(fixture_paths, fixture_dir):
+    # Outside no_grad and inference_mode (torch's default), as forward runs in training.
+    sentences = fixture_sentences(fixture_dir)[:6] + [[]]
+    model = BiLM.from_allennlp(*fixture_paths)
+    output = model(batch_to_ids(sentences))
+    want = output.layers[:, output.mask]
+    want.pow(2).sum().backward()
+    want_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    got = model.encode_words(sentences)
+    got.pow(2).sum().backward()
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6 * float(want.detach().abs().max()))
+    for p, want_grad in zip(model.parameters(), want_grads):
+        torch.testing.assert_close(p.grad, want_grad, rtol=1e-5, atol=1e-6 * float(want_grad.abs().max()) + 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("part", ["the biLM", "its LSTMs"])
+def test_a_bilm_in_another_dtype_is_reported(dtype, part):
+    model = scaled_bilm()
+    (model if part == "the biLM" else model.lstm).to(dtype)
+    words, index, lengths = distinct_words([["a", "b"]])
+    calls = [
+        lambda: model(batch_to_ids([["a", "b"]])), lambda: model.encode_words([["a", "b"]]),
+        lambda: model.top_layer_indexed(words, index, lengths),
+    ]
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            for call in calls:
+                with pytest.raises(ElmoError, match=r"E107.*\.float\(\)"):
+                    call()
 
 
 @pytest.mark.parametrize("bad", [["a string"], [["a", 1]], [["a", ["b"]]], "abc"])
