@@ -16,10 +16,11 @@ import torch
 from tqdm import tqdm
 
 from .bilm import BiLM, length_sorted_batches
+from .bilm.model import first_token_not_finite
 from .bilm.precision import precision as in_precision
 from .device import check_device, copied_to_host
 from .disk import hdf5_writer
-from .errors import ConfigError, ElmoError, InputError, OutputError
+from .errors import ConfigError, DivergedRunError, ElmoError, InputError, OutputError
 from .distributed import Distributed
 from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path, split_lines
 
@@ -143,8 +144,12 @@ class _Embedder:
             total=sum(len(rows) for rows in mine), unit="sentence", desc="embed", disable=rank != 0,
         ) as progress:
             for rows, layers in zip(mine, copied_to_host(encoded(rows) for rows in mine)):
-                layers = torch.from_numpy(layers)
                 starts = numpy.cumsum([0] + [len(sentences[i]) for i in rows])
+                token = first_token_not_finite(layers)
+                if token is not None:
+                    line = rows[int(numpy.searchsorted(starts, token, side="right")) - 1]
+                    raise DivergedRunError("E535", what=f"line {line + 1} of the input (and maybe others)")
+                layers = torch.from_numpy(layers)
                 for k, i in enumerate(rows):
                     vectors = layers[:, starts[k] : starts[k + 1]]  # (n_layers + 1, n_tokens, dim)
                     if self.layers == "top":

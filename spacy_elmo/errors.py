@@ -107,7 +107,7 @@ class DivergedRunError(ElmoError):
     infinite: the model has diverged. Nothing from it is reported or
     exported; all processes of a pretraining run raise it at the same step."""
 
-    codes = frozenset({"E312", "E506", "E512"})
+    codes = frozenset({"E312", "E506", "E512", "E535", "E536"})
 
 
 class Warnings(metaclass=ErrorsWithCodes):
@@ -544,6 +544,20 @@ class Errors(metaclass=ErrorsWithCodes):
         "The export's output '{path}' already exists ({found}): the model is written to "
         "a new or empty folder only, so nothing was written. Choose another folder, or "
         "remove this one first."
+    )
+    E535 = (
+        "The biLM gave NaN or infinite layers for {what}: its weights are not finite "
+        "(a diverged fine-tuning, or damaged weights) or so large that its arithmetic "
+        "overflows. Nothing from it was stored or written. Load good weights (a "
+        "pipeline or checkpoint saved before), and fine-tune with a lower learning "
+        "rate, or keep the biLM frozen."
+    )
+    E536 = (
+        "Cannot save the biLM: its weight '{dataset}' holds {count} NaN or infinite "
+        "value(s) out of {size}, and weights like these would not load again (E502). "
+        "The model has diverged in training, or its weights were damaged; nothing "
+        "was written. Save from good weights: a pipeline or checkpoint from before, "
+        "fine-tuned with a lower learning rate or with the biLM frozen."
     )
     # Several processes (E6xx)
     E601 = (

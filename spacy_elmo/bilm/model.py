@@ -42,6 +42,16 @@ class BiLMOutput:
     mask: torch.Tensor
 
 
+def first_token_not_finite(layers: numpy.ndarray) -> Optional[int]:
+    """The first token (axis 1 of host layers (n_layers, n_tokens, width))
+    with a NaN or infinite value, or None: one sum over all the values, which
+    NaN and infinities carry through, and the search only if it is not finite."""
+    if numpy.isfinite(layers.sum()):
+        return None
+    bad = ~numpy.isfinite(layers).all(axis=(0, 2))
+    return int(bad.argmax()) if bad.any() else None
+
+
 class BiLM(nn.Module):
     """A character-based bidirectional language model, as in ELMo.
 

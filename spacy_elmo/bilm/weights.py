@@ -21,7 +21,7 @@ import h5py
 import numpy
 import torch
 
-from ..errors import ConfigError, DamagedFileError, InputError
+from ..errors import ConfigError, DamagedFileError, DivergedRunError, InputError
 from ..disk import hdf5_writer, writing
 from ..util import atomic_path, make_parent_dir
 from .options import BiLMOptions
@@ -259,6 +259,12 @@ def write_datasets(model, fout: h5py.File, dtype: str = "float32", check: Callab
     after each dataset (see `spacy_elmo.disk.hdf5_writer`)."""
     storage = storage_dtype(dtype)
     with torch.no_grad():
+        for name, source, _, _ in _parameters(model):  # all checked before anything is written
+            for tensor in source if isinstance(source, tuple) else (source,):
+                finite = torch.isfinite(tensor)
+                if not bool(finite.all()):
+                    raise DivergedRunError("E536", dataset=name, count=int(finite.numel() - finite.sum()),
+                                           size=finite.numel())
         for name, source, _, how in _parameters(model):
             if how == "stack":
                 value = numpy.concatenate([_join_gates(source[0]), _join_gates(source[1])])
@@ -283,8 +289,8 @@ def storage_dtype(dtype: str) -> numpy.dtype:
 
 def as_storage(value: numpy.ndarray, storage: numpy.dtype, name: str) -> numpy.ndarray:
     """`value` as `storage`, contiguous; float16 only where every finite value is within its range
-    (E532), so that no finite weight becomes infinite. (Weights that are already NaN or infinite
-    are written as they are, in either type: loading refuses them, E502.)"""
+    (E532), so that no finite weight becomes infinite. (`write_datasets` refuses weights that are
+    NaN or infinite before it writes any, E536: loading would refuse them, E502.)"""
     if storage == numpy.float16:
         finite = numpy.abs(value[numpy.isfinite(value)])
         largest = float(finite.max()) if finite.size else 0.0

@@ -42,17 +42,19 @@ from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3, get_torch_default_de
 from thinc.types import Floats3d
 
 from ..bilm import BiLM, BiLMOptions, batch_to_ids
+from ..bilm.model import first_token_not_finite
 from ..bilm.char_ids import words_with_boundaries
 from ..bilm.precision import check_precision
 from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
 from ..device import copied_to_host, to_host
-from ..errors import ConfigError
+from ..errors import ConfigError, DivergedRunError
 from ..extensions import install_extensions
 from .segmenters import Segmenter, checked_windows, read_sentences
 from .settings import SETTINGS, BiLMSettings, ConfigSettings, check_settings
 
 BILM_ARCH = "spacy-elmo.BiLM.v1"
+BILM_ARCH_V2 = "spacy-elmo.BiLM.v2"
 # (doc index, start token, end token, first and end token kept): see models/segmenters.py
 Segment = Tuple[int, int, int, int, int]
 
@@ -89,11 +91,25 @@ def BiLMModel(
     saved model's values are not read back, so an override at `spacy.load` or
     an edit of the saved config.cfg is what the model does (see ConfigSettings).
     """
+    return BiLMModel_v2(max_batch_tokens, window_size, precision, sentences, segmenter, cuda_graphs)
+
+
+@registry.architectures(BILM_ARCH_V2)
+def BiLMModel_v2(
+    max_batch_tokens: int = 4096, window_size: int = 128, precision: str = "fp32", sentences: str = "doc",
+    segmenter: Optional[Segmenter] = None, cuda_graphs: bool = False, frozen: bool = False,
+) -> Model[List[Doc], List[Floats3d]]:
+    """The biLM over Docs, as `spacy-elmo.BiLM.v1`, with one more setting.
+
+    frozen: in training too, run the biLM without gradients, so that it is never
+        updated (what the copy of a frozen `elmo` component's biLM is after
+        `nlp.replace_listeners`; the component has its own `frozen` setting).
+    """
     check_settings(
         BiLMSettings,
         {"max_batch_tokens": max_batch_tokens, "window_size": window_size, "sentences": sentences,
-         "cuda_graphs": cuda_graphs},
-        BILM_ARCH, "[components.elmo.model], or the copy's section after nlp.replace_listeners",
+         "cuda_graphs": cuda_graphs, "frozen": frozen},
+        BILM_ARCH_V2, "[components.elmo.model], or the copy's section after nlp.replace_listeners",
     )
     check_precision(precision)
     install_extensions()  # "upstream" reads doc._.elmo
@@ -113,7 +129,7 @@ def BiLMModel(
         dims={"nO": None, "nL": None},
         attrs={SETTINGS: ConfigSettings(
             max_batch_tokens=max_batch_tokens, window_size=window_size, precision=precision, sentences=sentences,
-            cuda_graphs=cuda_graphs,
+            cuda_graphs=cuda_graphs, frozen=frozen,
         )},
     )
 
@@ -170,11 +186,14 @@ def forward(
         _set_dims(model, bilm)
     ops = model.ops
     n_layers, width = bilm.n_layers, bilm.output_dim
+    settings = model.attrs[SETTINGS]
+    if is_train and settings.get("frozen", False):  # as at prediction, the layers where the model computes
+        outputs, _ = forward(model, docs, False, segmenter=segmenter)
+        return [ops.asarray3f(layers) for layers in outputs], _no_backprop
     # At prediction the layers go to the host, one copy per batch (see
     # _convert_outputs): docs hold NumPy arrays whatever the device.
     xp = ops.xp if is_train else numpy
     outputs = [xp.zeros((n_layers, len(doc), width), dtype="float32") for doc in docs]
-    settings = model.attrs[SETTINGS]
     segments = _segments(docs, segmenter, settings["window_size"], settings["sentences"])
     segments.sort(key=lambda s: s[2] - s[1], reverse=True)
     # In training, one batch: one graph, one backward pass.
@@ -230,11 +249,23 @@ def _predict(
             return bilm.encode_indexed(words, positions[inverse.reshape(-1)], lengths).float()
 
     for batch, layers in zip(batches, copied_to_host(encoded(batch) for batch in batches)):
+        _check_finite(layers, batch, docs)
         offset = 0  # layers: (n_layers, n_tokens, width)
         for d, start, end, keep_start, keep_end in batch:
             outputs[d][:, keep_start:keep_end] = layers[:, offset + keep_start - start : offset + keep_end - start]
             offset += end - start
     return outputs
+
+
+def _check_finite(layers: numpy.ndarray, batch: List[Segment], docs: List[Doc]) -> None:
+    """E535 if a batch's layers (n_layers, n_tokens, width) hold NaN or infinite
+    values, naming the doc of the first such token."""
+    token = first_token_not_finite(layers)
+    if token is None:
+        return
+    lengths = numpy.cumsum([end - start for _, start, end, _, _ in batch])
+    d = batch[int(numpy.searchsorted(lengths, token, side="right"))][0]
+    raise DivergedRunError("E535", what=f"the doc {docs[d].text[:60]!r} (and maybe others of its batch)")
 
 
 def _no_backprop(d_outputs: List[Floats3d]) -> List[Doc]:

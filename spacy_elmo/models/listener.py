@@ -22,6 +22,7 @@ from thinc.types import Floats2d, Floats3d
 
 from ..errors import ConfigError
 from ..extensions import install_extensions
+from .bilm import BILM_ARCH_V2
 from .scalar_mix import ScalarMix
 from .settings import SETTINGS, ConfigSettings, DropoutSettings, check_settings
 
@@ -234,18 +235,22 @@ def _read_layers(model: ElmoListenerModel, docs: List[Doc]) -> List[Floats3d]:
     return layers
 
 
-def replace_listener_cfg(bilm_cfg: Dict[str, Any], listener_parent_cfg: Dict[str, Any]) -> Dict[str, Any]:
+def replace_listener_cfg(
+    bilm_cfg: Dict[str, Any], listener_parent_cfg: Dict[str, Any], *, frozen: bool = False
+) -> Dict[str, Any]:
     """The config of a standalone copy (for `nlp.replace_listeners`).
 
     spaCy passes the downstream component's `model.tok2vec` section; the
     listener is that section itself or one of its subsections. The copy reads
     the sentences the `elmo` component read (`sentences = "upstream"`), not
-    those that components between the two set later.
+    those that components between the two set later, and the copy of a
+    frozen component's biLM stays frozen in training (`spacy-elmo.BiLM.v2`'s
+    `frozen`; the `elmo` component passes its own setting).
     """
     listener_cfg = _find_listener_cfg(listener_parent_cfg)
     return {
         "@architectures": STANDALONE_ARCH,
-        "bilm": {**bilm_cfg, "sentences": "upstream"},
+        "bilm": {**bilm_cfg, "@architectures": BILM_ARCH_V2, "sentences": "upstream", "frozen": frozen},
         "mix": listener_cfg.get("mix", {"@layers": "spacy-elmo.ScalarMix.v1"}),
         "dropout": listener_cfg.get("dropout", 0.0),
     }
@@ -260,12 +265,29 @@ def _find_listener_cfg(cfg: Dict[str, Any]) -> Dict[str, Any]:
     raise ConfigError("E407", found=cfg)
 
 
-def replace_listener(bilm_copy: Model, listener: ElmoListenerModel, component: Any) -> Model:
+def replace_listener(bilm_copy: Model, listener: ElmoListenerModel, component: Any, *, frozen: bool = False) -> Model:
     """A standalone model: the copied biLM feeding the listener's own trained
-    mix, reading the sentences the `elmo` component read (as its config says,
-    see `replace_listener_cfg`)."""
-    bilm_copy.attrs[SETTINGS] = bilm_copy.attrs[SETTINGS].replace(sentences="upstream")
+    mix, reading the sentences the `elmo` component read and frozen as the
+    component was (as its config says, see `replace_listener_cfg`)."""
+    bilm_copy.attrs[SETTINGS] = bilm_copy.attrs[SETTINGS].replace(sentences="upstream", frozen=frozen)
     return chain(bilm_copy, listener.layers[0])
+
+
+class ListenerCopies:
+    """What `nlp.replace_listeners` calls on the `elmo` component's model (its
+    attrs "replace_listener" and "replace_listener_cfg", as spaCy names them):
+    `model` and `cfg` make the copy, frozen as the component is. (Methods of
+    an object rather than partial functions: spaCy counts a callback's
+    parameters, and a model's attrs must pickle.)"""
+
+    def __init__(self, frozen: bool):
+        self.frozen = frozen
+
+    def model(self, bilm_copy: Model, listener: ElmoListenerModel, component: Any) -> Model:
+        return replace_listener(bilm_copy, listener, component, frozen=self.frozen)
+
+    def cfg(self, bilm_cfg: Dict[str, Any], listener_parent_cfg: Dict[str, Any]) -> Dict[str, Any]:
+        return replace_listener_cfg(bilm_cfg, listener_parent_cfg, frozen=self.frozen)
 
 
 @registry.architectures(STANDALONE_ARCH)

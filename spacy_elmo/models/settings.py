@@ -39,12 +39,13 @@ class _Settings(BaseModel):
 
 
 class BiLMSettings(_Settings):
-    """`spacy-elmo.BiLM.v1` (the precision is checked by `check_precision`, E104)."""
+    """`spacy-elmo.BiLM.v1` and `.v2` (the precision is checked by `check_precision`, E104)."""
 
     max_batch_tokens: StrictInt = Field(ge=1)
     window_size: StrictInt = Field(ge=1)
     sentences: Literal["doc", "upstream"] = "doc"
     cuda_graphs: StrictBool = False
+    frozen: StrictBool = False
 
     @model_validator(mode="after")
     def _one_window_fits(self) -> "BiLMSettings":

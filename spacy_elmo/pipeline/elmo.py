@@ -18,11 +18,12 @@ from thinc.types import Floats3d
 
 from ..bilm import BiLM
 from ..data_classes import ElmoDocData
-from ..errors import ConfigError, DamagedFileError, ElmoError, Warnings
+from ..errors import ConfigError, DamagedFileError, DivergedRunError, ElmoError, Warnings
 from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
 from ..models.bilm import get_bilm, sentence_starts, set_bilm
-from ..models.listener import ElmoListenerModel, replace_listener, replace_listener_cfg
+from ..models.listener import ElmoListenerModel, ListenerCopies
 from ..models.settings import SETTINGS, check_component_settings
+from ..util import atomic_path
 from .layer_cache import LayerCache, as_stored
 
 DEFAULT_CONFIG = {
@@ -97,8 +98,10 @@ class Elmo(TrainablePipe):
         self.vector_mix = vector_mix
         self.set_vector_hooks = set_vector_hooks
         self.train_cache = LayerCache(train_cache_mb * 2**20, store_dtype)
-        self.model.attrs["replace_listener"] = replace_listener
-        self.model.attrs["replace_listener_cfg"] = replace_listener_cfg
+        # A listener's copy (nlp.replace_listeners) stays frozen if this component is.
+        copies = ListenerCopies(frozen)
+        self.model.attrs["replace_listener"] = copies.model
+        self.model.attrs["replace_listener_cfg"] = copies.cfg
         install_extensions()
 
     # The listener protocol (as spaCy's tok2vec speaks it).
@@ -200,6 +203,10 @@ class Elmo(TrainablePipe):
         else:
             set_dropout_rate(self.model, drop)
             outputs, bp_outputs = self.model.begin_update(docs)
+            xp = self.model.ops.xp
+            diverged = next((doc for doc, layers in zip(docs, outputs) if not bool(xp.isfinite(layers).all())), None)
+            if diverged is not None:  # (at prediction the model itself checks: models/bilm.py)
+                raise DivergedRunError("E535", what=f"the doc {diverged.text[:60]!r} in training")
         d_outputs = [self.model.ops.alloc3f(*x.shape) for x in outputs] if bp_outputs else []
 
         def accumulate_gradient(one_d_outputs: List[Floats3d]) -> None:
@@ -240,8 +247,7 @@ class Elmo(TrainablePipe):
         if missing:
             computed = self.predict([docs[i] for i in missing])
             for i, layers in zip(missing, computed):
-                outputs[i] = layers
-                self.train_cache.add(keys[i], layers)
+                outputs[i] = self.train_cache.add(keys[i], layers)  # as later epochs will get them
         return outputs  # type: ignore[return-value]
 
     def finish_update(self, sgd: Optimizer) -> None:
@@ -275,6 +281,7 @@ class Elmo(TrainablePipe):
         if options_file is not None:
             set_bilm(self.model, BiLM.from_allennlp(options_file, weights_file))
         bilm = self._require_bilm()
+        fixed_mix_weights(self.vector_mix, bilm.n_layers)  # E401 now, not at the first doc or the next load
         self.train_cache.clear()
         for listener in self.listeners:
             listener.set_upstream_dims(bilm.n_layers, bilm.output_dim)
@@ -287,11 +294,15 @@ class Elmo(TrainablePipe):
     # and nowhere else.
 
     def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
-        """Save the component to the folder `path` (files `model`, and `vocab` unless excluded)."""
-        serialize = {
-            "vocab": lambda p: self.vocab.to_disk(p, exclude=exclude),
-            "model": lambda p: self.model.to_disk(p),
-        }
+        """Save the component to the folder `path` (files `model`, and `vocab` unless excluded).
+        The model file is replaced whole or not at all; a biLM whose weights are
+        not finite is not saved (E536)."""
+        def save_model(p: Path) -> None:
+            data = self.model.to_bytes()  # first: a refusal (E536) leaves the file there as it was
+            with atomic_path(p) as tmp:
+                tmp.write_bytes(data)
+
+        serialize = {"vocab": lambda p: self.vocab.to_disk(p, exclude=exclude), "model": save_model}
         util.to_disk(path, serialize, exclude)
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:

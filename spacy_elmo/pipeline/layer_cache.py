@@ -71,8 +71,12 @@ class LayerCache:
         self.hits += 1
         return stored.astype("float32")
 
-    def add(self, key: Hashable, layers: Floats3d) -> None:
+    def add(self, key: Hashable, layers: Floats3d) -> Floats3d:
+        """Keep `layers` (float32) where the budget allows, and return them as
+        `get` serves them, whether kept or not (rounded to the store's dtype),
+        so that listeners see the same values in every epoch."""
         stored, _ = as_stored(layers, self.dtype)
         if self.n_bytes + stored.nbytes <= self.max_bytes and key not in self._store:
             self._store[key] = stored
             self.n_bytes += stored.nbytes
+        return stored.astype("float32")

@@ -119,22 +119,33 @@ def test_float16_storage_refuses_weights_beyond_its_range(fixture_paths, tmp_pat
     assert not (tmp_path / "half" / "weights.hdf5").exists()
     with pytest.raises(ConfigError, match="E532.*'bfloat16'"):
         model.save_allennlp(tmp_path / "other", dtype="bfloat16")
-    with torch.no_grad():  # a NaN beside it hides nothing: the range is checked over the finite values
-        model.lstm.W_proj[0][0, 0, 1] = float("nan")
-    with pytest.raises(ConfigError, match="E532.*beyond float16"):
-        model.save_allennlp(tmp_path / "half", dtype="float16")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_weights_are_refused_before_anything_is_written(fixture_paths, tmp_path, value):
+    # A diverged fine-tuning saved over a good pipeline would leave one that cannot be loaded (E502).
+    from spacy_elmo.errors import DivergedRunError
+    from spacy_elmo.models.bilm import bilm_to_bytes
+
+    model = BiLM.from_allennlp(*fixture_paths)
+    with torch.no_grad():
+        model.lstm.W_hidden[1][1, 2, 0, 3] = value
+    for dtype in ("float32", "float16"):
+        with pytest.raises(DivergedRunError, match="E536.*'RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_0' holds 1 NaN"):
+            model.save_allennlp(tmp_path / dtype, dtype=dtype)
+        assert not (tmp_path / dtype / "weights.hdf5").exists()
+    with pytest.raises(DivergedRunError, match="E536"):
+        bilm_to_bytes(model)
 
 
 def test_non_finite_weights_stored_as_float16_are_refused_at_load_as_float32_ones_are(fixture_paths, tmp_path):
     from spacy_elmo.errors import DamagedFileError
 
-    model = BiLM.from_allennlp(*fixture_paths)
-    with torch.no_grad():
-        model.lstm.W_proj[0][0, 0, 0] = float("inf")
-    for dtype in ("float32", "float16"):
-        model.save_allennlp(tmp_path / dtype, dtype=dtype)
-        with pytest.raises(DamagedFileError, match="E502"):
-            BiLM.from_allennlp(tmp_path / dtype)
+    BiLM.from_allennlp(*fixture_paths).save_allennlp(tmp_path, dtype="float16")
+    with h5py.File(tmp_path / "weights.hdf5", "a") as f:
+        f["RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"][0, 0] = numpy.float16("inf")
+    with pytest.raises(DamagedFileError, match="E502"):
+        BiLM.from_allennlp(tmp_path)
 
 
 def test_sentence_alone_equals_sentence_in_a_padded_batch(fixture_paths, fixture_dir):

@@ -228,3 +228,18 @@ def test_the_usage_line_names_the_model_not_a_second_options():
     usage = " ".join(result.output.split())
     assert result.exit_code == 0 and "[OPTIONS] {MODEL} {[WEIGHTS] INPUT OUTPUT}" in usage, usage
     assert "{OPTIONS}" not in usage
+
+
+def test_layers_that_overflow_are_a_coded_error_and_leave_nothing(fixture_paths, tmp_path):
+    # Finite weights so large that the token encoder's projection overflows to inf: the
+    # layers of every line are not finite, and none is written as if it were a vector.
+    options, weights = fixture_paths
+    large = tmp_path / "weights.hdf5"
+    large.write_bytes(Path(weights).read_bytes())
+    with h5py.File(large, "a") as f:
+        f["CNN_proj/W_proj"][...] = 3e38
+    text = tmp_path / "in.txt"
+    text.write_text("a b\nthe cat sat .\n")
+    with pytest.raises(ElmoError, match=r"E535.*line 2 of the input"):  # the longest first
+        embed_file(options, large, text, tmp_path / "out.hdf5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "weights.hdf5"]

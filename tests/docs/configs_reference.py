@@ -10,7 +10,7 @@ import importlib
 import inspect
 import re
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,8 +73,10 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _function_table(func: Any, skip: Tuple[str, ...] = ()) -> List[str]:
-    docs = _param_docs(func)
+def _function_table(func: Any, skip: Tuple[str, ...] = (), earlier: Optional[Dict[str, str]] = None) -> List[str]:
+    """earlier: the settings' descriptions of the version before (a `.v2`
+    describes what it adds, the rest is described on the `.v1`)."""
+    docs = {**(earlier or {}), **_param_docs(func)}
     params = [p for p in inspect.signature(func).parameters.values() if p.name not in skip]
     if not params:
         return ["No settings."]
@@ -148,12 +150,15 @@ def render() -> str:
     for group, title in (("spacy_architectures", "Architectures (`@architectures`)"),
                          ("thinc_layers", "Layers (`@layers`)"), ("spacy_misc", "Segmenters (`@misc`)")):
         out += ["", f"## {title}"]
+        described: Dict[str, Dict[str, str]] = {}
         for kind, name, target in _entry_points():
             if kind != group:
                 continue
             func = _load(target)
+            earlier = described.get(re.sub(r"\.v(\d+)$", lambda m: f".v{int(m[1]) - 1}", name), {})
+            described[name] = {**earlier, **_param_docs(func)}
             out += ["", f"### `{name}`", "", _summary(func), ""]
-            out += _function_table(func)
+            out += _function_table(func, earlier=earlier)
     out += ["", "## The pretraining config (`python -m spacy_elmo pretrain CONFIG`)", "",
             "A spaCy-style `.cfg` file; a setting left out takes its default. Override any with",
             "`--section.key value`.", ""]

@@ -95,3 +95,13 @@ def test_settings_given_in_python_are_checked_as_the_configs_are():
         Elmo(Vocab(), BiLMModel(), frozen="yes")
     with pytest.raises(ElmoError, match="E406.*int8"):
         Elmo(Vocab(), BiLMModel(), store_dtype="int8")
+
+
+@pytest.mark.parametrize("mix", ["mean", 3, [0.5, 0.5]])
+def test_a_vector_mix_that_does_not_fit_the_bilm_is_refused_at_initialize(bilm_dir, mix):
+    # Before, it passed initialize and to_disk and failed at the first doc, and again at load.
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"vector_mix": mix})
+    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(bilm_dir), "weights_file": None}
+    with pytest.raises(ElmoError, match="E401"):
+        nlp.initialize()

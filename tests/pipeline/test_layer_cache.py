@@ -38,3 +38,23 @@ def test_the_training_cache_is_emptied_when_new_weights_are_loaded(bilm_dir, tmp
     for first, got, expected in zip(received[0], received[-1], want):
         assert numpy.abs(first - expected).max() > 1e-3  # the two biLMs differ
         numpy.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("store_dtype", ["float32", "float16"])
+@pytest.mark.parametrize("train_cache_mb", [1024, 0])
+def test_listeners_get_the_same_layers_in_every_epoch(bilm_dir, monkeypatch, store_dtype, train_cache_mb):
+    # The cache keeps the layers in store_dtype: the first epoch, which computes them,
+    # hands over what later epochs will read back (and a doc the budget leaves out too).
+    nlp, examples = elmo_pipeline(bilm_dir, store_dtype=store_dtype, train_cache_mb=train_cache_mb)
+    received = []
+    original = ElmoListenerModel.receive
+    monkeypatch.setattr(ElmoListenerModel, "receive", lambda self, batch_id, outputs, backprop: (
+        received.append([x.copy() for x in outputs]), original(self, batch_id, outputs, backprop))[1])
+    optimizer = nlp.create_optimizer()
+    for _ in range(2):
+        nlp.update(examples[:4], sgd=optimizer)
+    exact = nlp.get_pipe("elmo").predict([eg.predicted for eg in examples[:4]])
+    for first, second, layers in zip(received[0], received[-1], exact):
+        assert first.dtype == second.dtype == numpy.float32
+        assert numpy.array_equal(first, second)
+        assert numpy.array_equal(first, layers.astype(store_dtype).astype("float32"))

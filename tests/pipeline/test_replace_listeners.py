@@ -6,8 +6,11 @@ import copy
 import numpy
 import pytest
 import spacy
+import torch
 from spacy.language import Language
 from spacy.training import Example
+
+from spacy_elmo.models.bilm import get_bilm
 
 from .test_elmo_component import NER_ELMO
 from .util import examples_of, make_docs
@@ -140,3 +143,32 @@ def test_several_components_each_with_its_own_listener_train_save_and_load(bilm_
     for (tags, starts, cats, ents), (tags2, starts2, cats2, ents2) in zip(want, got):
         assert (tags, starts, ents) == (tags2, starts2, ents2)
         assert all(abs(cats[k] - cats2[k]) <= 1e-5 for k in cats)
+
+
+def copied_bilms(nlp, component):
+    """The biLMs inside `component`'s model (its own copies after nlp.replace_listeners)."""
+    return [get_bilm(node) for node in nlp.get_pipe(component).model.walk() if node.name == "elmo-bilm"]
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_the_copy_of_a_frozen_bilm_stays_frozen_in_training_also_after_loading(bilm_dir, tmp_path, frozen):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"frozen": frozen})
+    nlp.add_pipe("ner", config={"model": copy.deepcopy(NER_ELMO)})
+    examples = examples_of(nlp, make_docs(nlp, 12))
+    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(bilm_dir), "weights_file": None}
+    nlp.initialize(lambda: examples)
+    nlp.replace_listeners("elmo", "ner", ["model.tok2vec.elmo"])
+    section = nlp.config["components"]["ner"]["model"]["tok2vec"]["elmo"]["bilm"]
+    assert section["@architectures"] == "spacy-elmo.BiLM.v2" and section["frozen"] is frozen
+    nlp.to_disk(tmp_path / "replaced")
+    for pipeline in (nlp, spacy.load(tmp_path / "replaced")):
+        (bilm,) = copied_bilms(pipeline, "ner")
+        before = {name: value.clone() for name, value in bilm.state_dict().items()}
+        optimizer = pipeline.resume_training()
+        for _ in range(2):
+            losses = pipeline.update(examples, sgd=optimizer, exclude=["elmo"])
+        assert losses["ner"] > 0
+        changed = [name for name, value in bilm.state_dict().items() if not torch.equal(value, before[name])]
+        # frozen: not one weight of the copy moves; fine-tuned: every trained part of it does
+        assert changed == [] if frozen else len(changed) > 10
