@@ -42,8 +42,8 @@ from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3, get_torch_default_de
 from thinc.types import Floats3d
 
 from ..bilm import BiLM, BiLMOptions, batch_to_ids
-from ..bilm.model import first_token_not_finite
 from ..bilm.char_ids import words_with_boundaries
+from ..bilm.model import first_token_not_finite
 from ..bilm.precision import check_precision
 from ..bilm.precision import precision as in_precision
 from ..bilm.weights import load_weights, write_weights
@@ -91,7 +91,7 @@ def BiLMModel(
     saved model's values are not read back, so an override at `spacy.load` or
     an edit of the saved config.cfg is what the model does (see ConfigSettings).
     """
-    return BiLMModel_v2(max_batch_tokens, window_size, precision, sentences, segmenter, cuda_graphs)
+    return _bilm_model(BILM_ARCH, max_batch_tokens, window_size, precision, sentences, segmenter, cuda_graphs)
 
 
 @registry.architectures(BILM_ARCH_V2)
@@ -105,11 +105,20 @@ def BiLMModel_v2(
         updated (what the copy of a frozen `elmo` component's biLM is after
         `nlp.replace_listeners`; the component has its own `frozen` setting).
     """
+    return _bilm_model(BILM_ARCH_V2, max_batch_tokens, window_size, precision, sentences, segmenter, cuda_graphs,
+                       frozen)
+
+
+def _bilm_model(
+    name: str, max_batch_tokens: int, window_size: int, precision: str, sentences: str,
+    segmenter: Optional[Segmenter], cuda_graphs: bool, frozen: bool = False,
+) -> Model[List[Doc], List[Floats3d]]:
+    """Either version, its settings checked under its registered `name`."""
     check_settings(
         BiLMSettings,
         {"max_batch_tokens": max_batch_tokens, "window_size": window_size, "sentences": sentences,
          "cuda_graphs": cuda_graphs, "frozen": frozen},
-        BILM_ARCH_V2, "[components.elmo.model], or the copy's section after nlp.replace_listeners",
+        name, "[components.elmo.model], or the copy's section after nlp.replace_listeners",
     )
     check_precision(precision)
     install_extensions()  # "upstream" reads doc._.elmo

@@ -297,6 +297,7 @@ class Elmo(TrainablePipe):
         """Save the component to the folder `path` (files `model`, and `vocab` unless excluded).
         The model file is replaced whole or not at all; a biLM whose weights are
         not finite is not saved (E536)."""
+
         def save_model(p: Path) -> None:
             data = self.model.to_bytes()  # first: a refusal (E536) leaves the file there as it was
             with atomic_path(p) as tmp:

@@ -79,4 +79,4 @@ class LayerCache:
         if self.n_bytes + stored.nbytes <= self.max_bytes and key not in self._store:
             self._store[key] = stored
             self.n_bytes += stored.nbytes
-        return stored.astype("float32")
+        return stored.astype("float32", copy=False)
