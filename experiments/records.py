@@ -57,7 +57,7 @@ class Comparison(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     absolute: float = Finite
-    relative_error_reduction: float = Finite
+    relative_error_reduction: Optional[float] = Finite  # None against a perfect reference
     ci95_low: Optional[float] = Field(None, allow_inf_nan=False)
     ci95_high: Optional[float] = Field(None, allow_inf_nan=False)
     sign_flip_p: Optional[float] = Field(None, ge=0.0, le=1.0)

@@ -340,7 +340,9 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E308 = (
         "The output folder '{path}' holds a different run: {differences}. Only "
-        "[training] settings and system.threads may change on --resume. Resume it "
+        "[training] settings and system.threads may change on --resume, and of "
+        "those neither the optimiser (its saved state is that optimiser's) nor "
+        "tokens_per_batch (the position in the epoch counts its batches). Resume it "
         "with the config it was started with (its config.cfg), or start this run "
         "in another folder."
     )

@@ -30,7 +30,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import typer
 
 from experiments.engine.run import (
-    TEST, Run, RunRecord, changed, digest, fingerprint, record_path, training_part, write_record,
+    AGREE, TEST, Run, RunRecord, accuracy, changed, digest, f1, fingerprint, macro_f, record_path, training_part,
+    write_record,
 )
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
@@ -39,8 +40,6 @@ TRAIN_LOG = "train_log.jsonl"
 # Beside a kept model-best (WORK/<id>/): the training fingerprint it was trained from (`training_part`).
 TRAINING_FINGERPRINT = "fingerprint.json"
 CONSOLE_LOGGERS = ("spacy.ConsoleLogger.v1", "spacy.ConsoleLogger.v2", "spacy.ConsoleLogger.v3")
-# Scores spaCy gives and the counts they are computed from must agree to this much (floats kept by JSON).
-AGREE = 1e-9
 
 
 def dev_log_overrides(config: Path, overrides: Dict[str, Any], run_dir: Path) -> Dict[str, Any]:
@@ -129,27 +128,6 @@ def confusion(examples, labels: List[str]) -> List[List[int]]:
         pred = max(eg.predicted.cats, key=eg.predicted.cats.get)
         matrix[index[gold]][index[pred]] += 1
     return matrix
-
-
-def f1(tp: int, fp: int, fn: int) -> float:
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
-def macro_f(matrix: List[List[int]]) -> float:
-    """The mean over classes of each class's F1 (one-vs-rest), from a confusion matrix."""
-    n = len(matrix)
-    scores = []
-    for k in range(n):
-        tp = matrix[k][k]
-        fp = sum(matrix[g][k] for g in range(n)) - tp
-        fn = sum(matrix[k]) - tp
-        scores.append(f1(tp, fp, fn))
-    return sum(scores) / n
-
-
-def accuracy(matrix: List[List[int]]) -> float:
-    total = sum(map(sum, matrix))
-    return sum(matrix[k][k] for k in range(len(matrix))) / total if total else 0.0
 
 
 def evaluate(nlp, test: Path) -> Tuple[Dict[str, Any], Dict[str, Any]]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import spacy
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError, field_validator, model_validator
 
 import spacy_elmo
 from experiments.errors import ExperimentError
@@ -122,14 +122,21 @@ def _strings(tree: Any, prefix: str = "") -> Iterator[Tuple[str, str]]:
         yield prefix, tree
 
 
+# Settings that name what they read by their key (spaCy's and ours): `options_file`,
+# `weights_file`, a component's `source`, `[initialize] vectors`, `init_tok2vec`, ...
+_FILE_KEYS = ("file", "path", "dir", "source", "vectors", "init_tok2vec")
+
+
 def read_paths(config: Mapping[str, Any]) -> Dict[str, Path]:
     """{dotted key: path} for every value of a resolved config that names an existing file or
-    folder: every value under ``[paths]``, and any other that holds a path separator."""
+    folder: every value under ``[paths]``, any other that holds a path separator, and any whose
+    key names a file (`_FILE_KEYS`: ``options_file = bilm`` is a folder in the working directory)."""
     found = {}
     for key, value in _strings(config):
         if not value or "\n" in value:
             continue
-        if (key.startswith("paths.") or "/" in value or os.sep in value) and Path(value).exists():
+        names_a_file = key.rsplit(".", 1)[-1].endswith(_FILE_KEYS)
+        if (key.startswith("paths.") or "/" in value or os.sep in value or names_a_file) and Path(value).exists():
             found[key] = Path(value)
     return found
 
@@ -220,6 +227,46 @@ class RunRecord(BaseModel):
         if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in values):
             raise ValueError("counts are whole numbers of 0 or more")
         return counts
+
+    @model_validator(mode="after")
+    def _scores_follow_from_counts(self) -> "RunRecord":
+        """The record's score is the one its counts give (as `execute.evaluate` checked when it was
+        written): a score edited by hand would be served by the views and `paired`, while `cv`
+        computes it again from the counts."""
+        if "confusion" in self.counts:
+            key, ours = "cats_macro_f", macro_f(self.counts["confusion"])
+        else:
+            key = "ents_f" if "ents_f" in self.scores else "tag_acc"
+            ours = f1(self.counts["tp"], self.counts["fp"], self.counts["fn"])
+        theirs = self.scores.get(key, ours)  # (a record may keep its counts alone)
+        if not isinstance(theirs, (int, float)) or isinstance(theirs, bool) or abs(ours - theirs) > AGREE:
+            raise ValueError(f"scores.{key} is {theirs!r}, but the counts give {ours!r}")
+        return self
+
+
+# Scores spaCy gives and the counts they are computed from must agree to this much (floats kept by JSON).
+AGREE = 1e-9
+
+
+def f1(tp: int, fp: int, fn: int) -> float:
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def macro_f(matrix: List[List[int]]) -> float:
+    """The mean over classes of each class's F1 (one-vs-rest), from a confusion matrix."""
+    n = len(matrix)
+    scores = []
+    for k in range(n):
+        tp = matrix[k][k]
+        fp = sum(matrix[g][k] for g in range(n)) - tp
+        fn = sum(matrix[k]) - tp
+        scores.append(f1(tp, fp, fn))
+    return sum(scores) / n
+
+
+def accuracy(matrix: List[List[int]]) -> float:
+    total = sum(map(sum, matrix))
+    return sum(matrix[k][k] for k in range(len(matrix))) / total if total else 0.0
 
 
 def record_path(records: Path, run_id: str) -> Path:

@@ -13,7 +13,7 @@ error reduction, 100 · (err_base − err_elmo) / err_base with err = 100 − sc
 import json
 import statistics
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy
 import typer
@@ -81,9 +81,18 @@ def gains(row: Dict[str, Dict[str, float]], variant: str = "elmo", against: str 
     else:
         base, other = row[against]["mean"], row[variant]["mean"]
     error_base = 100.0 - base
-    reduction = 100.0 * (error_base - (100.0 - other)) / error_base if error_base else 0.0
+    # Against a perfect reference there is no error to reduce: undefined, not 0.
+    reduction = 100.0 * (error_base - (100.0 - other)) / error_base if error_base else None
     differences = numpy.asarray([row[variant]["by_seed"][s] - row[against]["by_seed"][s] for s in common])
-    return {"absolute": other - base, "relative_error_reduction": reduction, **paired_test(differences)}
+    # pairs: the seeds compared (0: the means of runs that share no seed, unpaired)
+    return {"absolute": other - base, "relative_error_reduction": reduction, "pairs": len(common),
+            **paired_test(differences)}
+
+
+def reduction_text(gain: Dict[str, Any]) -> str:
+    """A gain's relative error reduction as the reports print it ("n/a" against a perfect reference)."""
+    value = gain["relative_error_reduction"]
+    return "n/a" if value is None else f"{value:+.1f}%"
 
 
 def paired_test(differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_PAIRS) -> Dict[str, float]:
@@ -175,7 +184,7 @@ def markdown_table(scores, perplexity: Optional[dict]) -> str:
             score = f"{row[variant]['mean']:.2f} ± {row[variant]['std']:.2f}"
             if g:
                 interval = f" [{g['ci95_low']:+.2f}, {g['ci95_high']:+.2f}]" if "ci95_low" in g else ""
-                gain, reduction = f"{g['absolute']:+.2f}{interval}", f"{g['relative_error_reduction']:+.1f}%"
+                gain, reduction = f"{g['absolute']:+.2f}{interval}", reduction_text(g)
                 p_value = format_p(g) if "sign_flip_p" in g else "n/a"
             else:
                 gain = reduction = p_value = "—"

@@ -15,7 +15,7 @@ from typing import Dict, Optional
 import typer
 
 from experiments.report.comparison import TASKS as REPORT_TASKS
-from experiments.report.comparison import gains, mean_std, md_table
+from experiments.report.comparison import gains, mean_std, md_table, reduction_text
 from experiments.run.curves import TASKS
 from experiments.errors import run_main
 from spacy_elmo.inspect import mean_over_runs, plot_mixes
@@ -95,7 +95,7 @@ def four_row_table(task: str, row: dict) -> str:
         if variant not in row:
             continue
         gain = gains(row, variant, against) if against else None
-        reduction = f"{gain['relative_error_reduction']:+.1f}%" if gain else "–"
+        reduction = reduction_text(gain) if gain else "–"
         vs = ROWS[against][0] if against else "–"
         rows.append([label, fmt(row[variant]), vs, fmt_gain(gain), reduction, str(row[variant]["n"])])
     header = ["representation", "score", "vs", "gain [95% CI], sign-flip p", "rel. error reduction", "seeds"]

@@ -20,7 +20,7 @@ import typer
 
 from experiments.errors import ExperimentError, run_app
 from experiments.records import read_comparison, read_seed_score, write_comparison
-from experiments.report.comparison import format_p, gains, mean_std
+from experiments.report.comparison import format_p, gains, mean_std, reduction_text
 
 
 def scores(folder: Path, key: str) -> Dict[str, float]:
@@ -79,7 +79,7 @@ def main(
             row["against_first"] = gain
         if gain and "sign_flip_p" in gain:
             line += (f"; against {first}: {gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}], "
-                     f"relative error reduction {gain['relative_error_reduction']:+.1f}%, sign-flip p "
+                     f"relative error reduction {reduction_text(gain)}, sign-flip p "
                      f"{format_p(gain)} ({gain['pairs']} pairs)")
         typer.echo(line)
     if json_path is not None:

@@ -15,7 +15,7 @@ from typing import Dict, List, NamedTuple, Tuple
 import srsly
 import typer
 
-from experiments.report.comparison import gains, md_table
+from experiments.report.comparison import gains, md_table, reduction_text
 from experiments.report.paired import seed_row
 from experiments.errors import run_main
 from spacy_elmo.util import atomic_path
@@ -79,7 +79,7 @@ def table_row(row: Dict[str, object]) -> List[str]:
              f"{ref['mean']:.2f} ± {ref['std']:.2f} → {run['mean']:.2f} ± {run['std']:.2f}"]
     if "sign_flip_p" in gain:
         cells += [f"{gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}]",
-                  f"{gain['relative_error_reduction']:+.1f}%", f"{gain['sign_flip_p']:.3f}", str(gain["pairs"])]
+                  reduction_text(gain), f"{gain['sign_flip_p']:.3f}", str(gain["pairs"])]
     else:  # fewer than two paired seeds: no interval, no test
         cells += [f"{gain['absolute']:+.2f}", "", "", str(gain.get("pairs", 0))]
     return cells

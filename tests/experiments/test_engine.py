@@ -59,6 +59,30 @@ def test_a_bilm_named_by_options_file_retrained_in_place_makes_the_run_not_done(
     assert engine.changed(before, fingerprint(run)) == ["reads initialize.components.elmo.options_file"]
 
 
+def test_a_record_whose_score_does_not_follow_from_its_counts_is_not_a_record(tmp_path, in_root, test_split):
+    # A score edited by hand was served by the views and `paired`, while `cv` computed another
+    # from the counts; the run read as done.
+    run = Run("s/ner/seed0", "configs/ner_baseline.cfg", (), 0, str(test_split))
+    records = tmp_path / "records"
+    write(records, run, record_of(run, fingerprint(run), scores={"ents_f": 0.93}))
+    with pytest.raises(ExperimentError, match=r"scores.ents_f is 0.93, but the counts give 0.5"):
+        read_record(record_path(records, run.id))
+    assert not is_done(run, records)
+
+
+def test_a_bilm_named_by_a_bare_relative_name_is_fingerprinted_too(tmp_path, monkeypatch, test_split):
+    # `options_file = bilm`, a folder in the working directory: no path separator to tell it is one.
+    shutil.copytree(BILM, tmp_path / "bilm")
+    monkeypatch.chdir(tmp_path)
+    run = Run("s/ner_elmo/seed0", str(ROOT / "configs" / "ner_elmo.cfg"),
+              (("paths.elmo", None), ("initialize.components.elmo.options_file", "bilm")), 0, str(test_split))
+    before = fingerprint(run)
+    assert "reads initialize.components.elmo.options_file" in before
+    with (tmp_path / "bilm" / "weights.hdf5").open("ab") as file:
+        file.write(b"\0")
+    assert engine.changed(before, fingerprint(run)) == ["reads initialize.components.elmo.options_file"]
+
+
 def test_the_fingerprint_sees_the_config_the_seed_the_data_and_the_test_split(in_root, tmp_path, test_split):
     train = tmp_path / "train.spacy"
     train.write_bytes(b"train")
@@ -134,10 +158,10 @@ def test_per_seed_score_files_are_views_of_the_records_that_the_paired_report_re
     from experiments.report.paired import scores
 
     records, metrics = tmp_path / "records", tmp_path / "metrics"
-    for seed, f in ((0, 0.5), (1, 0.25)):
+    for seed, (f, fp) in ((0, (0.5, 2)), (1, (0.25, 6))):  # F1 = 2 tp / (2 tp + fp + fn)
         write_record(records, RunRecord(run=f"ner_elmo/seed{seed}", config="c", overrides={}, seed=seed, test="t",
                                      fingerprint={}, evaluated={"model": "m", "test": "t"}, scores={"ents_f": f},
-                                     counts={"tp": 1, "fp": 0, "fn": 0}, train_minutes=1.0, finished="x"))
+                                     counts={"tp": 1, "fp": fp, "fn": 0}, train_minutes=1.0, finished="x"))
     ids = ["ner_elmo/seed0", "ner_elmo/seed1", "ner_elmo/seed2"]  # seed 2 has no record yet: no view
     assert len(write_views(records, metrics, ids)) == 2
     assert scores(metrics / "ner_elmo", "ents_f") == {"seed0": 50.0, "seed1": 25.0}

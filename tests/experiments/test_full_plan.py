@@ -174,7 +174,7 @@ def fake_train(monkeypatch):
 
     monkeypatch.setattr(spacy.cli.train, "train", train)
     monkeypatch.setattr(spacy, "load", lambda path: path)
-    monkeypatch.setattr(execute_module, "evaluate", lambda nlp, test: ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 0}))
+    monkeypatch.setattr(execute_module, "evaluate", lambda nlp, test: ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 1}))
     monkeypatch.setattr(execute_module, "sizes", lambda run: {})
     monkeypatch.setattr(spacy_elmo.inspect, "listener_mixes", lambda nlp: {})
     return calls
@@ -353,7 +353,7 @@ def fake_scoring(monkeypatch) -> list:
     scored = []
     monkeypatch.setattr(spacy, "load", lambda path: path)
     monkeypatch.setattr(execute_module, "evaluate",
-                        lambda nlp, test: scored.append(nlp) or ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 0}))
+                        lambda nlp, test: scored.append(nlp) or ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 1}))
     monkeypatch.setattr(execute_module, "sizes", lambda run: {})
     monkeypatch.setattr(spacy_elmo.inspect, "listener_mixes", lambda nlp: {})
     return scored

@@ -63,6 +63,31 @@ def test_a_run_with_fewer_seeds_is_compared_over_the_seeds_both_have():
     assert gain["relative_error_reduction"] == pytest.approx(100 * 2 / 60, rel=1e-9)  # error 60 → 58 on those seeds
 
 
+def test_against_a_perfect_reference_the_relative_error_reduction_is_undefined_not_zero(tmp_path):
+    # There is no error to reduce: the report said "+0.0%" for a run 10 points worse.
+    write(tmp_path / "base", [1.0, 1.0, 1.0])
+    write(tmp_path / "worse", [0.9, 0.9, 0.9])
+    app = typer.Typer()
+    app.command()(paired.main)
+    out = tmp_path / "record.json"
+    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "worse"), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "relative error reduction n/a" in result.output and "+0.0%" not in result.output
+    gain = json.loads(out.read_text())["runs"][str(tmp_path / "worse")]["against_first"]
+    assert gain["absolute"] == pytest.approx(-10.0) and gain["relative_error_reduction"] is None
+
+
+def test_a_gain_says_over_how_many_paired_seeds_it_is():
+    # Runs that share no seed are compared by their means: the record must say it is unpaired.
+    from experiments.report.comparison import gains, mean_std
+
+    def row(**runs):
+        return {name: {**mean_std(list(s.values())), "by_seed": s} for name, s in runs.items()}
+
+    assert gains(row(ref={"seed0": 40.0, "seed1": 50.0}, run={"seed2": 60.0, "seed3": 70.0}), "run", "ref")["pairs"] == 0
+    assert gains(row(ref={"seed0": 40.0, "seed1": 50.0}, run={"seed1": 60.0, "seed2": 70.0}), "run", "ref")["pairs"] == 1
+
+
 def test_a_run_can_be_read_from_an_earlier_record(tmp_path):
     """RECORD.json:RUN pairs a new run with the seeds an earlier --json kept, as if its folder were there."""
     write(tmp_path / "base", [0.40, 0.50, 0.45])

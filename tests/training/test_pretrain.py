@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy
 import pytest
@@ -174,6 +175,38 @@ def test_an_output_dir_holding_something_else_is_never_overwritten(tmp_path, tin
     # [training] settings may change on resume: here, to train longer.
     result = pretrain(tiny_config(training={"max_steps": 4}), run, resume=True, progress=False)
     assert result.state.step == 4
+
+
+@pytest.mark.parametrize("change,named", [
+    ({"optimizer": {"@pretrain_optimizers": "spacy-elmo.SGD.v1"}}, "training.optimizer.@pretrain_optimizers"),
+    ({"tokens_per_batch": 800}, "training.tokens_per_batch"),
+])
+def test_settings_the_checkpoint_is_made_for_cannot_change_on_resume(tmp_path, tiny_config, change, named):
+    # Adam's state fed to SGD failed at the first step (a bare KeyError); with another batch size
+    # the saved position in the epoch counted other batches, and part of the epoch was skipped.
+    run = tmp_path / "run"
+    with pytest.raises(Stop):
+        pretrain(tiny_config(training={"max_steps": 8, "checkpoint_every": 2}), run, progress=False,
+                 on_step=stop_at(3))
+    config = (run / "config.cfg").read_text(encoding="utf8")
+    with pytest.raises(ElmoError, match=rf"E308.*{re.escape(named)}"):
+        pretrain(tiny_config(training={"max_steps": 8, "checkpoint_every": 2, **change}), run, resume=True,
+                 progress=False)
+    assert (run / "config.cfg").read_text(encoding="utf8") == config
+
+
+def test_optimiser_settings_changed_on_resume_are_the_ones_used(tmp_path, tiny_config):
+    # torch's Optimizer.load_state_dict restores the saved settings: the run warned of the
+    # change and recorded it, then went on with the old ones.
+    run = tmp_path / "run"
+    with pytest.raises(Stop):
+        pretrain(tiny_config(training={"max_steps": 6, "checkpoint_every": 2}), run, progress=False,
+                 on_step=stop_at(3))
+    changed = {"learn_rate": 0.01, "weight_decay": 0.5, "beta1": 0.0, "eps": 0.1}
+    pretrain(tiny_config(training={"max_steps": 6, "checkpoint_every": 2, "optimizer": changed}), run,
+             resume=True, progress=False)
+    (group,) = load_checkpoint(run / "checkpoint.pt")["optimizer"]["param_groups"]
+    assert (group["weight_decay"], group["betas"][0], group["eps"]) == (0.5, 0.0, 0.1)
 
 
 def test_a_corpus_smaller_than_one_batch_trains(tmp_path, tiny_config):

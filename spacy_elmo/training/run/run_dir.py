@@ -17,7 +17,9 @@ A folder holding anything else is never written to, and a folder holding a
 run is only continued with ``resume``, and only by the same run: the same
 data, tokenizer, vocabulary, architecture, softmax and seed. The ``[training]``
 settings (steps, learning rate, clipping…) and ``system.threads`` may change
-on resume, e.g. to continue past a diverged loss with a lower learning rate.
+on resume, e.g. to continue past a diverged loss with a lower learning rate,
+but not the optimiser or ``tokens_per_batch``, which the checkpoint's state is
+made for (E308); changed optimiser settings are the ones used from then on.
 The data is checked by content: a file changed, added or removed since the
 run started stops ``resume`` (E316), and a damaged config.cfg or inputs.json
 is named (E317).
@@ -52,8 +54,12 @@ from ..data.vocab import LMVocab
 LOCK_NAME = ".lock"
 HOLDER_NAME = ".lock.holder"
 
-# What may change when a run is resumed: (section, first key) or a whole section.
+# What may change when a run is resumed: (section, first key) or a whole section;
 _FREE_SETTINGS = {("system", "threads"), ("training", None)}
+# but not these, which the checkpoint's state is made for: the optimiser's kind (its
+# state is that optimiser's) and the batch size (the position in an epoch is a count of
+# its batches).
+_FIXED_SETTINGS = {"training.optimizer.@pretrain_optimizers", "training.tokens_per_batch"}
 
 
 class RunDir:
@@ -128,8 +134,8 @@ class RunDir:
         if not resume:
             raise OutputError("E307", path=self.path)
         differences = _differences(self.stored_config().to_dict(), config.to_dict())
-        fixed = [d for section, key, d in differences if (section, key) not in _FREE_SETTINGS
-                 and (section, None) not in _FREE_SETTINGS]
+        fixed = [d for section, key, d in differences if d.split(":")[0] in _FIXED_SETTINGS or (
+            (section, key) not in _FREE_SETTINGS and (section, None) not in _FREE_SETTINGS)]
         if fixed:
             raise ConfigError("E308", path=self.path, differences="; ".join(fixed[:10]))
         record = input_record(files)

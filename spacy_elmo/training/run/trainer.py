@@ -120,9 +120,16 @@ class Trainer:
         path = self.run.checkpoint
         payload = load_checkpoint(path)
         self.run.check_checkpoint_vocab(payload, self.vocab, self.lm)
+        # torch's load_state_dict also takes the saved settings of each group of parameters; a
+        # run resumed with other settings (weight decay, betas, eps, ...: warned as changed) uses
+        # the config's, and the rate stays the schedule's.
+        configured = [{k: v for k, v in group.items() if k not in ("params", "lr", "initial_lr")}
+                      for group in self.optimizer.param_groups]
         try:
             self.lm.load_state_dict(payload["model"])
             self.optimizer.load_state_dict(payload["optimizer"])
+            for group, settings in zip(self.optimizer.param_groups, configured):
+                group.update(settings)
             self.schedule.load_state_dict(payload["schedule"], path)
         except ElmoError:
             raise
