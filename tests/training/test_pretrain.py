@@ -1,5 +1,6 @@
 import json
 import re
+import shutil
 
 import numpy
 import pytest
@@ -106,6 +107,19 @@ def test_resuming_a_finished_run_exports_the_same_model_card(tmp_path, tiny_conf
     again = json.loads((tmp_path / "run" / "model" / "pretrain.json").read_text())
     assert first["train_perplexity"] is not None
     assert again == first
+
+
+def test_a_run_stopped_in_its_export_logs_its_last_dev_evaluation_once(tmp_path, tiny_config):
+    # Resumed, it evaluated the dev set at the last step again: a second dev point in the log and the plot.
+    config = tiny_config(training={"max_steps": 8, "checkpoint_every": 4, "eval_every": 4})
+    run = tmp_path / "run"
+    pretrain(config, run, progress=False)
+    card = json.loads((run / "model" / "pretrain.json").read_text())
+    shutil.rmtree(run / "model")  # as a kill halfway through the export leaves it
+    pretrain(config, run, resume=True, progress=False)
+    records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["kind"] == "dev"] == [4, 8]
+    assert json.loads((run / "model" / "pretrain.json").read_text()) == card
 
 
 def test_the_backward_pass_multiplies_as_the_precision_says(tmp_path, tiny_config, monkeypatch):

@@ -156,6 +156,10 @@ class Trainer:
             state.world_size = world_size
         self.state = state
         self.last_checkpoint = state.step
+        # A dev evaluation logged at the checkpoint's step (a run stopped in its export) is not
+        # made and logged again; every process reads the same record.
+        if self.log.dev_at(state.step) is not None:
+            self.last_dev_step = state.step
         if self.dist.is_main:
             self.log.truncate(state.step)
             if self.log.skipped:
@@ -177,7 +181,7 @@ class Trainer:
         train_seconds, train_tokens = 0.0, 0
         # A resumed run that has no step left to train exports what its log last measured.
         last_train_ppl: Optional[float] = self._logged_train_perplexity()
-        last_dev: Optional[Perplexity] = None
+        last_dev: Optional[Perplexity] = self.log.dev_at(state.step) if self.last_dev_step == state.step else None
         lr = self.schedule.lr
         self.model.train()
         started = time.perf_counter() - state.elapsed
