@@ -14,12 +14,24 @@ def write(folder, values, key="ents_f"):
         (folder / f"seed{seed}.json").write_text(json.dumps({key: value}))
 
 
+def row_of(**runs):
+    """A report row: each run's mean and std and its scores by seed."""
+    from experiments.report.comparison import mean_std
+
+    return {name: {**mean_std(list(scores.values())), "by_seed": scores} for name, scores in runs.items()}
+
+
+def invoke_paired(*arguments):
+    """`report.paired`'s command line with `arguments` (str of each)."""
+    app = typer.Typer()
+    app.command()(paired.main)
+    return CliRunner().invoke(app, [str(a) for a in arguments])
+
+
 def test_each_run_against_the_first_paired_by_seed(tmp_path):
     write(tmp_path / "base", [0.40, 0.50, 0.45, 0.42])
     write(tmp_path / "elmo", [0.44, 0.53, 0.50, 0.43])
-    app = typer.Typer()
-    app.command()(paired.main)
-    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "elmo")])
+    result = invoke_paired("ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"))
     assert result.exit_code == 0, result.output
     base_line, elmo_line = result.output.strip().splitlines()
     assert "44.25 ± 4.35 (4 seeds)" in base_line
@@ -37,10 +49,8 @@ def test_a_missing_score_says_which_scores_there_are(tmp_path):
 def test_json_keeps_each_seed_and_the_comparison(tmp_path):
     write(tmp_path / "base", [0.40, 0.50])
     write(tmp_path / "elmo", [0.44, 0.49])
-    app = typer.Typer()
-    app.command()(paired.main)
     out = tmp_path / "record" / "ner.json"
-    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"), "--json", str(out)])
+    result = invoke_paired("ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"), "--json", str(out))
     assert result.exit_code == 0, result.output
     record = json.loads(out.read_text())
     assert record["key"] == "ents_f" and record["reference"] == str(tmp_path / "base")
@@ -51,12 +61,11 @@ def test_json_keeps_each_seed_and_the_comparison(tmp_path):
 
 
 def test_a_run_with_fewer_seeds_is_compared_over_the_seeds_both_have():
-    from experiments.report.comparison import gains, mean_std
+    from experiments.report.comparison import gains
 
     reference = {"seed0": 40.0, "seed1": 50.0, "seed2": 30.0, "seed3": 90.0}
     partial = {"seed0": 41.0, "seed1": 52.0, "seed2": 33.0}
-    rows = {name: {**mean_std(list(s.values())), "by_seed": s} for name, s in (("ref", reference), ("run", partial))}
-    gain = gains(rows, "run", "ref")
+    gain = gains(row_of(ref=reference, run=partial), "run", "ref")
     assert gain["pairs"] == 3
     assert gain["absolute"] == pytest.approx(2.0, rel=1e-9)  # (1 + 2 + 3) / 3, not 42.0 − 52.5
     assert gain["ci95_low"] <= gain["absolute"] <= gain["ci95_high"]
@@ -67,10 +76,8 @@ def test_against_a_perfect_reference_the_relative_error_reduction_is_undefined_n
     # There is no error to reduce: the report said "+0.0%" for a run 10 points worse.
     write(tmp_path / "base", [1.0, 1.0, 1.0])
     write(tmp_path / "worse", [0.9, 0.9, 0.9])
-    app = typer.Typer()
-    app.command()(paired.main)
     out = tmp_path / "record.json"
-    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "worse"), "--json", str(out)])
+    result = invoke_paired("ents_f", str(tmp_path / "base"), str(tmp_path / "worse"), "--json", str(out))
     assert result.exit_code == 0, result.output
     assert "relative error reduction n/a" in result.output and "+0.0%" not in result.output
     gain = json.loads(out.read_text())["runs"][str(tmp_path / "worse")]["against_first"]
@@ -79,27 +86,23 @@ def test_against_a_perfect_reference_the_relative_error_reduction_is_undefined_n
 
 def test_a_gain_says_over_how_many_paired_seeds_it_is():
     # Runs that share no seed are compared by their means: the record must say it is unpaired.
-    from experiments.report.comparison import gains, mean_std
+    from experiments.report.comparison import gains
 
-    def row(**runs):
-        return {name: {**mean_std(list(s.values())), "by_seed": s} for name, s in runs.items()}
-
-    assert gains(row(ref={"seed0": 40.0, "seed1": 50.0}, run={"seed2": 60.0, "seed3": 70.0}), "run", "ref")["pairs"] == 0
-    assert gains(row(ref={"seed0": 40.0, "seed1": 50.0}, run={"seed1": 60.0, "seed2": 70.0}), "run", "ref")["pairs"] == 1
+    reference = {"seed0": 40.0, "seed1": 50.0}
+    assert gains(row_of(ref=reference, run={"seed2": 60.0, "seed3": 70.0}), "run", "ref")["pairs"] == 0
+    assert gains(row_of(ref=reference, run={"seed1": 60.0, "seed2": 70.0}), "run", "ref")["pairs"] == 1
 
 
 def test_a_run_can_be_read_from_an_earlier_record(tmp_path):
     """RECORD.json:RUN pairs a new run with the seeds an earlier --json kept, as if its folder were there."""
     write(tmp_path / "base", [0.40, 0.50, 0.45])
     write(tmp_path / "elmo", [0.44, 0.49, 0.47])
-    app = typer.Typer()
-    app.command()(paired.main)
     record = tmp_path / "record.json"
-    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"), "--json", str(record)])
+    result = invoke_paired("ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"), "--json", str(record))
     assert result.exit_code == 0, result.output
     write(tmp_path / "new", [0.45, 0.55, 0.40])
-    from_record = CliRunner().invoke(app, ["ents_f", f"{record}:{tmp_path / 'base'}", str(tmp_path / "new")])
-    from_folder = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "new")])
+    from_record = invoke_paired("ents_f", f"{record}:{tmp_path / 'base'}", str(tmp_path / "new"))
+    from_folder = invoke_paired("ents_f", str(tmp_path / "base"), str(tmp_path / "new"))
     assert from_record.exit_code == 0, from_record.output
     # the same numbers either way: the record keeps each seed's score
     assert from_record.output.replace(f"{record}:", "") == from_folder.output
@@ -191,9 +194,7 @@ def test_a_monte_carlo_p_is_stated_with_its_error_in_the_output_and_the_record(t
     write(tmp_path / "base", list(values))
     write(tmp_path / "elmo", list(values + 0.01))
     out = tmp_path / "record.json"
-    app = typer.Typer()
-    app.command()(paired.main)
-    result = CliRunner().invoke(app, ["ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"), "--json", str(out)])
+    result = invoke_paired("ents_f", str(tmp_path / "base"), str(tmp_path / "elmo"), "--json", str(out))
     assert result.exit_code == 0, result.output
     assert "(Monte Carlo) (24 pairs)" in result.output
     comparison = json.loads(out.read_text())["runs"][str(tmp_path / "elmo")]["against_first"]
