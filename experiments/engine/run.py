@@ -194,6 +194,31 @@ def changed(stored: Optional[Mapping[str, str]], current: Mapping[str, str]) -> 
     return [key for key in sorted(set(stored) | set(current)) if stored.get(key) != current.get(key)]
 
 
+# Scores spaCy gives and the counts they are computed from must agree to this much (floats kept by JSON).
+AGREE = 1e-9
+
+
+def f1(tp: int, fp: int, fn: int) -> float:
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def macro_f(matrix: List[List[int]]) -> float:
+    """The mean over classes of each class's F1 (one-vs-rest), from a confusion matrix."""
+    n = len(matrix)
+    scores = []
+    for k in range(n):
+        tp = matrix[k][k]
+        fp = sum(matrix[g][k] for g in range(n)) - tp
+        fn = sum(matrix[k]) - tp
+        scores.append(f1(tp, fp, fn))
+    return sum(scores) / n
+
+
+def accuracy(matrix: List[List[int]]) -> float:
+    total = sum(map(sum, matrix))
+    return sum(matrix[k][k] for k in range(len(matrix))) / total if total else 0.0
+
+
 class RunRecord(BaseModel):
     """What a finished run leaves: its scores and what they were computed from."""
     run: str
@@ -242,31 +267,6 @@ class RunRecord(BaseModel):
         if not isinstance(theirs, (int, float)) or isinstance(theirs, bool) or abs(ours - theirs) > AGREE:
             raise ValueError(f"scores.{key} is {theirs!r}, but the counts give {ours!r}")
         return self
-
-
-# Scores spaCy gives and the counts they are computed from must agree to this much (floats kept by JSON).
-AGREE = 1e-9
-
-
-def f1(tp: int, fp: int, fn: int) -> float:
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
-def macro_f(matrix: List[List[int]]) -> float:
-    """The mean over classes of each class's F1 (one-vs-rest), from a confusion matrix."""
-    n = len(matrix)
-    scores = []
-    for k in range(n):
-        tp = matrix[k][k]
-        fp = sum(matrix[g][k] for g in range(n)) - tp
-        fn = sum(matrix[k]) - tp
-        scores.append(f1(tp, fp, fn))
-    return sum(scores) / n
-
-
-def accuracy(matrix: List[List[int]]) -> float:
-    total = sum(map(sum, matrix))
-    return sum(matrix[k][k] for k in range(len(matrix))) / total if total else 0.0
 
 
 def record_path(records: Path, run_id: str) -> Path:
