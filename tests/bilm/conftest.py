@@ -2,6 +2,8 @@ import pytest
 
 from spacy_elmo.bilm import lstm
 
+from ..numeric import torch_threads
+
 
 @pytest.fixture(params=["wide", "per gate"])
 def gate_form(request, monkeypatch) -> str:
@@ -11,3 +13,11 @@ def gate_form(request, monkeypatch) -> str:
     if request.param == "per gate":
         monkeypatch.setattr(lstm, "PER_GATE_MIN_CELLS", 1)
     return request.param
+
+
+@pytest.fixture(params=[1, 2], ids=["1 thread", "2 threads"])
+def threads(request):
+    """torch's intra-op thread count for a bit-for-bit test: products cut over
+    threads can round otherwise (products.py), so such tests run at both."""
+    with torch_threads(request.param):
+        yield request.param

@@ -27,7 +27,7 @@ def cell_update_in_torch(input_gate, forget_gate, output_gate, new_input, cell, 
 
 
 @pytest.mark.parametrize("changes", STACK_CHANGES)
-def test_a_cell_updated_out_of_place_gives_the_in_place_values_bit_for_bit(monkeypatch, changes, gate_form):
+def test_a_cell_updated_out_of_place_gives_the_in_place_values_bit_for_bit(monkeypatch, changes, gate_form, threads):
     model = scaled_stack(**changes)
     with torch.inference_mode():
         inputs = [packed_inputs(model, lengths) for lengths in BATCH_LENGTHS]

@@ -57,7 +57,7 @@ BATCH_LENGTHS = [(17, 3, 1, 9, 9, 30, 2), (1,), (4, 4, 4), [3 + i % 11 for i in 
 
 
 @pytest.mark.parametrize("changes", STACK_CHANGES)
-def test_the_chunks_give_the_packed_values_bit_for_bit(changes, gate_form):
+def test_the_chunks_give_the_packed_values_bit_for_bit(changes, gate_form, threads):
     model = scaled_stack(**changes)
     graphs = RecurrenceGraphs()
     with torch.inference_mode():

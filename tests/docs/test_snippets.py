@@ -81,7 +81,11 @@ def test_the_snippet_runs(snippet, folder):
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     bin_dir = folder / ".bin"  # `python` in a shell snippet is this interpreter
     bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
+    # A wrapper script, not a link: a virtual environment's interpreter reached
+    # through a link elsewhere no longer finds its environment (pyvenv.cfg).
+    wrapper = bin_dir / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    wrapper.chmod(0o755)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     if snippet.language == "python":
         command = [sys.executable, "-c", "import torch; torch.set_num_threads(1)\n" + snippet.code]
