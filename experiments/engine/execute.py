@@ -44,7 +44,8 @@ CONSOLE_LOGGERS = ("spacy.ConsoleLogger.v1", "spacy.ConsoleLogger.v2", "spacy.Co
 
 def dev_log_overrides(config: Path, overrides: Dict[str, Any], run_dir: Path) -> Dict[str, Any]:
     """Overrides that make spaCy's console logger also write the dev curve to ``run_dir``; its table
-    stays on screen. A config whose logger is not spaCy's console logger keeps its own logger."""
+    stays on screen, with a bar of the steps to the next evaluation on a terminal (spaCy leaves it out
+    of a log file). A config whose logger is not spaCy's console logger keeps its own logger."""
     from spacy.util import load_config
 
     logger = load_config(config, overrides=overrides, interpolate=False)["training"]["logger"]
@@ -52,7 +53,7 @@ def dev_log_overrides(config: Path, overrides: Dict[str, Any], run_dir: Path) ->
         return {}
     return {
         "training.logger.@loggers": "spacy.ConsoleLogger.v3",
-        "training.logger.progress_bar": None,
+        "training.logger.progress_bar": "eval",
         "training.logger.output_file": str(run_dir / TRAIN_LOG),
     }
 
@@ -285,8 +286,9 @@ def main(
 ) -> None:
     import torch
 
+    the_run = Run.from_json(run)  # checked before anything is set
     torch.set_num_threads(1)  # a job of a plan: one of many processes, one thread each
-    execute(Run.from_json(run), records, work, keep_model, gpu_id)
+    execute(the_run, records, work, keep_model, gpu_id)
 
 
 if __name__ == "__main__":

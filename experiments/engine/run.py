@@ -23,13 +23,14 @@ a test split, by ``experiments.run.evaluate_seeds`` through the same ``execute.s
 """
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import spacy
-from pydantic import BaseModel, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 import spacy_elmo
 from experiments.errors import ExperimentError
@@ -55,10 +56,7 @@ class Run:
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        parts = self.id.replace("\\", "/").split("/")
-        if any(p in ("", ".", "..") for p in parts):
-            raise ExperimentError("a run id", expected="a relative path such as cv/ner/elmo/fold0/seed0",
-                                  found=repr(self.id), fix="name each run by a path of plain parts")
+        check_run_id(self.id)
 
     @property
     def settings(self) -> Dict[str, Any]:
@@ -71,11 +69,45 @@ class Run:
                            "labels": dict(self.labels)})
 
     @classmethod
-    def from_json(cls, text: str) -> "Run":
-        data = json.loads(text)
-        return cls(id=data["id"], config=data["config"], overrides=tuple(tuple(o) for o in data["overrides"]),
-                   seed=data["seed"], test=data["test"], inputs=tuple(data["inputs"]),
-                   labels=data.get("labels", {}))
+    def from_json(cls, text: str, where: str = "--run") -> "Run":
+        """The run `to_json` wrote; `ExperimentError` naming ``where`` for text that is not one."""
+        try:
+            data = _RunJson.model_validate_json(text)
+        except ValidationError as err:
+            fields = ", ".join(_RunJson.model_fields)
+            raise ExperimentError(where, expected=f"a run as Run.to_json writes it ({fields})", found=first_error(err),
+                                  fix="pass the JSON text a plan gives its jobs") from None
+        return cls(id=data.id, config=data.config, overrides=tuple(data.overrides), seed=data.seed, test=data.test,
+                   inputs=tuple(data.inputs), labels=data.labels)
+
+
+class _RunJson(BaseModel):
+    """The JSON form of a `Run` (`Run.to_json`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    config: str
+    overrides: List[Tuple[str, Any]]
+    seed: int
+    test: str
+    inputs: List[str]
+    labels: Dict[str, str] = {}
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` when it is a relative path of plain names (``cv/ner/elmo/fold0/seed0``): a run's record and
+    views are named by it, so an empty part, ``.``, ``..`` or a leading ``/`` would put them elsewhere."""
+    if any(part in ("", ".", "..") for part in run_id.replace("\\", "/").split("/")):
+        raise ExperimentError("a run id", expected="a relative path such as cv/ner/elmo/fold0/seed0",
+                              found=repr(run_id), fix="name each run by a path of plain parts")
+    return run_id
+
+
+def first_error(err: ValidationError) -> str:
+    """Where the first problem a pydantic `ValidationError` found is, and what it is."""
+    first = err.errors()[0]
+    return f"{'.'.join(map(str, first['loc'])) or 'the top level'}: {first['msg']}"
 
 
 # Digests, cached by (path, size, mtime) within a process: a plan asks for the same biLM many times.
@@ -234,39 +266,59 @@ class RunRecord(BaseModel):
     dev_curve: List[Dict[str, float]] = []
     mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
     sizes: Dict[str, int] = {}  # docs in the training and test splits
-    train_minutes: Optional[float] = None  # None: a model trained before it was scored (experiments.run.evaluate_seeds)
+    # None: a model trained before it was scored (experiments.run.evaluate_seeds)
+    train_minutes: Optional[float] = Field(None, ge=0, allow_inf_nan=False)
     cpu: str = ""  # the CPU model that trained it (train_minutes are its minutes, on a machine maybe shared)
     finished: str
 
     @field_validator("counts")
     @classmethod
     def _counts_are_counts(cls, counts: Dict[str, Any]) -> Dict[str, Any]:
-        if "confusion" in counts:
-            rows = counts["confusion"]
-            labels = counts.get("labels")
-            if not isinstance(labels, list) or len(rows) != len(labels) or any(len(r) != len(labels) for r in rows):
-                raise ValueError("a confusion matrix is square, one row and column per label")
-            values = [v for row in rows for v in row]
-        else:
-            values = [counts.get(k) for k in ("tp", "fp", "fn")]
+        values = _cells(counts) if CONFUSION in counts else [counts.get(key) for key in PRF_COUNTS]
         if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in values):
             raise ValueError("counts are whole numbers of 0 or more")
         return counts
 
     @model_validator(mode="after")
     def _scores_follow_from_counts(self) -> "RunRecord":
-        """The record's score is the one its counts give (as `execute.evaluate` checked when it was
-        written): a score edited by hand would be served by the views and `paired`, while `cv`
-        computes it again from the counts."""
-        if "confusion" in self.counts:
-            key, ours = "cats_macro_f", macro_f(self.counts["confusion"])
-        else:
-            key = "ents_f" if "ents_f" in self.scores else "tag_acc"
-            ours = f1(self.counts["tp"], self.counts["fp"], self.counts["fn"])
-        theirs = self.scores.get(key, ours)  # (a record may keep its counts alone)
-        if not isinstance(theirs, (int, float)) or isinstance(theirs, bool) or abs(ours - theirs) > AGREE:
-            raise ValueError(f"scores.{key} is {theirs!r}, but the counts give {ours!r}")
+        """The record's scores are the ones its counts give (as `execute.evaluate` checked when it was
+        written), finite numbers: a score edited by hand would be served by the views and `paired`, while
+        `cv` computes it again from the counts."""
+        for key, ours in scores_of_counts(self.counts, self.scores).items():
+            theirs = self.scores.get(key, ours)  # (a record may keep its counts alone)
+            if not _is_finite_number(theirs) or abs(ours - theirs) > AGREE:
+                raise ValueError(f"scores.{key} is {theirs!r}, but the counts give {ours!r}")
         return self
+
+
+CONFUSION = "confusion"  # a textcat record's counts: {"labels": [...], "confusion": gold rows by predicted columns}
+PRF_COUNTS = ("tp", "fp", "fn")  # an NER or tagger record's counts
+
+
+def _cells(counts: Mapping[str, Any]) -> List[Any]:
+    """The cells of a textcat record's confusion matrix, once it is square with one row and column per label
+    (at least one label, each a name given once)."""
+    labels, rows = counts.get("labels"), counts[CONFUSION]
+    if not isinstance(labels, list) or not labels or not all(isinstance(label, str) for label in labels) \
+            or len(set(labels)) != len(labels):
+        raise ValueError("labels are the classes' names, each once, at least one")
+    if not isinstance(rows, list) or len(rows) != len(labels) \
+            or any(not isinstance(row, list) or len(row) != len(labels) for row in rows):
+        raise ValueError("a confusion matrix is square, one row and column per label")
+    return [value for row in rows for value in row]
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def scores_of_counts(counts: Mapping[str, Any], scores: Mapping[str, Any]) -> Dict[str, float]:
+    """The scores (0-1, by spaCy's names) that a record's checked counts give: a confusion matrix's
+    ``cats_macro_f`` and ``cats_accuracy``; true/false positives' and false negatives' F1 as ``ents_f``,
+    or as ``tag_acc`` where ``scores`` has no ``ents_f`` (a tagger's record)."""
+    if CONFUSION in counts:
+        return {"cats_macro_f": macro_f(counts[CONFUSION]), "cats_accuracy": accuracy(counts[CONFUSION])}
+    return {"ents_f" if "ents_f" in scores else "tag_acc": f1(*(counts[key] for key in PRF_COUNTS))}
 
 
 def record_path(records: Path, run_id: str) -> Path:
@@ -283,22 +335,29 @@ def read_record(path: Path) -> RunRecord:
     try:
         return RunRecord.model_validate_json(text)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(map(str, first["loc"])) or "the file"
-        raise ExperimentError(path, expected="a run record", found=f"{where}: {first['msg']}",
+        raise ExperimentError(path, expected="a run record", found=first_error(err),
                               fix="remove it and run the study again") from None
 
 
-def stored_record(records: Path, run: Run) -> Optional[RunRecord]:
-    """The run's record, or None when there is none or it is not a valid record of this run."""
+def read_record_of(records: Path, run: Run) -> Optional[RunRecord]:
+    """The record of ``run`` in ``records``: None when there is none; `ExperimentError` when the file there
+    is not a valid record of this run (a record of another run copied over it is not)."""
     path = record_path(records, run.id)
     if not path.exists():
         return None
+    record = read_record(path)
+    if record.run != run.id:
+        raise ExperimentError(path, expected=f"the record of run {run.id}", found=f"the record of run {record.run}",
+                              fix="remove it: the study then trains the run again")
+    return record
+
+
+def stored_record(records: Path, run: Run) -> Optional[RunRecord]:
+    """The run's record, or None when there is none or it is not a valid record of this run (`read_record_of`)."""
     try:
-        record = read_record(path)
+        return read_record_of(records, run)
     except ExperimentError:
         return None
-    return record if record.run == run.id else None
 
 
 def not_done_because(run: Run, records: Path) -> List[str]:

@@ -15,14 +15,15 @@ from typing import List
 
 import typer
 
-from experiments.engine.run import RunRecord, read_record, record_path
+from experiments.engine.run import RunRecord, check_run_id, read_record, record_path
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
 
 
 def view_path(metrics: Path, run_id: str) -> Path:
-    """METRICS/<run>/seed<N>.json for the engine run ``<run>/seed<N>``."""
-    parts = run_id.split("/")
+    """METRICS/<run>/seed<N>.json for the engine run ``<run>/seed<N>`` (a relative path of plain names,
+    `check_run_id`: a view and the record it is read from stay inside their folders)."""
+    parts = check_run_id(run_id).split("/")
     if len(parts) < 2 or not parts[-1].startswith("seed"):
         raise ExperimentError(run_id, expected="an engine run named <run>/seed<N>", found="another name",
                               fix="name the plan's runs <run>/seed<N> to give them per-seed score files")

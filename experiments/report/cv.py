@@ -20,8 +20,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from experiments.engine.run import Run, RunRecord, read_record, record_path
-from experiments.files import write_atomic
+from experiments.engine.run import CONFUSION, Run, RunRecord, read_record_of, record_path
+from experiments.errors import ExperimentError
+from experiments.files import read_utf8, write_atomic
 from experiments.report.comparison import EXACT_MAX_PAIRS, sign_flip_test
 
 BOOTSTRAP = 10_000
@@ -52,13 +53,25 @@ def metrics_of(counts: Dict[str, Any]) -> Dict[str, float]:
 
 
 def sum_counts(records: Sequence[RunRecord]) -> Dict[str, Any]:
+    """The runs' counts summed: their true/false positives and false negatives, or their confusion
+    matrices, each taken in the first run's order of the classes."""
     first = records[0].counts
-    if "confusion" in first:
+    if CONFUSION in first:
         labels = first["labels"]
-        if any(r.counts.get("labels") != labels for r in records):
-            raise ValueError("runs scored with different class orders cannot be pooled")
-        return {"labels": labels, "confusion": sum(numpy.asarray(r.counts["confusion"]) for r in records).tolist()}
+        return {"labels": labels, CONFUSION: sum(confusion_in(r, labels) for r in records).tolist()}
     return {key: sum(r.counts[key] for r in records) for key in ("tp", "fp", "fn")}
+
+
+def confusion_in(record: RunRecord, labels: List[str]) -> numpy.ndarray:
+    """The confusion matrix of a textcat run's record with its rows and columns in the order of ``labels``."""
+    own = record.counts["labels"]
+    if own == labels:
+        return numpy.asarray(record.counts[CONFUSION])
+    if sorted(own) != sorted(labels):
+        raise ExperimentError(record.run, expected=f"a run scored on the classes {', '.join(labels)}",
+                              found=f"the classes {', '.join(own)}", fix="pool only the runs of one task")
+    order = [own.index(label) for label in labels]
+    return numpy.asarray(record.counts[CONFUSION])[numpy.ix_(order, order)]
 
 
 def compare(a: Sequence[RunRecord], b: Sequence[RunRecord], metric: str, draws: int = BOOTSTRAP,
@@ -86,16 +99,32 @@ def compare(a: Sequence[RunRecord], b: Sequence[RunRecord], metric: str, draws: 
 
 
 def read_arm(runs: Sequence[Run], records: Path) -> Dict[Tuple[str, str], RunRecord]:
-    """{(fold, seed): record} of the planned runs whose records exist."""
+    """{(fold, seed): record} of the planned runs that have a record; a file in a run's place that is not
+    a valid record of that run is an `ExperimentError` (the engine's own check, `read_record_of`)."""
     found = {}
     for run in runs:
-        path = record_path(records, run.id)
-        if path.exists():
-            found[run.labels["fold"], run.labels["seed"]] = read_record(path)
+        record = read_record_of(records, run)
+        if record is not None:
+            found[run.labels["fold"], run.labels["seed"]] = record
     return found
 
 
+def check_records(runs: Sequence[Run], records: Path) -> None:
+    """``records`` is a folder holding the record of at least one of ``runs``: a mistyped folder would
+    otherwise report a study where nothing has run."""
+    where = "RECORDS/<task>/<arm>/fold<i>/seed<s>.json"
+    fix = "name the folder `python -m experiments.run.cv run` writes the records to (--records)"
+    if not Path(records).is_dir():
+        raise ExperimentError(records, expected="the folder of the study's records",
+                              found="a file" if Path(records).exists() else "nothing", fix=fix)
+    if not any(record_path(records, run.id).exists() for run in runs):
+        raise ExperimentError(records, expected=f"the records of the planned runs ({where})", found="none", fix=fix)
+
+
 def build(runs: Sequence[Run], records: Path, comparisons: Sequence[Tuple[str, str, str]]) -> Dict[str, Any]:
+    """The report: each arm's pooled scores and runs, and each comparison over the pairs both arms have run
+    (`check_records` first)."""
+    check_records(runs, records)
     by_arm: Dict[Tuple[str, str], List[Run]] = {}
     for run in runs:
         by_arm.setdefault((run.labels["task"], run.labels["arm"]), []).append(run)
@@ -107,7 +136,8 @@ def build(runs: Sequence[Run], records: Path, comparisons: Sequence[Tuple[str, s
             recs = list(done.values())
             entry["pooled"] = metrics_of(sum_counts(recs))
             entry["runs"] = {f"fold{f}/seed{s}": metrics_of(r.counts) for (f, s), r in sorted(done.items())}
-            entry["train_minutes"] = sum(r.train_minutes for r in recs)
+            entry["train_minutes"] = sum(r.train_minutes for r in recs if r.train_minutes is not None)
+            entry["untimed"] = sum(r.train_minutes is None for r in recs)  # runs trained before they were scored
             entry["cpus"] = sorted({r.cpu for r in recs if r.cpu})
         arms[f"{task}/{arm}"] = entry
     results = []
@@ -149,7 +179,7 @@ def markdown(report: Dict[str, Any]) -> str:
             else:  # below 0.001 the estimate says no more than that
                 p = _p_text(c["p"]) + (f" ± {c['p_error']:.3f}" if c["p"] >= 0.001 else "") + " (Monte Carlo)"
             interval = f"[{c['interval'][0]:+.2f}, {c['interval'][1]:+.2f}]"
-        rer = f"{100 * c['relative_error_reduction']:+.1f}%" if c["relative_error_reduction"] is not None else ""
+        rer = _reduction_text(c["relative_error_reduction"])
         lines.append(head + f" {c['score_a']:.2f} | {c['score_b']:.2f} | {c['gain']:+.2f} {interval} | {rer} | {p} |")
     lines += ["", "Pooled over all test examples of the pairs' runs (NER: F1 over all entities; sentiment: "
               "macro-F and accuracy over all snippets); the interval resamples (fold, seed) pairs; p: two-sided "
@@ -157,7 +187,7 @@ def markdown(report: Dict[str, Any]) -> str:
               "| arm | runs | pooled | training minutes |", "| --- | --- | --- | --- |"]
     for name, arm in report["arms"].items():
         pooled = ", ".join(f"{k} {v:.2f}" for k, v in arm.get("pooled", {}).items())
-        lines.append(f"| {name} | {arm['done']} of {arm['planned']} | {pooled} | {arm.get('train_minutes', 0):.0f} |")
+        lines.append(f"| {name} | {arm['done']} of {arm['planned']} | {pooled} | {_minutes_text(arm)} |")
     lines += fold_tables(report)
     cpus = sorted({cpu for arm in report["arms"].values() for cpu in arm.get("cpus", [])})
     lines += ["", f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one thread a run, one or two runs "
@@ -165,6 +195,11 @@ def markdown(report: Dict[str, Any]) -> str:
               "`python -m experiments.run.cv run --jobs N` (resumes; records in docs/results/cv/records); this page: "
               "`python -m experiments.run.cv report`."]
     return "\n".join(lines) + "\n"
+
+
+def _minutes_text(arm: Dict[str, Any]) -> str:
+    untimed = arm.get("untimed", 0)
+    return f"{arm.get('train_minutes', 0):.0f}" + (f" ({untimed} untimed)" if untimed else "")
 
 
 def fold_tables(report: Dict[str, Any]) -> List[str]:
@@ -189,12 +224,19 @@ def fold_tables(report: Dict[str, Any]) -> List[str]:
     return lines
 
 
-def write_report(runs: Sequence[Run], records: Path, output: Path,
-                 comparisons: Sequence[Tuple[str, str, str]]) -> Dict[str, Any]:
+def write_report(runs: Sequence[Run], records: Path, output: Path, comparisons: Sequence[Tuple[str, str, str]],
+                 readme: Optional[Path] = None, day: str = "") -> Dict[str, Any]:
+    """Pool the records into OUTPUT/results.json and results.md, and with ``readme`` write its results block
+    (`update_readme`, made on ``day``). The records and the README are checked before anything is written."""
+    if readme is not None:
+        readme_around(readme)
     report = build(runs, records, comparisons)
+    text = markdown(report)
     write_atomic(output / "results.json", json.dumps(report, indent=1) + "\n")
-    write_atomic(output / "results.md", markdown(report))
-    print(markdown(report))
+    write_atomic(output / "results.md", text)
+    print(text)
+    if readme is not None:
+        update_readme(readme, report, day)
     return report
 
 
@@ -204,6 +246,11 @@ README_START = "<!-- cv results: the figures of docs/results/cv/results.md (pyth
 README_END = "<!-- cv results end -->"
 _TASK_NAMES = {"ner": ("NER", "NER (WNUT-16 tweets)"), "sentiment5": ("sentiment", "5-class sentiment (RT snippets)")}
 _METRIC_NAMES = {"f1": "F1", "macro_f": "macro-F", "accuracy": "accuracy"}
+
+
+def _reduction_text(reduction: Optional[float]) -> str:
+    """A relative error reduction in percent; "n/a" against a perfect A (no error to reduce)."""
+    return "n/a" if reduction is None else f"{100 * reduction:+.1f}%"
 
 
 def _p_text(p: float) -> str:
@@ -235,7 +282,7 @@ def readme_block(report: Dict[str, Any], day: str) -> str:
         p = _p_text(c["p"]) + (" (MC)" if c["p_error"] is not None else "")
         rows.append(f"| {long}, {metric} | {c['a']} → {c['b']} | {c['score_a']:.2f} → {c['score_b']:.2f} | "
                     f"{c['gain']:+.2f} [{low:+.2f}, {high:+.2f}] | {c['mean_run_gain']:+.2f} ± {c['run_gain_std']:.2f} | "
-                    f"{100 * c['relative_error_reduction']:+.1f}% | {p} |")
+                    f"{_reduction_text(c['relative_error_reduction'])} | {p} |")
         significant = c["p"] < 0.05 and (low > 0 or high < 0)
         words.append(f"{short} {metric}, {c['a']} → {c['b']}: {c['gain']:+.2f} ("
                      + (f"significant: interval clear of 0, p {_p_text(c['p'])}" if significant
@@ -255,13 +302,17 @@ def readme_block(report: Dict[str, Any], day: str) -> str:
     ])
 
 
-def update_readme(path: Path, report: Dict[str, Any], day: str) -> None:
-    """Write `readme_block` over the block between README_START and README_END in `path`."""
-    from experiments.errors import ExperimentError
-
-    text = path.read_text(encoding="utf-8")
+def readme_around(path: Path) -> Tuple[str, str]:
+    """The text of the README ``path`` before and after its results block (README_START to README_END)."""
+    text = read_utf8(path, "a README with the cv results block")
     start, end = text.find(README_START), text.find(README_END)
     if start < 0 or end < start:
         raise ExperimentError(path, expected=f"a block from {README_START!r} to {README_END!r}", found="none",
                               fix="put the two lines where the summary belongs")
-    write_atomic(path, text[:start] + readme_block(report, day) + text[end + len(README_END):])
+    return text[:start], text[end + len(README_END):]
+
+
+def update_readme(path: Path, report: Dict[str, Any], day: str) -> None:
+    """Write `readme_block` over the block between README_START and README_END in `path`."""
+    before, after = readme_around(path)
+    write_atomic(path, before + readme_block(report, day) + after)

@@ -26,8 +26,14 @@ run whose record matches what it would be trained from now is skipped: the same 
 The order is fold-major, so that a stopped study leaves whole pairs: for each fold and seed the
 baseline and ELMo runs of NER, then of sentiment; the GloVe arms after all of those.
 ``experiments.report.cv`` pools the records into the comparisons.
+
+A path given to a command (``--records``, ``--output``, ``--readme``, ``--work``, ``--logs``, ``--bilm``,
+``--glove``) is read from the caller's folder; the commands then work from the project's root, where
+the study names its own files. ``report`` refuses a records folder that does not exist or holds none of
+the planned runs' records, and a ``--readme`` without its results block, before it writes anything.
 """
 import json
+import os
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -248,10 +254,24 @@ def prepare(study: Study, echo=typer.echo) -> Study:
 # The command line.
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
+WORK = Path("training/cv")
+LOGS = Path("logs/cv")
 
 
-def _study(k: int, seeds: str, steps: int, eval_frequency: int, bilm: str, glove: str, tasks: str, arms: str,
-           records: str) -> Study:
+def from_caller(given: Optional[str], default: Path = Path()) -> str:
+    """A path option: ``given`` read from the caller's folder, or ``default`` (a path from the project's
+    root) when it is not given. The commands work from the project's root, so a path inside it is kept
+    relative to the root, as the study names its own files (a run's overrides, and so its fingerprint,
+    are the same from any folder); one outside it is made absolute."""
+    if given is None:
+        return str(default)
+    path = Path(os.path.abspath(Path(given).expanduser()))
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _study(k: int, seeds: str, steps: int, eval_frequency: int, bilm: Optional[str], glove: Optional[str], tasks: str,
+           arms: str, records: Optional[str]) -> Study:
+    """The study the options describe, its paths read from the caller's folder (`from_caller`)."""
     try:
         seed_list = tuple(int(s) for s in seeds.replace(",", " ").split())
     except ValueError:
@@ -264,40 +284,46 @@ def _study(k: int, seeds: str, steps: int, eval_frequency: int, bilm: str, glove
         raise ExperimentError("--tasks", expected=f"some of {', '.join(TASKS)}", found=repr(tasks))
     if not arm_list or any(a not in ARMS for a in arm_list):
         raise ExperimentError("--arms", expected=f"some of {', '.join(ARMS)}", found=repr(arms))
-    return Study(k=k, seeds=seed_list, steps=steps, eval_frequency=eval_frequency, bilm=bilm, glove=glove,
-                 tasks=task_list, arms=arm_list, records=records)
+    return Study(k=k, seeds=seed_list, steps=steps, eval_frequency=eval_frequency, bilm=from_caller(bilm, Path(BILM)),
+                 glove=from_caller(glove, GLOVE), tasks=task_list, arms=arm_list, records=from_caller(records, RECORDS))
+
+
+def path_option(default: Path, help: str, name: Optional[str] = None) -> typer.models.OptionInfo:
+    """An option naming a path from the caller's folder; not given, it is ``default`` from the project's root."""
+    return typer.Option(None, *([name] if name else []), show_default=str(default), help=help)
 
 
 K = typer.Option(10, help="Folds")
 SEEDS = typer.Option("0 1", help="Seeds of each fold's runs")
 STEPS = typer.Option(3000, help="Training steps of each run")
 EVAL_FREQUENCY = typer.Option(250, help="Steps between dev evaluations")
-BILM_OPTION = typer.Option(BILM, "--bilm", help="The biLM of the ELMo arms (frozen, not tuned)")
-GLOVE_OPTION = typer.Option(str(GLOVE), "--glove", help="GloVe as spaCy vectors (experiments.data.glove)")
+BILM_OPTION = path_option(Path(BILM), "The biLM of the ELMo arms (frozen, not tuned)", "--bilm")
+GLOVE_OPTION = path_option(GLOVE, "GloVe as spaCy vectors (experiments.data.glove)", "--glove")
 TASKS_OPTION = typer.Option(",".join(TASKS), "--tasks", help="Comma-separated: " + ", ".join(TASKS))
 ARMS_OPTION = typer.Option(",".join(ARMS), "--arms", help="Comma-separated: " + ", ".join(ARMS))
-RECORDS_OPTION = typer.Option(str(RECORDS), "--records", help="Folder of the runs' records (committed)")
+RECORDS_OPTION = path_option(RECORDS, "Folder of the runs' records (committed)", "--records")
 
 
 @app.command("run")
 def run_cli(
-    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY, bilm: str = BILM_OPTION,
-    glove: str = GLOVE_OPTION, tasks: str = TASKS_OPTION, arms: str = ARMS_OPTION, records: str = RECORDS_OPTION,
+    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
+    bilm: Optional[str] = BILM_OPTION, glove: Optional[str] = GLOVE_OPTION, tasks: str = TASKS_OPTION,
+    arms: str = ARMS_OPTION, records: Optional[str] = RECORDS_OPTION,
     jobs: int = typer.Option(1, min=1, help="Runs side by side (one thread each)"),
     minutes: float = typer.Option(0, min=0, help="Start no run after this many minutes (0: no limit)"),
-    work: Path = typer.Option(Path("training/cv"), help="Scratch folder of the trainings"),
-    logs: Path = typer.Option(Path("logs/cv"), help="Each run's log"),
+    work: Optional[str] = path_option(WORK, "Scratch folder of the trainings"),
+    logs: Optional[str] = path_option(LOGS, "Each run's log"),
 ) -> None:
     """Train and score every run not done yet, in the plan's order."""
-    import os
-
     from experiments.engine.plan import run_plan
 
+    study = _study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records)
+    work_dir, log_dir = Path(from_caller(work, WORK)), Path(from_caller(logs, LOGS))
     os.chdir(ROOT)
-    study = prepare(_study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records))
+    study = prepare(study)
     runs = plan_runs(study)
-    typer.echo(f"{len(runs)} runs, {jobs} at a time; records in {study.records}, logs in {logs}/")
-    summary = run_plan(runs, Path(study.records), work, logs, jobs=jobs, minutes=minutes or None)
+    typer.echo(f"{len(runs)} runs, {jobs} at a time; records in {study.records}, logs in {log_dir}/")
+    summary = run_plan(runs, Path(study.records), work_dir, log_dir, jobs=jobs, minutes=minutes or None)
     typer.echo(summary.describe())
     if not summary.ok:
         raise typer.Exit(1)
@@ -305,14 +331,14 @@ def run_cli(
 
 @app.command("plan")
 def plan_cli(
-    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY, bilm: str = BILM_OPTION,
-    glove: str = GLOVE_OPTION, tasks: str = TASKS_OPTION, arms: str = ARMS_OPTION, records: str = RECORDS_OPTION,
+    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
+    bilm: Optional[str] = BILM_OPTION, glove: Optional[str] = GLOVE_OPTION, tasks: str = TASKS_OPTION,
+    arms: str = ARMS_OPTION, records: Optional[str] = RECORDS_OPTION,
 ) -> None:
     """List the runs and which are done (a record counts only if made from what would be trained now)."""
-    import os
-
+    study = _study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records)
     os.chdir(ROOT)
-    study = prepare(_study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records))
+    study = prepare(study)
     runs = plan_runs(study)
     done = Counter()
     for run in runs:
@@ -324,22 +350,24 @@ def plan_cli(
 
 @app.command("report")
 def report_cli(
-    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY, bilm: str = BILM_OPTION,
-    glove: str = GLOVE_OPTION, tasks: str = TASKS_OPTION, arms: str = ARMS_OPTION, records: str = RECORDS_OPTION,
-    output: Path = typer.Option(RESULTS, help="Where results.md and results.json go"),
-    readme: Optional[Path] = typer.Option(None, help="Also write the summary block of this README (README.md)"),
+    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
+    bilm: Optional[str] = BILM_OPTION, glove: Optional[str] = GLOVE_OPTION, tasks: str = TASKS_OPTION,
+    arms: str = ARMS_OPTION, records: Optional[str] = RECORDS_OPTION,
+    output: Optional[str] = path_option(RESULTS, "Where results.md and results.json go"),
+    readme: Optional[str] = typer.Option(None, help="Also write the summary block of this README (README.md)"),
 ) -> None:
-    """Pool the records of the planned runs into each comparison (partial while runs are left)."""
+    """Pool the records of the planned runs into each comparison (partial while runs are left); a records
+    folder that does not exist or holds none of the planned runs' records is refused, and nothing written."""
     import datetime
-    import os
 
-    from experiments.report.cv import update_readme, write_report
+    from experiments.report.cv import write_report
 
-    os.chdir(ROOT)
     study = _study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records)
-    report = write_report(plan_runs(study), Path(study.records), output, COMPARISONS)
-    if readme is not None:
-        update_readme(readme, report, datetime.date.today().isoformat())
+    output_dir = Path(from_caller(output, RESULTS))
+    readme_path = Path(from_caller(readme)) if readme is not None else None
+    os.chdir(ROOT)
+    write_report(plan_runs(study), Path(study.records), output_dir, COMPARISONS, readme_path,
+                 datetime.date.today().isoformat())
 
 
 if __name__ == "__main__":
