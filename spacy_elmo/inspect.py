@@ -14,10 +14,17 @@ from .errors import ElmoError, InputError, OutputError
 from .util import atomic_path, make_parent_dir
 
 CHART_FORMATS = ("png", "svg", "pdf")
+LEGEND_WIDTH = 1.8  # inches beside each panel of `mixes_figure` for its legend
 # What `listener_mixes` calls the biLM of a listener's copy after `nlp.replace_listeners`.
 OWN_BILM = "own biLM"
 
 Mixes = Dict[str, Dict[str, object]]
+TOKEN_LAYER = "tokens"  # layer 0: the context-insensitive token representation
+
+
+def layer_names(n_layers: int) -> List[str]:
+    """What every table and chart calls a biLM's L + 1 layers: tokens, LSTM 1 … LSTM L (none for 0)."""
+    return [TOKEN_LAYER, *(f"LSTM {j}" for j in range(1, n_layers))][:n_layers]
 
 
 def listener_mixes(nlp) -> Mixes:
@@ -68,13 +75,15 @@ def listener_mixes(nlp) -> Mixes:
 
 def mean_over_runs(runs: Dict[str, List[List[float]]]) -> Mixes:
     """Mixes for `plot_mixes` from several runs of each task ({task: [the
-    weights of each run]}): the mean weights, with their standard deviation."""
+    weights of each run]}): the mean weights and the number of runs, with their
+    standard deviation ("std") where there are two runs or more."""
     summary: Mixes = {}
     for name, weights in runs.items():
         if weights:
             array = numpy.asarray(weights, dtype="float64")
-            summary[name] = {"weights": array.mean(axis=0).tolist(), "std": array.std(axis=0).tolist(),
-                             "runs": len(weights)}
+            summary[name] = {"weights": array.mean(axis=0).tolist(), "runs": len(weights)}
+            if len(weights) > 1:
+                summary[name]["std"] = array.std(axis=0).tolist()
     return summary
 
 
@@ -122,27 +131,34 @@ def check_chart_path(output: Path) -> str:
     return fmt
 
 
-def plot_mixes(mixes: Mixes, output: Path, title: str = "Learned ELMo layer weights") -> None:
-    """A grouped bar chart of softmax(s) per task (layer 0 = token
-    representation), one panel per biLM the tasks mix; error bars where a mix
-    has a "std" (see `mean_over_runs`). Mixes without weights are left out.
-    Written atomically: a failure leaves `output` as it was (E520).
+def mixes_figure(mixes: Mixes, title: str = "Learned ELMo layer weights"):
+    """A grouped bar chart of softmax(s) per task (the layers as `layer_names`
+    calls them), one panel per biLM the tasks mix, its legend beside the panel;
+    error bars where a mix has a "std" (see `mean_over_runs`). Mixes without
+    weights are left out.
 
     Draws on its own `matplotlib.figure.Figure`: no pyplot, and matplotlib's
     backend, wherever the caller set it, is left alone.
     """
-    output = Path(output)
-    fmt = check_chart_path(output)
     from matplotlib.figure import Figure
 
     drawn = {name: mix for name, mix in mixes.items() if mix.get("weights") is not None}
     groups = by_upstream(drawn) or {"": {}}
-    widths = [1.6 + 1.3 * n_layers_of(group) for group in groups.values()]
+    widths = [LEGEND_WIDTH + 1.6 + 1.3 * n_layers_of(group) for group in groups.values()]
     fig = Figure(figsize=(sum(widths), 3.2))
     axes = fig.subplots(1, len(groups), squeeze=False, gridspec_kw={"width_ratios": widths})
     for ax, (upstream, group) in zip(axes[0], groups.items()):
         _plot_group(ax, group, f"{title}: {upstream}" if len(groups) > 1 else title)
     fig.tight_layout()
+    return fig
+
+
+def plot_mixes(mixes: Mixes, output: Path, title: str = "Learned ELMo layer weights") -> None:
+    """Write `mixes_figure` to `output` (.png, .svg or .pdf), atomically: a
+    failure leaves `output` as it was (E520)."""
+    output = Path(output)
+    fmt = check_chart_path(output)
+    fig = mixes_figure(mixes, title)
     try:
         make_parent_dir(output)
         with atomic_path(output) as tmp:
@@ -169,8 +185,8 @@ def _plot_group(ax, group: Mixes, title: str) -> None:
         ax.bar(xs, mix["weights"], width, yerr=mix.get("std"), capsize=4 if "std" in mix else 0, label=label)
     if n_layers:
         ax.axhline(1.0 / n_layers, color="grey", linestyle=":", linewidth=1, label="uniform")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)  # beside the bars
     ax.set_xticks(numpy.arange(n_layers))
-    ax.set_xticklabels(["tokens"] + [f"LSTM {j}" for j in range(1, n_layers)])
+    ax.set_xticklabels(layer_names(n_layers))
     ax.set_ylabel("softmax(s), mean ± std over runs" if over_runs else "softmax(s)")
     ax.set_title(title, fontsize=9)

@@ -9,9 +9,13 @@ the biLM's perplexity; writes OUTPUT_DIR/results.md, results.json,
 scores.png and layer_weights.png. Like Table 1 of Peters et al. (2018), each
 row gives the baseline, baseline + ELMo, the absolute gain and the relative
 error reduction, 100 · (err_base − err_elmo) / err_base with err = 100 − score.
+A run of two seeds or more shows mean ± std and its gain a paired 95% interval
+and sign-flip p; a run of one seed shows its score alone, and the table and the
+plot then say that one seed is not a result (``ONE_SEED_CAVEAT``).
 """
 import json
 import statistics
+import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -44,6 +48,12 @@ SIGN_FLIP_SEED = 0
 SIGN_FLIP_CHUNK = 10_000  # draws held in memory at once
 # The pipeline component whose listener a task's mix is in.
 COMPONENTS = {"ner": "ner", "sentiment5": "textcat", "textcat": "textcat", "pos": "tagger"}
+# Where a run has one seed: under the table, and (shorter) on the plot.
+CV_STUDY = "docs/results/cv/results.md"
+ONE_SEED_CAVEAT = (f"**One seed: not a result.** A single run per side has no spread, no interval and no test; "
+                   f"see the cross-validated study ({CV_STUDY}) for what ELMo measurably adds.")
+ONE_SEED_PLOT_CAVEAT = f"one seed: not a result; see the cross-validated study, {CV_STUDY}"
+COLOURS = ["#999999", "#3b75af", "#9ecae1"]  # baseline, then VARIANTS in order
 
 
 def mean_std(values: List[float]) -> Dict[str, float]:
@@ -52,6 +62,21 @@ def mean_std(values: List[float]) -> Dict[str, float]:
         "std": statistics.stdev(values) if len(values) > 1 else 0.0,
         "n": len(values),
     }
+
+
+def spread_text(mean: float, std: Optional[float], digits: int = 2) -> str:
+    """A mean as the reports print it: with ± its standard deviation, or alone where there is none (None)."""
+    return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def mean_text(stats: Dict[str, float], digits: int = 2) -> str:
+    """A run's score over seeds (`mean_std`): mean ± std over two seeds or more, the score alone for one."""
+    return spread_text(stats["mean"], stats["std"] if stats["n"] > 1 else None, digits)
+
+
+def one_seed(scores: Dict[str, Dict[str, Dict[str, float]]]) -> bool:
+    """Whether some run of the table has a single seed (no spread, no paired interval, no test)."""
+    return any(run["n"] < 2 for row in scores.values() for run in row.values())
 
 
 def collect_scores(metrics_dir: Path) -> Dict[str, Dict[str, Dict[str, float]]]:
@@ -170,27 +195,32 @@ def md_table(header: List[str], rows: List[List[str]]) -> str:
     return MarkdownRenderer().table(rows, header)
 
 
+def comparison_cells(g: Optional[Dict[str, Any]]) -> List[str]:
+    """A comparison's absolute gain (with its 95% interval where it has one), relative error
+    reduction and sign-flip p ("n/a" without a test); "—" each where nothing was compared."""
+    if not g:
+        return ["—"] * 3
+    interval = f" [{g['ci95_low']:+.2f}, {g['ci95_high']:+.2f}]" if "ci95_low" in g else ""
+    return [f"{g['absolute']:+.2f}{interval}", reduction_text(g), format_p(g) if "sign_flip_p" in g else "n/a"]
+
+
 def markdown_table(scores, perplexity: Optional[dict]) -> str:
-    header = ["task", "baseline", "run", "score", "absolute gain [95% CI]", "relative error reduction",
-              "sign-flip p", "seeds"]
+    """The results table; the interval and the sign-flip p only where some comparison is paired over
+    two seeds or more, and ``ONE_SEED_CAVEAT`` under it where some run has one seed."""
+    compared = [(task, row, variant, gains(row, variant)) for task, row in scores.items() for variant in VARIANTS
+                if variant in row]
+    tested = any(g and "ci95_low" in g for *_, g in compared)
+    header = ["task", "baseline", "run", "score", "absolute gain [95% CI]" if tested else "absolute gain",
+              "relative error reduction", *(["sign-flip p"] if tested else []), "seeds"]
     rows = []
-    for task, row in scores.items():
-        label = TASKS[task][1]
-        base = f"{row['baseline']['mean']:.2f} ± {row['baseline']['std']:.2f}" if "baseline" in row else "—"
-        for variant, name in VARIANTS.items():
-            if variant not in row:
-                continue
-            g = gains(row, variant)
-            score = f"{row[variant]['mean']:.2f} ± {row[variant]['std']:.2f}"
-            if g:
-                interval = f" [{g['ci95_low']:+.2f}, {g['ci95_high']:+.2f}]" if "ci95_low" in g else ""
-                gain, reduction = f"{g['absolute']:+.2f}{interval}", reduction_text(g)
-                p_value = format_p(g) if "sign_flip_p" in g else "n/a"
-            else:
-                gain = reduction = p_value = "—"
-            n = max(row[v]["n"] for v in row)
-            rows.append([label, base, name, score, gain, reduction, p_value, str(n)])
+    for task, row, variant, g in compared:
+        gain, reduction, p_value = comparison_cells(g)
+        base = mean_text(row["baseline"]) if "baseline" in row else "—"
+        rows.append([TASKS[task][1], base, VARIANTS[variant], mean_text(row[variant]), gain, reduction,
+                     *([p_value] if tested else []), str(max(run["n"] for run in row.values()))])
     lines = [md_table(header, rows)]
+    if one_seed(scores):
+        lines += ["", ONE_SEED_CAVEAT]
     if perplexity:
         lines += [
             "",
@@ -228,23 +258,42 @@ def save_figure(figure, output: Path) -> None:
     figure.savefig(output, dpi=120)
 
 
-def plot_scores(scores, output: Path) -> None:
-    from matplotlib.figure import Figure  # no pyplot: matplotlib's backend is left alone
+def scores_figure(scores):
+    """One panel per task: a bar per run from 0 to its mean score, each seed a dot, mean ± std as an
+    error bar over two seeds or more (none for one); ``ONE_SEED_PLOT_CAVEAT`` above where a run has one seed.
+    A `matplotlib.figure.Figure` (no pyplot: matplotlib's backend is left alone)."""
+    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(3.2 * max(1, len(scores)), 3.2))
+    fig = Figure(figsize=(3.2 * max(1, len(scores)), 3.4))
     axes = fig.subplots(1, len(scores), squeeze=False)
     for ax, (task, row) in zip(axes[0], scores.items()):
-        variants = [v for v in ("baseline", *VARIANTS) if v in row]
-        means = [row[v]["mean"] for v in variants]
-        stds = [row[v]["std"] for v in variants]
-        ax.bar(variants, means, yerr=stds, capsize=6, color=["#999999", "#3b75af", "#9ecae1"][: len(variants)])
-        for v, x in zip(variants, range(len(variants))):
-            ax.scatter([x] * len(row[v]["seeds"]), row[v]["seeds"], color="black", s=10, zorder=3)
-        low = min(min(row[v]["seeds"]) for v in variants)
-        ax.set_ylim(max(0.0, low - 10.0), min(100.0, max(means) + max(stds) + 5.0))
-        ax.set_title(TASKS[task][1], fontsize=9)
-        ax.set_ylabel("score (%)")
-    save_figure(fig, output)
+        plot_task(ax, task, row)
+    if one_seed(scores):  # wrapped to the figure's width (about 14 characters an inch at 8 points)
+        caveat = textwrap.fill(ONE_SEED_PLOT_CAVEAT, width=int(14 * fig.get_figwidth()), break_on_hyphens=False)
+        fig.suptitle(caveat, fontsize=8, color="#b22222")
+    return fig
+
+
+def plot_task(ax, task: str, row: Dict[str, Dict[str, Any]]) -> None:
+    """A task's runs on one axis that starts at 0 (scores in percent, at most 100)."""
+    variants = [v for v in ("baseline", *VARIANTS) if v in row]
+    xs = numpy.arange(len(variants))
+    ax.bar(xs, [row[v]["mean"] for v in variants], color=COLOURS[: len(variants)])
+    for x, v in zip(xs, variants):
+        ax.scatter([x] * len(row[v]["seeds"]), row[v]["seeds"], color="black", s=10, zorder=3)
+        if row[v]["n"] > 1:
+            ax.errorbar(x, row[v]["mean"], yerr=row[v]["std"], fmt="none", ecolor="black", capsize=6)
+    top = max(max(*row[v]["seeds"], row[v]["mean"] + row[v]["std"]) for v in variants)
+    ax.set_ylim(0.0, min(100.0, top + 5.0))
+    ax.set_xticks(xs)
+    ax.set_xticklabels(variants)
+    ax.set_title(TASKS[task][1], fontsize=9)
+    ax.set_ylabel("score (%)")
+
+
+def plot_scores(scores, output: Path) -> None:
+    """Write `scores_figure` to `output`."""
+    save_figure(scores_figure(scores), output)
 
 
 def main(

@@ -15,10 +15,10 @@ from typing import Dict, Optional
 import typer
 
 from experiments.report.comparison import TASKS as REPORT_TASKS
-from experiments.report.comparison import gains, mean_std, md_table, reduction_text
+from experiments.report.comparison import gains, mean_std, mean_text, md_table, reduction_text
 from experiments.run.curves import TASKS
 from experiments.errors import run_main
-from spacy_elmo.inspect import mean_over_runs, plot_mixes
+from spacy_elmo.inspect import layer_names, mean_over_runs, plot_mixes
 
 TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
 ROWS = {  # the four-row tables: (row, its baseline)
@@ -66,7 +66,7 @@ def collect(metrics_dir: Path):
 
 
 def fmt(stats: Optional[dict]) -> str:
-    return f"{stats['mean']:.2f} ± {stats['std']:.2f}" if stats else "–"
+    return mean_text(stats) if stats else "–"
 
 
 def fmt_gain(gain: Optional[dict]) -> str:
@@ -109,7 +109,7 @@ def probe_table(row: dict, mixes: dict) -> str:
         runs = mixes["probe_mix"]
         mean = [sum(w[j] for w in runs) / len(runs) for j in range(len(runs[0]))]
         lines += ["", "Learned mix of the probe (softmax(s), mean over seeds): "
-                  + ", ".join(f"{name} {w:.3f}" for name, w in zip(("tokens", "LSTM 1", "LSTM 2"), mean))]
+                  + ", ".join(f"{name} {w:.3f}" for name, w in zip(layer_names(len(mean)), mean))]
     return "\n".join(lines)
 
 

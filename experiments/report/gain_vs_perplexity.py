@@ -19,7 +19,7 @@ from typing import Dict, List, Tuple
 
 import typer
 
-from experiments.report.comparison import gains, md_table, mean_std, reduction_text, save_figure
+from experiments.report.comparison import gains, md_table, mean_std, mean_text, reduction_text, save_figure
 from experiments.report.paired import scores
 from experiments.errors import run_main
 
@@ -85,7 +85,7 @@ def main(
         gain = row["gain"]
         interval = (f" [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}], p {gain['sign_flip_p']:.2f}"
                     if "sign_flip_p" in gain else "")
-        table.append([row["label"], f"{row['perplexity']:.1f}", f"{row['score']['mean']:.2f} ± {row['score']['std']:.2f}",
+        table.append([row["label"], f"{row['perplexity']:.1f}", mean_text(row["score"]),
                       f"{gain['absolute']:+.2f}{interval}", reduction_text(gain),
                       str(row["score"]["n"])])
     typer.echo(md_table(["biLM", "perplexity", key, "gain [95% CI], sign-flip p", "rel. error reduction", "seeds"],

@@ -4,9 +4,10 @@
         training/v2eval/ner_elmo_v2 training/v2eval/ner_elmo_v2_converged
 
 Reads every RUN_DIR/seed*/model-best (``experiments.run.train_seeds``), finds each listener's mix
-(``spacy_elmo.inspect.listener_mixes``), prints a table (layer 0 = the token representation) and
-draws the means with their standard deviation as error bars. A run folder is named by its last
-part; a pipeline with several mixes adds the component's name.
+(``spacy_elmo.inspect.listener_mixes``), prints a table whose columns are the layers as the chart
+names them (``spacy_elmo.inspect.layer_names``: tokens, LSTM 1, …) and draws the means, with their
+standard deviation as error bars over two seeds or more. A run folder is named by its last part; a
+pipeline with several mixes adds the component's name.
 """
 from pathlib import Path
 from typing import Dict, List
@@ -14,8 +15,10 @@ from typing import Dict, List
 import numpy
 import typer
 
-from experiments.report.comparison import md_table
-from spacy_elmo.inspect import listener_mixes, load_pipeline, mean_over_runs, plot_mixes
+from experiments.report.comparison import md_table, spread_text
+from spacy_elmo.inspect import Mixes, layer_names, listener_mixes, load_pipeline, mean_over_runs, plot_mixes
+
+TITLE = "Learned layer weights"
 
 
 def run_mixes(run_dir: Path) -> Dict[str, List[Dict[str, object]]]:
@@ -35,6 +38,24 @@ def run_mixes(run_dir: Path) -> Dict[str, List[Dict[str, object]]]:
     return found
 
 
+def chart_title(summary: Mixes) -> str:
+    """The chart's title: what its bars are, mean ± std over seeds or one seed's weights."""
+    over_seeds = any("std" in entry for entry in summary.values())
+    return f"{TITLE}, mean ± std over seeds" if over_seeds else f"{TITLE}, one seed"
+
+
+def weights_table(found: Dict[str, List[Dict[str, object]]], summary: Mixes) -> str:
+    """Each run's mean weights (± std over two seeds or more), its mean γ and its number of seeds."""
+    n_layers = max(len(entry["weights"]) for entry in summary.values())
+    rows = []
+    for label, entry in summary.items():
+        stds = entry.get("std") or [None] * len(entry["weights"])
+        cells = [spread_text(m, s, digits=3) for m, s in zip(entry["weights"], stds)]
+        gammas = [float(mix["gamma"]) for mix in found[label]]
+        rows.append([label, *cells, *([""] * (n_layers - len(cells))), f"{numpy.mean(gammas):.3f}", str(entry["runs"])])
+    return md_table(["run", *layer_names(n_layers), "γ (mean)", "seeds"], rows)
+
+
 def main(
     output: Path = typer.Argument(..., help="The chart (.png, .svg or .pdf)"),
     run_dirs: List[Path] = typer.Argument(..., exists=True, file_okay=False, help="Runs trained once per seed"),
@@ -44,15 +65,9 @@ def main(
         found.update(run_mixes(run_dir))
     weights = {label: [mix["weights"] for mix in mixes] for label, mixes in found.items()}
     summary = mean_over_runs(weights)
-    n_layers = max(len(entry["weights"]) for entry in summary.values())
-    rows = []
-    for label, entry in summary.items():
-        gammas = [float(mix["gamma"]) for mix in found[label]]
-        cells = [f"{m:.3f} ± {s:.3f}" for m, s in zip(entry["weights"], entry["std"])]
-        rows.append([label, *cells, *([""] * (n_layers - len(cells))), f"{numpy.mean(gammas):.3f}", str(entry["runs"])])
-    typer.echo(md_table(["run", *(f"layer {j}" for j in range(n_layers)), "γ (mean)", "seeds"], rows))
+    typer.echo(weights_table(found, summary))
     output.parent.mkdir(parents=True, exist_ok=True)
-    plot_mixes(summary, output, title="Learned layer weights, mean ± std over seeds")
+    plot_mixes(summary, output, title=chart_title(summary))
     typer.echo(f"wrote {output}")
 
 

@@ -20,7 +20,7 @@ import typer
 
 from experiments.errors import ExperimentError, run_app
 from experiments.records import read_comparison, read_seed_score, write_comparison
-from experiments.report.comparison import format_p, gains, mean_std, reduction_text
+from experiments.report.comparison import format_p, gains, mean_std, mean_text, reduction_text
 
 
 def scores(folder: Path, key: str) -> Dict[str, float]:
@@ -73,7 +73,7 @@ def main(
     rows = {folder: seed_row(folder, key) for folder in folders}
     first = folders[0]
     for name, row in rows.items():
-        line = f"{name}: {row['mean']:.2f} ± {row['std']:.2f} ({row['n']} seeds)"
+        line = f"{name}: {mean_text(row)} ({row['n']} seeds)"
         gain = gains(rows, name, first) if name != first else None
         if gain:
             row["against_first"] = gain

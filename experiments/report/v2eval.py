@@ -15,7 +15,7 @@ from typing import Dict, List, NamedTuple, Tuple
 import srsly
 import typer
 
-from experiments.report.comparison import gains, md_table, reduction_text
+from experiments.report.comparison import gains, md_table, mean_text, reduction_text
 from experiments.report.paired import seed_row
 from experiments.errors import run_main
 from spacy_elmo.util import atomic_path
@@ -76,7 +76,7 @@ def compare(reference: Path, run: Path, key: str) -> Dict[str, object]:
 def table_row(row: Dict[str, object]) -> List[str]:
     ref, run, gain = row["reference_score"], row["run_score"], row["gain"]
     cells = [f"{TASK_NAMES[row['task']]}, {KEY_NAMES[row['key']]}", str(row["label"]),
-             f"{ref['mean']:.2f} ± {ref['std']:.2f} → {run['mean']:.2f} ± {run['std']:.2f}"]
+             f"{mean_text(ref)} → {mean_text(run)}"]
     if "sign_flip_p" in gain:
         cells += [f"{gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}]",
                   reduction_text(gain), f"{gain['sign_flip_p']:.3f}", str(gain["pairs"])]
@@ -88,7 +88,7 @@ def table_row(row: Dict[str, object]) -> List[str]:
 def write_plots(training: Path, output: Path) -> List[str]:
     """The dev curves of each task's converged runs and the layer weights of the ELMo runs that exist."""
     from experiments.report.dev_curves import dev_scores, mean_curve, plot
-    from experiments.report.layer_weights import run_mixes
+    from experiments.report.layer_weights import chart_title, run_mixes
     from spacy_elmo.inspect import mean_over_runs, plot_mixes
 
     written = []
@@ -106,7 +106,7 @@ def write_plots(training: Path, output: Path) -> List[str]:
                 found.update(run_mixes(training / f"{task}_{name}"))
     if found:
         summary = mean_over_runs({label: [mix["weights"] for mix in mixes] for label, mixes in found.items()})
-        plot_mixes(summary, output / "layer_weights.png", title="Learned layer weights, mean ± std over seeds")
+        plot_mixes(summary, output / "layer_weights.png", title=chart_title(summary))
         written.append("layer_weights.png")
     return written
 

@@ -83,6 +83,10 @@ TUNE_SETTINGS = (
     "--training.tokens_per_batch", "2000", "--training.eval_every", "50", "--training.checkpoint_every", "50",
     "--training.optimizer.learn_rate", "0.0005", "--training.schedule.warmup_steps", "20",
 )
+# Arguments of a tuning command that change how it runs, not what it makes (its progress bar, its threads):
+# left out of the tuning's record, so that changing them tunes nothing again. Flags, then options with a value.
+HOW_IT_RUNS_FLAGS = ("--progress", "--no-progress")
+HOW_IT_RUNS_OPTIONS = ("--system.threads",)
 
 
 @dataclass(frozen=True)
@@ -191,12 +195,13 @@ def text_command(e: Experiment, task: str, split: str) -> List[str]:
 
 
 def tuning_commands(e: Experiment, task: str) -> List[List[str]]:
-    """The biLM's perplexity on the task's dev text, its tuning to the task's training text, its perplexity again."""
+    """The biLM's perplexity on the task's dev text, its tuning to the task's training text (its progress
+    bar and a line per dev evaluation on the console), its perplexity again."""
     dev = f"{e.corpus(task)}/dev.txt"
     perplexity = [PYTHON, "-m", "spacy_elmo", "perplexity"]
     return [
         perplexity + [e.bilm, dev, "--device", e.device, "--overwrite", "--output", e.perplexity_file(task, "before")],
-        [PYTHON, "-m", "spacy_elmo", "pretrain", TUNE_CONFIG, e.tuning_dir(task), "--resume", "--no-progress",
+        [PYTHON, "-m", "spacy_elmo", "pretrain", TUNE_CONFIG, e.tuning_dir(task), "--resume",
          "--init-from", e.bilm, "--device", e.device, "--paths.train", e.tuning_text(task),
          "--paths.dev", dev, "--vocab.path", f"{e.bilm}/vocab.txt", "--training.max_steps", str(e.tune_steps),
          *TUNE_SETTINGS, *(["--system.threads", str(e.threads)] if e.threads else [])],
@@ -291,10 +296,24 @@ def _digests(paths: Sequence[str]) -> Dict[str, Optional[str]]:
     return {path: engine.digest(Path(path)) if Path(path).exists() else None for path in paths}
 
 
+def what_it_makes(args: Sequence[str]) -> List[str]:
+    """A command's arguments without those that change only how it runs (``HOW_IT_RUNS_FLAGS``,
+    ``HOW_IT_RUNS_OPTIONS`` and their values): what a tuning's record keeps of it."""
+    kept: List[str] = []
+    rest = iter(args)
+    for arg in rest:
+        if arg in HOW_IT_RUNS_OPTIONS:
+            next(rest, None)
+        elif arg not in HOW_IT_RUNS_FLAGS:
+            kept.append(arg)
+    return kept
+
+
 def tuning_record(e: Experiment, task: str) -> Dict[str, object]:
-    """The commands of a task's tuning with the digests of what they read and wrote (None: missing)."""
+    """The commands of a task's tuning as ``what_it_makes`` keeps them (not the Python, the threads or the
+    progress bar that run them), with the digests of what they read and wrote (None: missing)."""
     return {
-        "commands": [command[1:] for command in tuning_commands(e, task)],  # whichever Python runs them
+        "commands": [what_it_makes(command[1:]) for command in tuning_commands(e, task)],
         "inputs": _digests(tuning_inputs(e, task)),
         "outputs": _digests(tuning_outputs(e, task)),
     }
@@ -313,10 +332,13 @@ def start_tuning(e: Experiment, task: str) -> None:
 
 
 def stored_tuning_record(e: Experiment, task: str) -> Optional[Dict[str, object]]:
-    """The record a task's last tuning left (``start_tuning``, ``tune``), or None."""
+    """The record a task's last tuning left (``start_tuning``, ``tune``), its commands read as
+    ``tuning_record`` keeps them (``what_it_makes``), or None."""
     try:
-        return json.loads(Path(e.tuning_record(task)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        stored = json.loads(Path(e.tuning_record(task)).read_text(encoding="utf-8"))
+        commands = stored["commands"]
+        return {**stored, "commands": [what_it_makes(command) for command in commands]}
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 

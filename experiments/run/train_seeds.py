@@ -1,7 +1,11 @@
 """Train one spaCy config once per seed, each seed a run of the studies' engine (the demo workflow's runs).
 
 Usage: python -m experiments.run.train_seeds CONFIG OUTPUT_DIR --seeds "0 1 2"
-    [--gpu-id -1] [--test TEST.spacy] [--paths.train ... any spacy train override]
+    [--gpu-id -1] [--threads 1] [--test TEST.spacy] [--paths.train ... any spacy train override]
+
+``--threads N`` sets torch's threads for the whole command (``torch.set_num_threads``; 0 leaves torch's
+default, one per core): the workflow passes its ``vars.threads``. Like the logger, it is not part of the
+fingerprint: it changes how fast a run trains, not what it trains.
 
 Seed N is the engine run ``<OUTPUT_DIR's name>/seed{N}`` (``seed_run``: CONFIG with the overrides and
 the seed), trained by the engine's trainer into a hidden folder beside its place
@@ -147,16 +151,26 @@ def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dic
                 train_only(run, work, gpu_id)
 
 
+def use_threads(threads: int) -> None:
+    """Train on ``threads`` torch threads (0: leave torch's default)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def main(
     ctx: typer.Context,
     config: Path = typer.Argument(..., exists=True, dir_okay=False),
     output_dir: Path = typer.Argument(...),
     seeds: str = typer.Option("0", help="Space-separated seeds"),
     gpu_id: int = typer.Option(-1, help="GPU id, or -1 for the CPU"),
+    threads: int = typer.Option(0, min=0, help="Torch threads (0: torch's default, one per core)"),
     test: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                         help="Test split: each seed is also scored and recorded (OUTPUT_DIR/seedN.json)"),
 ) -> None:
     overrides = overrides_from_args(ctx.args)
+    use_threads(threads)
     train_seeds(config, output_dir, parse_seeds(seeds), overrides, gpu_id, test)
 
 

@@ -40,7 +40,7 @@ def mix_weights_cli(
             rows: List[list] = [
                 [name, *(f"{w:.3f}" for w in mix["weights"]), f"{mix['gamma']:.3f}"] for name, mix in weighed.items()
             ]
-            msg.table(rows, header=["component", *(f"layer {j}" for j in range(n_layers)), "gamma"], divider=True)
+            msg.table(rows, header=["component", *inspect.layer_names(n_layers), "gamma"], divider=True)
         for name, mix in group.items():
             if mix["weights"] is None:
                 msg.info(f"{name}: its mix '{mix['layer']}' has no softmax layer weights to show "

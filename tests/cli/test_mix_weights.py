@@ -62,6 +62,17 @@ def test_each_listener_is_read_against_its_own_upstream(two_depths, tmp_path):
     assert chart.stat().st_size > 1000 and files_in(chart.parent) == [chart.relative_to(chart.parent)]
 
 
+def test_the_table_names_the_layers_as_the_chart_does(two_depths):
+    from spacy_elmo.inspect import layer_names
+
+    result = CliRunner().invoke(app, ["mix-weights", str(two_depths)])
+    assert result.exit_code == 0, result.output
+    headers = [line.split() for line in result.output.splitlines() if line.lstrip().startswith("component")]
+    assert headers == [["component", "tokens", "LSTM", "1", "LSTM", "2", "gamma"],
+                       ["component", "tokens", "LSTM", "1", "gamma"]]
+    assert " ".join(headers[0][1:6]) == " ".join(layer_names(3)) and "layer 0" not in result.output
+
+
 def test_listener_mixes_name_the_upstream(two_depths):
     from spacy_elmo.inspect import listener_mixes
 
@@ -144,7 +155,7 @@ from experiments.report import comparison, curves
 out = Path(sys.argv[1])
 plot_mixes({"ner": {"weights": [0.2, 0.3, 0.5], "gamma": 1.0, "upstream": "elmo"}}, out / "one.png")
 plot_mixes(mean_over_runs({"ner": [[0.2, 0.3, 0.5], [0.3, 0.3, 0.4]]}), out / "runs.png")
-comparison.plot_scores({"ner": {"baseline": {"mean": 50.0, "std": 1.0, "seeds": [49.0, 51.0]}}}, out / "scores.png")
+comparison.plot_scores({"ner": {"baseline": {"mean": 50.0, "std": 1.0, "n": 2, "seeds": [49.0, 51.0]}}}, out / "scores.png")
 print(json.dumps([matplotlib.get_backend(), "matplotlib.pyplot" in sys.modules]))
 """
 

@@ -107,8 +107,8 @@ def test_the_commands_are_those_of_the_experiment():
     before, tune, after = (command[1:] for command in full.tuning_commands(e, "ner"))
     assert before == ["-m", "spacy_elmo", "perplexity", "pretrained/elmo-en-small", "corpus/full/ner/dev.txt",
                       "--device", "cuda:0", "--overwrite", "--output", "metrics/full/bilm_ner_before.json"]
-    assert tune[:7] == ["-m", "spacy_elmo", "pretrain", "configs/bilm_release.cfg", "training/full/bilm_ner",
-                        "--resume", "--no-progress"]
+    assert tune[:6] == ["-m", "spacy_elmo", "pretrain", "configs/bilm_release.cfg", "training/full/bilm_ner",
+                        "--resume"]
     for flag, value in (("--init-from", "pretrained/elmo-en-small"), ("--training.max_steps", "150"),
                         ("--paths.train", "corpus/full/ner/train.txt"), ("--paths.dev", "corpus/full/ner/dev.txt"),
                         ("--vocab.path", "pretrained/elmo-en-small/vocab.txt"),
