@@ -63,8 +63,8 @@ class InputError(ElmoError):
     that names the wrong kind of thing, a device that cannot be used."""
 
     codes = frozenset({
-        "E006", "E101", "E102", "E103", "E105", "E108", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E402", "E410",
-        "E504", "E505", "E509", "E511", "E533", "E602",
+        "E006", "E010", "E101", "E102", "E103", "E105", "E108", "E109", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E327", "E402",
+        "E410", "E504", "E505", "E509", "E511", "E533", "E602",
     })
 
 
@@ -77,7 +77,7 @@ class ConfigError(ElmoError):
 
     codes = frozenset({
         "E104", "E106", "E107", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E412", "E508", "E532", "E323", "E324",
+        "E409", "E411", "E412", "E508", "E532", "E323", "E324", "E545",
     })
 
 
@@ -87,8 +87,8 @@ class DamagedFileError(ElmoError):
     run's records, a saved elmo component. The file is left as it is."""
 
     codes = frozenset({
-        "E001", "E002", "E003", "E004", "E005", "E007", "E008", "E009", "E303", "E304", "E305", "E310",
-        "E314", "E317", "E501", "E502", "E507", "E322",
+        "E001", "E002", "E003", "E004", "E005", "E007", "E008", "E009", "E011", "E012", "E303", "E304", "E305", "E310",
+        "E314", "E317", "E501", "E502", "E507", "E322", "E325",
     })
 
 
@@ -98,7 +98,8 @@ class OutputError(ElmoError):
     is full or read-only. What was there is as it was."""
 
     codes = frozenset({
-        "E202", "E302", "E306", "E307", "E503", "E510", "E513", "E514", "E515", "E520", "E525", "E534",
+        "E202", "E302", "E306", "E307", "E503", "E510", "E513", "E514", "E515", "E520", "E525", "E534", "E540",
+        "E326",
     })
 
 
@@ -175,6 +176,24 @@ class Errors(metaclass=ErrorsWithCodes):
         "(the weights are read as float32); {why}. The file was not written as "
         "bilm-tf weights; export the weights again."
     )
+    E010 = (
+        "The ELMo {kind} file '{path}' is {found}, not a regular file: expected an "
+        "AllenNLP/bilm-tf {kind} file (options.json / weights.hdf5), which is read "
+        "only from a regular file (a link to one is fine). Put the {kind} file itself "
+        "at '{path}', or pass the path of one."
+    )
+    E011 = (
+        "The ELMo options file '{path}' holds {size} bytes: expected at most "
+        "{limit:,} (an options.json is under 1 kB), so it is not read. Pass the "
+        "path of the model's options.json (a weights file is passed as the second "
+        "path, or both as the folder that holds them)."
+    )
+    E012 = (
+        "The ELMo weights file '{path}' takes '{name}' from {source}: a weights "
+        "file is read by itself, and never made to read other paths. Store the "
+        "data in the weights file itself (h5copy -f ext copies what an external "
+        "link points to in its place), or export the weights again."
+    )
     # Inputs to the model (E1xx)
     E101 = (
         "Expected character ids of shape (batch, tokens, {n_chars}) in int16, int32 "
@@ -217,6 +236,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "(slots of all zeros), as batch_to_ids makes them; found {found}. Build them "
         "with spacy_elmo.bilm.batch_to_ids(sentences)."
     )
+    E109 = (
+        "Expected integer word indices and sentence lengths, found {name} of dtype "
+        "{dtype}: a float index or length would be truncated to another word or "
+        "length. Pass integer arrays, as spacy_elmo.bilm.char_ids.distinct_words"
+        "(sentences) gives them, or call BiLM.encode_words(sentences)."
+    )
     # CLI (E2xx)
     E201 = (
         "Unknown value '{found}' for --layers: expected one of 'all', 'top', "
@@ -233,7 +258,8 @@ class Errors(metaclass=ErrorsWithCodes):
     # spaCy glue (E4xx)
     E401 = (
         "Unknown ELMo layer mix {found!r}: expected 'average', 'top', a layer index "
-        "between -{n_layers} and {n_layers} - 1, or a list of {n_layers} weights. "
+        "between -{n_layers} and {n_layers} - 1, or a list of {n_layers} weights, "
+        "each finite in float32 (at most 3.4e38 in size). "
         "Set `vector_mix` of the elmo component accordingly."
     )
     E402 = (
@@ -312,9 +338,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "existing TEXT to the perplexity command)."
     )
     E302 = (
-        "The folder '{path}' exists but holds no prepared corpus (no meta.json in "
-        "it), so it is not overwritten. Set corpus.prepared_dir to a new or empty "
-        "folder, or remove this one."
+        "The folder '{path}' exists but holds no prepared corpus of spacy-elmo "
+        "(no meta.json in it that names the format {format!r}), so it is not "
+        "replaced. Set corpus.prepared_dir to a new or empty folder; remove this "
+        "one only if it is a corpus prepared by an earlier version (it is then "
+        "prepared again from the text)."
     )
     E303 = (
         "The vocabulary lacks the entries {missing}: expected '<S>', '</S>' and "
@@ -440,6 +468,23 @@ class Errors(metaclass=ErrorsWithCodes):
         "define: {reason}. Expected every ${{section.key}} to name a setting of "
         "the config; define it (e.g. in [paths]) or fix the reference."
     )
+    E325 = (
+        "The model file '{path}' does not read as the pretrain command writes "
+        "it: {field} is {found}, expected {expected}. Nothing was built from it. "
+        "The file was edited or damaged; export the model again (python -m "
+        "spacy_elmo export RUN_DIR OUTPUT, or the run's own OUTPUT_DIR/model)."
+    )
+    E326 = (
+        "The model folder '{path}' is {found}: the model is written beside it "
+        "and then renamed into its place, which {why}. Nothing was written. {fix}"
+    )
+    E327 = (
+        "The prepared corpus folder '{prepared}' {relation} the {which} text "
+        "path '{text}': preparing a corpus replaces its train/ and dev/ folders, "
+        "which could delete the text. Nothing was written. Set "
+        "corpus.prepared_dir to a folder apart from paths.{key} (or leave it "
+        "unset: OUTPUT_DIR/prepared)."
+    )
     # Reliability: inputs, faults and damaged files (E5xx)
     E501 = (
         "The ELMo weights file '{path}' holds the dataset '{dataset}', which the "
@@ -560,6 +605,19 @@ class Errors(metaclass=ErrorsWithCodes):
         "The model has diverged in training, or its weights were damaged; nothing "
         "was written. Save from good weights: a pipeline or checkpoint from before, "
         "fine-tuned with a lower learning rate or with the biLM frozen."
+    )
+    E545 = (
+        "The environment variable {name} is {found}: expected {expected}. "
+        "WORLD_SIZE above 1 means a process started by torchrun, which sets "
+        "RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each "
+        "process. Start the command with torchrun (e.g. torchrun "
+        "--nproc_per_node 2 -m spacy_elmo ...), or unset WORLD_SIZE to run one "
+        "process. Nothing was loaded or written."
+    )
+    E540 = (
+        "Cannot save the biLM into '{directory}': '{path}' is a folder, where the "
+        "{kind} file goes. Nothing was written. Remove or rename that folder, or "
+        "save into another one."
     )
     # Several processes (E6xx)
     E601 = (

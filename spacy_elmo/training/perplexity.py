@@ -56,7 +56,8 @@ def perplexity(
     the LSTMs from CUDA graphs (`BiLM.use_cuda_graphs`).
 
     A text with no tokens (empty, blank or binary) is a coded error (E504),
-    and so is a perplexity that is not finite (E506), never a NaN.
+    and so is a perplexity that is not finite (E506), never a NaN; so is a
+    model file that is damaged (`load_model`: E325 names the file and field).
     """
     device = check_device(str(device))
     paths = [text] if isinstance(text, (str, Path)) else list(text)
@@ -64,9 +65,9 @@ def perplexity(
     lm, vocab, info = load_model(model_dir, device)
     lm.bilm.use_cuda_graphs(cuda_graphs)
     stats = ReadStats()
-    tokenizer = make_tokenizer(info.get("tokenizer", "blank:en"))
+    tokenizer = make_tokenizer(info["tokenizer"])
     sentences = tokenizer(read_lines(files, stats))
-    max_length = int(info.get("max_length", 100))
+    max_length = info["max_length"]
     max_chars = lm.bilm.options.max_characters_per_token
     sums = torch.zeros(3, dtype=torch.float64)
     oov = 0

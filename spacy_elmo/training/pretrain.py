@@ -37,7 +37,7 @@ from .run.config import (
     ModelSettings, PretrainConfig, load_config, optimizer_factory, schedule_factory, softmax_factory,
 )
 from ..distributed import Distributed
-from .run.export import SOFTMAX_NAME, VOCAB_NAME, text_info
+from .run.export import SOFTMAX_NAME, VOCAB_NAME, check_model_folder, text_info
 from .run.optim import OptimizerFactory, ScheduleFactory
 from .run.run_dir import InputFiles, RunDir
 from .run.trainer import PretrainResult, StepHook, Trainer
@@ -102,6 +102,7 @@ def pretrain(
     run = RunDir(output_dir)
     # Before the folder is claimed: a typo in a path or a name costs nothing.
     files = _input_files(config, run)
+    check_model_folder(run.model)  # a link there: E326 now, not after training
     parts = resolve_parts(config)
     if config.system.threads:
         torch.set_num_threads(config.system.threads)
@@ -130,17 +131,22 @@ def _input_files(config: PretrainConfig, run: RunDir) -> InputFiles:
 
 
 def _check_layout(config: PretrainConfig, run: RunDir) -> None:
-    """E320 when the run folder or the prepared corpora's folder lies inside a
-    text folder, where the run would read its own files as text (a hidden
-    folder, which `find_files` leaves out, is no trouble)."""
-    for what, inner in (("run folder", run.path), ("prepared corpus folder", run.prepared(config))):
-        inner = inner.resolve()
-        for key, which, paths in (("train", "training", config.train_paths), ("dev", "dev", config.dev_paths)):
-            for folder in paths:
-                folder = folder.resolve()
-                if folder.is_dir() and (inner == folder or folder in inner.parents):
-                    if not any(part.startswith(".") for part in inner.relative_to(folder).parts):
-                        raise InputError("E320", what=what, inner=inner, which=which, folder=folder, key=key)
+    """E327 when the prepared corpora's folder is a text path or holds one
+    (preparing replaces its train/ and dev/ folders); E320 when the run folder
+    or the prepared corpora's folder lies inside a text folder, where the run
+    would read its own files as text (a hidden folder, which `find_files`
+    leaves out, is no trouble)."""
+    prepared = run.prepared(config).resolve()
+    for key, which, paths in (("train", "training", config.train_paths), ("dev", "dev", config.dev_paths)):
+        for text in paths:
+            text = text.resolve()
+            if text == prepared or prepared in text.parents:
+                relation = "is" if text == prepared else "holds"
+                raise InputError("E327", prepared=prepared, relation=relation, which=which, text=text, key=key)
+            for what, inner in (("run folder", run.path.resolve()), ("prepared corpus folder", prepared)):
+                if text.is_dir() and (inner == text or text in inner.parents):
+                    if not any(part.startswith(".") for part in inner.relative_to(text).parts):
+                        raise InputError("E320", what=what, inner=inner, which=which, folder=text, key=key)
 
 
 def _run(

@@ -17,7 +17,7 @@ from ..util import check_writable
 from .objective.lm import PretrainingLM
 from .run.checkpoint import damaged_checkpoint, load_checkpoint
 from .run.config import softmax_factory
-from .run.export import export_model, text_info, training_info
+from .run.export import check_model_folder, export_model, text_info, training_info
 from .run.run_dir import RunDir
 from .run.train_log import TrainLog
 
@@ -31,8 +31,9 @@ def export_checkpoint(run_dir: PathLike, output: PathLike, dtype: str = "float32
         step; `dev` the dev perplexity the run logged at that step, if it
         evaluated there).
     Raises E533 for a folder with no pretraining run or no checkpoint yet,
-    E534 for an `output` that exists and is not an empty folder, and E317 for
-    a checkpoint or vocabulary that is damaged or does not fit the run; E514
+    E534 for an `output` that exists and is not an empty folder, E326 for one
+    that is a symbolic link or the current folder, and E317 for a checkpoint
+    (a folder, say) or vocabulary that is damaged or does not fit the run; E514
     for an `output` in a folder that cannot be written, E513 for a disk that
     fills up on the way (nothing is left of the export then).
     """
@@ -42,7 +43,7 @@ def export_checkpoint(run_dir: PathLike, output: PathLike, dtype: str = "float32
     if not run.checkpoint.exists():
         raise InputError("E533", path=run.path, reason="it has no checkpoint.pt yet (a run writes one every "
                                                        "training.checkpoint_every steps)")
-    output = Path(output)
+    output = check_model_folder(output)
     if output.exists() and not (output.is_dir() and not any(output.iterdir())):
         raise OutputError("E534", path=output, found="a folder with files in it" if output.is_dir() else "a file")
     check_writable(output)  # a read-only folder: E514 before the checkpoint is read

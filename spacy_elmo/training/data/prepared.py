@@ -6,15 +6,18 @@ The folder holds
     offsets.i64   where each sentence starts in tokens, plus the end (int64)
     words.jsonl   word id -> its string, one JSON string a line
     counts.i64    word id -> how often it occurs
-    meta.json     sizes, what reading skipped, the fingerprint of the sources,
-                  and the size and SHA-256 of each file above
+    meta.json     its format (name and version: what marks the folder as a
+                  prepared corpus of ours), sizes, what reading skipped, the
+                  fingerprint of the sources, and the size and SHA-256 of each
+                  file above
 
 It is written in one pass over the text (streamed: the corpus need not fit in
 memory, only its distinct words do) into a temporary folder swapped into place
 at the end (`spacy_elmo.util.swap_directory`), and reused as long as the source files and the tokenizer are the
 same (the fingerprint: paths, sizes, modification times, tokenizer) and its own
 files are those it wrote (their sizes and SHA-256, checked at every reuse: a
-damaged corpus is prepared again, never trained on).
+damaged corpus is prepared again, never trained on). Only a folder that is
+empty or holds such a corpus is ever replaced.
 """
 import json
 from array import array
@@ -30,7 +33,10 @@ from ...disk import RUN_FILE, writing
 from .reader import MAX_LINE_BYTES, ReadStats, read_lines
 from .tokenizers import Tokenizer, make_tokenizer
 
-FORMAT_VERSION = 2  # 2: meta.json records the size and SHA-256 of the corpus's files
+FORMAT_NAME = "spacy-elmo prepared corpus"
+FORMAT_VERSION = 3  # 3: meta.json names its format; 2: it records the size and SHA-256 of the corpus's files
+_UNNAMED_VERSION = 2  # the last format whose meta.json does not name it
+META_NAME = "meta.json"
 CORPUS_FILES = ("tokens.u32", "offsets.i64", "words.jsonl", "counts.i64")
 _FLUSH_TOKENS = 1 << 20
 
@@ -61,7 +67,7 @@ class PreparedCorpus:
         """The corpus prepared in `directory`; E322 if its files are not
         those that were written there (cut, changed or missing)."""
         directory = Path(directory)
-        meta = json.loads((directory / "meta.json").read_text(encoding="utf8"))
+        meta = json.loads((directory / META_NAME).read_text(encoding="utf8"))
         damage = _damage(directory, meta)
         if damage is not None:
             raise DamagedFileError("E322", path=directory, reason=damage)
@@ -127,13 +133,35 @@ def is_prepared(directory: Union[str, Path], expected: Dict) -> bool:
     return meta is not None and meta.get("fingerprint") == expected
 
 
+def _replaceable(directory: Path) -> bool:
+    """Whether `directory` is an empty folder or holds a corpus prepared by
+    this package (of any version): the only folders preparing replaces."""
+    return directory.is_dir() and (not any(directory.iterdir()) or _read_meta(directory) is not None)
+
+
 def _read_meta(directory: Path) -> Optional[Dict]:
-    """The corpus's meta.json, or None where there is none that reads as a JSON object."""
+    """The corpus's meta.json, or None where there is none that is ours (`_is_ours`)."""
     try:
-        meta = json.loads((directory / "meta.json").read_text(encoding="utf8"))
+        meta = json.loads((directory / META_NAME).read_text(encoding="utf8"))
     except (OSError, ValueError):
         return None
-    return meta if isinstance(meta, dict) else None
+    return meta if _is_ours(meta) else None
+
+
+def _is_ours(meta: object) -> bool:
+    """Whether `meta` is the meta.json of a corpus this package prepared: one
+    that names `FORMAT_NAME` as its format, or one of format 2, which named
+    none but records exactly our fingerprint and the digests of our files."""
+    if not isinstance(meta, dict):
+        return False
+    if isinstance(meta.get("format"), dict):
+        return meta["format"].get("name") == FORMAT_NAME
+    fingerprinted, files = meta.get("fingerprint"), meta.get("files")
+    return (
+        isinstance(fingerprinted, dict) and fingerprinted.get("version") == _UNNAMED_VERSION
+        and set(fingerprinted) == set(fingerprint([], ""))
+        and isinstance(files, dict) and set(files) == set(CORPUS_FILES)
+    )
 
 
 def prepare_corpus(
@@ -162,8 +190,8 @@ def prepare_corpus(
             log(f"Reusing the prepared corpus in {directory} ({corpus.n_tokens:,} tokens)")
             return corpus
         log(f"The prepared corpus in {directory} is damaged ({damage}): preparing it again")
-    if directory.exists() and not (directory / "meta.json").exists():
-        raise OutputError("E302", path=directory)
+    if directory.exists() and not _replaceable(directory):
+        raise OutputError("E302", path=directory, format=FORMAT_NAME)
     tokenize = tokenize if tokenize is not None else make_tokenizer(tokenizer)
     # No room: E525, and the temporary folder goes.
     with writing(directory, code=RUN_FILE), swap_directory(directory) as tmp:
@@ -221,6 +249,7 @@ def _write(files: List[Path], tokenizer, directory: Path, expected: Dict, progre
     with (directory / "counts.i64").open("wb") as f:
         counts.tofile(f)
     meta = {
+        "format": {"name": FORMAT_NAME, "version": FORMAT_VERSION},
         "fingerprint": expected,
         "files": {name: file_digest(directory / name) for name in CORPUS_FILES},
         "n_tokens": n_tokens,
@@ -228,5 +257,5 @@ def _write(files: List[Path], tokenizer, directory: Path, expected: Dict, progre
         "n_words": len(words),
         "read": stats.to_dict(),
     }
-    (directory / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf8")
+    (directory / META_NAME).write_text(json.dumps(meta, indent=2), encoding="utf8")
     return stats

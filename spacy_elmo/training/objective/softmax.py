@@ -13,11 +13,13 @@ its probability within it), only cheaper for large vocabularies.
 `SoftmaxFactory`: (input dimension, vocabulary size) -> the head.
 
 Saved as HDF5 (``softmax.hdf5``): one dataset per parameter under its
-``state_dict`` name, the settings as attributes.
+``state_dict`` name, the settings as attributes. Loading checks the settings,
+and the datasets' shapes against them, before anything is built.
 """
+import math
 from pathlib import Path
 from functools import partial
-from typing import Callable, List, Sequence, Union
+from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
 
 import h5py
 import numpy
@@ -29,6 +31,8 @@ from ...disk import hdf5_writer, writing
 from ...errors import DamagedFileError
 from ...util import atomic_path
 from ..registry import registry
+
+KINDS = ("full", "adaptive")
 
 
 class SoftmaxHead(nn.Module):
@@ -99,32 +103,98 @@ class SoftmaxHead(nn.Module):
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "SoftmaxHead":
+        """The head saved in `path` by `save`. Its settings (E325) and the
+        shapes of its datasets (E305) are checked before anything is built,
+        so a damaged file costs no memory; a file HDF5 cannot read is E304."""
         try:
             with h5py.File(path, "r") as f:
-                head = cls(
-                    in_dim=int(f.attrs["in_dim"]),
-                    n_classes=int(f.attrs["n_classes"]),
-                    kind=str(f.attrs["kind"]),
-                    cutoffs=[int(c) for c in f.attrs["cutoffs"]],
-                    div_value=float(f.attrs["div_value"]),
-                )
-                state = {}
-                for name, target in head.state_dict().items():
-                    if name not in f or tuple(f[name].shape) != tuple(target.shape):
-                        found = tuple(f[name].shape) if name in f else "nothing"
-                        raise DamagedFileError(
-                            "E305", path=path, name=name, expected=tuple(target.shape), found=found
-                        )
-                    state[name] = torch.from_numpy(numpy.asarray(f[name][...], dtype=numpy.float32))
-        except (OSError, KeyError) as err:
+                settings = _settings(f.attrs, path)
+                state = {name: _dataset(f, name, shape, path) for name, shape in parameter_shapes(**settings).items()}
+        except OSError as err:
             raise DamagedFileError("E304", path=path, reason=err) from err
-        head.load_state_dict(state)
+        with torch.device("meta"):  # the modules' structure, with no memory behind it
+            head = cls(**settings)
+        head.load_state_dict(state, assign=True)
         return head
 
     def same_shape(self, other: "SoftmaxHead") -> bool:
         return (self.kind, self.in_dim, self.n_classes, self.cutoffs, self.div_value) == (
             other.kind, other.in_dim, other.n_classes, other.cutoffs, other.div_value
         )
+
+
+def parameter_shapes(
+    in_dim: int, n_classes: int, kind: str, cutoffs: Sequence[int], div_value: float
+) -> Dict[str, Tuple[int, ...]]:
+    """The shape of each parameter (by its ``state_dict`` name) of the head
+    with these settings, as torch's modules build them, without building them."""
+    if kind == "full":
+        return {"linear.weight": (n_classes, in_dim), "linear.bias": (n_classes,)}
+    head_size = cutoffs[0] + len(cutoffs)  # the shortlist, and an entry for each tail cluster
+    shapes = {"adaptive.head.weight": (head_size, in_dim), "adaptive.head.bias": (head_size,)}
+    bounds = [*cutoffs, n_classes]
+    for i in range(len(cutoffs)):
+        hidden = int(in_dim // div_value ** (i + 1))
+        shapes[f"adaptive.tail.{i}.0.weight"] = (hidden, in_dim)
+        shapes[f"adaptive.tail.{i}.1.weight"] = (bounds[i + 1] - bounds[i], hidden)
+    return shapes
+
+
+def _settings(attrs: Any, path: Union[str, Path]) -> Dict[str, Any]:
+    """The settings `SoftmaxHead.save` writes as attributes, each checked; E325 names the first that is wrong."""
+
+    def wrong(name: str, expected: str) -> DamagedFileError:
+        return DamagedFileError("E325", path=path, field=f"the attribute '{name}'", found=_shown(attrs.get(name)),
+                                expected=expected)
+
+    kind = attrs.get("kind")
+    if not (isinstance(kind, str) and kind in KINDS):
+        raise wrong("kind", " or ".join(map(repr, KINDS)))
+    sizes = {name: attrs.get(name) for name in ("in_dim", "n_classes")}
+    for name, value in sizes.items():
+        if not (_is_integer(value) and value >= 1):
+            raise wrong(name, "a whole number from 1 up")
+    cutoffs = numpy.asarray(attrs.get("cutoffs"))
+    rising = cutoffs.ndim == 1 and cutoffs.dtype.kind in "iu" and all(numpy.diff(cutoffs) > 0)
+    if kind == "full" and not (rising and cutoffs.size == 0):
+        raise wrong("cutoffs", "none: a full softmax has no clusters")
+    if kind == "adaptive" and not (rising and cutoffs.size and cutoffs[0] >= 1 and cutoffs[-1] < sizes["n_classes"]):
+        raise wrong("cutoffs", f"whole numbers rising from 1 to below n_classes ({sizes['n_classes']}), at least one")
+    div_value = attrs.get("div_value")
+    if not (_is_number(div_value) and math.isfinite(div_value) and div_value > 0):
+        raise wrong("div_value", "a number above 0")
+    return {"in_dim": int(sizes["in_dim"]), "n_classes": int(sizes["n_classes"]), "kind": kind,
+            "cutoffs": [int(c) for c in cutoffs], "div_value": float(div_value)}
+
+
+def _dataset(f: h5py.File, name: str, shape: Tuple[int, ...], path: Union[str, Path]) -> torch.Tensor:
+    """The parameter `name` from its dataset, as float32, once its shape is
+    `shape` (E305) and it holds floating-point numbers (E325)."""
+    dataset = f.get(name)
+    found = tuple(dataset.shape) if isinstance(dataset, h5py.Dataset) else "nothing"
+    if found != shape:
+        raise DamagedFileError("E305", path=path, name=name, expected=shape, found=found)
+    if dataset.dtype.kind != "f":
+        raise DamagedFileError("E325", path=path, field=f"the dataset '{name}'", found=f"of type {dataset.dtype}",
+                               expected="floating-point numbers")
+    return torch.from_numpy(numpy.asarray(dataset[...], dtype=numpy.float32))
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, (int, numpy.integer)) and not isinstance(value, (bool, numpy.bool_))
+
+
+def _is_number(value: Any) -> bool:
+    return _is_integer(value) or isinstance(value, (float, numpy.floating))
+
+
+def _shown(value: Any) -> str:
+    """An attribute's value as the message shows it."""
+    if value is None:
+        return "missing"
+    if isinstance(value, (numpy.ndarray, numpy.generic)):
+        value = value.tolist()
+    return repr(value)
 
 
 def target_log_softmax(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -92,8 +92,11 @@ def load_checkpoint(path: Union[str, Path]) -> Dict[str, Any]:
     """The checkpoint's payload, its state a TrainState.
 
     E314 for another format, E317 for a file that is not a whole checkpoint
-    (cut short, empty, overwritten); an error opening it is raised as it is.
+    (cut short, empty, overwritten) or no file at all (a folder); an error
+    opening it is raised as it is.
     """
+    if Path(path).is_dir():
+        raise damaged_checkpoint(path, "it is a folder, not a file")
     with open(path, "rb") as f:
         try:
             payload = torch.load(f, map_location="cpu", weights_only=True)

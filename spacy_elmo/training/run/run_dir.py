@@ -99,14 +99,24 @@ class RunDir:
 
         Another process holding it is a coded error (E503) that names it: its
         pid, host and start time, which the holder writes into ``.lock.holder``.
+        The folder's contents are judged (E306) once the lock is held, when no
+        run of ours is writing there; a folder no run has locked is judged
+        before, so that nothing, not even the lock, is written into another's.
         """
-        self._check_not_foreign()  # nothing, not even the lock, is written into another's folder
-        make_parent_dir(self.path / LOCK_NAME)
-        lock = FileLock(self.path / LOCK_NAME)
+        lock_path = self.path / LOCK_NAME
+        if not lock_path.exists():
+            self._check_not_foreign()
+        make_parent_dir(lock_path)
+        lock = FileLock(lock_path)
         try:
             lock.acquire(blocking=False)
         except Timeout as err:
             raise OutputError("E503", path=self.path, holder=_holder(self.path / HOLDER_NAME)) from err
+        try:
+            self._check_not_foreign()
+        except OutputError:
+            lock.release()
+            raise
         try:
             holder = {"pid": os.getpid(), "host": socket.gethostname(),
                       "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
