@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence, TypeVar, Union
 import h5py
 import numpy
 import torch
+from h5py import h5d, h5p, h5s, h5t
 from tqdm import tqdm
 
 from .bilm import BiLM, length_sorted_batches
@@ -27,6 +28,7 @@ from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path, sp
 PathLike = Union[str, Path]
 LAYER_CHOICES = ("all", "top", "average")
 SENTENCE_TO_INDEX = "sentence_to_index"
+OVERWRITE_HINT = " To replace it, pass --overwrite (overwrite=True)."
 T = TypeVar("T")
 
 
@@ -40,17 +42,19 @@ def embed_file(
     device: str = "cpu",
     precision: str = "fp32",
     cuda_graphs: bool = False,
+    overwrite: bool = False,
 ) -> None:
     """Write the ELMo vectors of every line of a text file to a new HDF5 file.
 
     options, weights: the biLM's ``options.json`` and ``weights.hdf5``
         (AllenNLP/bilm-tf format); or a folder holding both, and None.
     input_path: UTF-8 text, one sentence per line, tokens separated by
-        whitespace. A blank line is an empty sentence; a byte-order mark at
-        the start is not text.
-    output_path: the HDF5 file to create; an existing file is never
-        overwritten, and a path that ends with "/" or names a folder is
-        refused (E515). It holds one float32 dataset per input line, named by the
+        whitespace: a file, or anything else that reads as one, once, from
+        start to end (a pipe, /dev/stdin). A blank line is an empty sentence;
+        a byte-order mark at the start is not text.
+    output_path: the HDF5 file to create; an existing file is refused
+        (E202) unless `overwrite`, and a path that ends with "/" or names a
+        folder is refused (E515). It holds one float32 dataset per input line, named by the
         line number ("0", "1", ...): ``(n_layers + 1, n_tokens, dim)`` for
         layers="all", ``(n_tokens, dim)`` for "top" (the last layer) and
         "average" (the mean of all layers); a blank line gives 0 tokens. The
@@ -68,10 +72,12 @@ def embed_file(
     precision: on a GPU, "fp32", "tf32" or "bf16" (see spacy_elmo.bilm.precision).
     cuda_graphs: on a GPU, run the LSTMs from CUDA graphs (`BiLM.use_cuda_graphs`):
         the same vectors within float32 rounding, fewer launches from Python.
+    overwrite: replace an existing file at `output_path` (never a folder).
 
     The file is written beside `output_path` under a temporary name and moved
     into place at the end, so an interrupted run (an error, Ctrl-C or
-    SIGTERM) leaves no partial output; a temporary left by a killed run is
+    SIGTERM) leaves no partial output, and a file it replaces stays whole
+    until the new one takes its place; a temporary left by a killed run is
     removed by the next run for the same output. A destination that cannot
     be written is refused before the model is loaded (E510, E514); a write
     that fails on the way (a full disk, a file size limit) stops the run
@@ -93,7 +99,7 @@ def embed_file(
     if dist.enabled:
         torch_device = _process_device(dist, str(device), torch_device)
     output_path = _output_file(output_path, Path(input_path))
-    _refuse_existing(output_path)
+    _refuse_existing(output_path, overwrite)
     lines = _read_lines(Path(input_path))
     sentences = [line.split() for line in lines]
     check_writable(output_path)
@@ -102,14 +108,14 @@ def embed_file(
     batches = length_sorted_batches([len(s) for s in sentences], batch_size)
     embed = _Embedder(model, sentences, layers, torch_device, precision)
     if dist.enabled:
-        _embed_in_processes(dist, embed, batches, lines, output_path)
+        _embed_in_processes(dist, embed, batches, lines, output_path, overwrite)
         return
     with exit_on_sigterm() as check_stop, atomic_path(output_path) as tmp:
         with hdf5_writer(tmp, output_path, check_stop) as (fout, check):
             embed(fout, batches, check_stop=check)
             check()
             _write_index(fout, lines)
-        _refuse_existing(output_path)  # created by someone else while we ran
+        _refuse_existing(output_path, overwrite)  # created by someone else while we ran
 
 
 class _Embedder:
@@ -134,6 +140,7 @@ class _Embedder:
         """
         sentences = self.sentences
         mine = batches[rank::world_size]
+        write = _DatasetWriter(fout)
 
         def encoded(rows: List[int]) -> torch.Tensor:
             check_stop()
@@ -149,16 +156,51 @@ class _Embedder:
                 if token is not None:
                     line = rows[int(numpy.searchsorted(starts, token, side="right")) - 1]
                     raise DivergedRunError("E535", what=f"line {line + 1} of the input (and maybe others)")
-                layers = torch.from_numpy(layers)
+                vectors = self._chosen(layers)
                 for k, i in enumerate(rows):
-                    vectors = layers[:, starts[k] : starts[k + 1]]  # (n_layers + 1, n_tokens, dim)
-                    if self.layers == "top":
-                        vectors = vectors[-1]
-                    elif self.layers == "average":
-                        vectors = vectors.mean(dim=0)
-                    fout.create_dataset(str(i), data=vectors.numpy())
+                    write(str(i), vectors[..., starts[k] : starts[k + 1], :])
                     check_stop()
                 progress.update(len(rows))
+
+    def _chosen(self, layers: numpy.ndarray) -> numpy.ndarray:
+        """The vectors to write of a batch's layers (n_layers + 1, n_tokens, dim):
+        all of them, the last layer, or their mean, (n_tokens, dim)."""
+        if self.layers == "top":
+            return layers[-1]
+        if self.layers == "average":
+            return torch.from_numpy(layers).mean(dim=0).numpy()
+        return layers
+
+
+class _DatasetWriter:
+    """Adds float32 datasets to an open HDF5 file through h5py's low-level
+    API, with the datatype and the creation property lists made once for all
+    (`Group.create_dataset` makes them anew, and checks its many options, for
+    every dataset: most of the cost of a short line).
+
+    A dataset of at most `COMPACT_BYTES` is stored compact, inside its own
+    header, so that writing it costs no write of its own to the file; a larger
+    one is contiguous, as `create_dataset` stores it. Readers see no
+    difference: the names, shapes, dtype and values are the same either way.
+    Neither records times, as `create_dataset` records none.
+    """
+
+    COMPACT_BYTES = 16 * 1024  # well under HDF5's limit of 64 KiB on a header message
+
+    def __init__(self, fout: h5py.File):
+        self._group = fout.id
+        self._type = h5t.py_create(numpy.dtype(numpy.float32), logical=True)
+        self._contiguous = h5p.create(h5p.DATASET_CREATE)
+        self._contiguous.set_obj_track_times(False)
+        self._compact = self._contiguous.copy()
+        self._compact.set_layout(h5d.COMPACT)
+
+    def __call__(self, name: str, data: numpy.ndarray) -> None:
+        data = numpy.ascontiguousarray(data, dtype=numpy.float32)
+        plist = self._compact if data.nbytes <= self.COMPACT_BYTES else self._contiguous
+        space = h5s.create_simple(data.shape)
+        dataset = h5d.create(self._group, name.encode(), self._type, space, dcpl=plist)
+        dataset.write(h5s.ALL, h5s.ALL, data, mtype=self._type)
 
 
 def _write_index(fout: h5py.File, lines: List[str]) -> None:
@@ -175,7 +217,8 @@ def _process_device(dist: Distributed, name: str, device: torch.device) -> torch
 
 
 def _embed_in_processes(
-    dist: Distributed, embed: _Embedder, batches: List[List[int]], lines: List[str], output_path: Path
+    dist: Distributed, embed: _Embedder, batches: List[List[int]], lines: List[str], output_path: Path,
+    overwrite: bool,
 ) -> None:
     """Process r embeds batches r, r + world_size, ... into its own temporary
     file; process 0 then copies every shard into the output, atomically.
@@ -188,13 +231,14 @@ def _embed_in_processes(
     def merge() -> None:
         with atomic_path(output_path) as tmp:
             with hdf5_writer(tmp, output_path, check_stop) as (fout, check):
+                write = _DatasetWriter(fout)
                 for path in shards:
                     with h5py.File(path, "r") as fin:
                         for name, dataset in fin.items():
-                            fout.create_dataset(name, data=dataset[...])
+                            write(name, dataset[...])
                             check()
                 _write_index(fout, lines)
-            _refuse_existing(output_path)  # created by someone else while we ran
+            _refuse_existing(output_path, overwrite)  # created by someone else while we ran
 
     dist.start()
     try:
@@ -240,9 +284,10 @@ def _output_file(path: PathLike, input_path: Path) -> Path:
     return Path(text)
 
 
-def _refuse_existing(path: Path) -> None:
-    if path.exists():
-        raise OutputError("E202", path=path)
+def _refuse_existing(path: Path, overwrite: bool) -> None:
+    """E202 for an existing `path`, unless `overwrite` and it is a file."""
+    if path.exists() and not (overwrite and path.is_file()):
+        raise OutputError("E202", path=path, extra=OVERWRITE_HINT)
 
 
 def _read_lines(path: Path) -> List[str]:

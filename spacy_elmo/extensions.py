@@ -48,21 +48,47 @@ def install_extensions() -> None:
 
 
 def fixed_mix_weights(spec: MixSpec, n_layers: int) -> numpy.ndarray:
-    """Layer weights for a fixed mix: "average", "top", a layer index, or explicit weights."""
+    """Layer weights for a fixed mix, (n_layers,) float32: "average", "top", a
+    layer index, or explicit weights, each finite in float32. Anything else
+    is E401, a weight such as 1e39 too: finite in Python, it is inf in
+    float32 and would make every vector inf or NaN."""
+    weights = _fixed_mix(spec, n_layers)
+    if weights is None:
+        raise ConfigError("E401", found=spec, n_layers=n_layers)
+    return weights
+
+
+def _fixed_mix(spec: MixSpec, n_layers: int) -> Optional[numpy.ndarray]:
+    """`fixed_mix_weights`, or None for a spec that is none of those."""
     if spec == "average":
         return numpy.full((n_layers,), 1.0 / n_layers, dtype="float32")
+    if _are_weights(spec, n_layers):
+        return _in_float32(spec)
     weights = numpy.zeros((n_layers,), dtype="float32")
     if spec == "top":
         weights[-1] = 1.0
     elif isinstance(spec, int) and not isinstance(spec, bool) and -n_layers <= spec < n_layers:
         weights[spec] = 1.0
-    elif isinstance(spec, (list, tuple)) and len(spec) == n_layers and all(
-        isinstance(w, (int, float)) and not isinstance(w, bool) for w in spec
-    ):
-        weights[:] = spec
     else:
-        raise ConfigError("E401", found=spec, n_layers=n_layers)
+        return None
     return weights
+
+
+def _are_weights(spec: MixSpec, n_layers: int) -> bool:
+    """Whether `spec` is a list of `n_layers` numbers (not bools)."""
+    return isinstance(spec, (list, tuple)) and len(spec) == n_layers and all(
+        isinstance(w, (int, float)) and not isinstance(w, bool) for w in spec
+    )
+
+
+def _in_float32(weights: List[float]) -> Optional[numpy.ndarray]:
+    """The weights as float32, or None where one of them is not finite there."""
+    try:
+        with numpy.errstate(over="ignore"):  # a weight beyond float32 becomes inf
+            converted = numpy.asarray(weights, dtype="float64").astype("float32")
+    except OverflowError:  # an int beyond even float64
+        return None
+    return converted if numpy.isfinite(converted).all() else None
 
 
 def token_offsets(doc: Doc) -> numpy.ndarray:

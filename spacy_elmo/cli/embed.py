@@ -1,4 +1,4 @@
-"""``python -m spacy_elmo embed OPTIONS WEIGHTS INPUT OUTPUT``: ELMo vectors of a text file, in HDF5.
+"""``python -m spacy_elmo embed [OPTIONS] MODEL [WEIGHTS] INPUT OUTPUT``: ELMo vectors of a text file, in HDF5.
 
 The work is done by `spacy_elmo.embed.embed_file`.
 """
@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 import typer
+from typer.core import TyperCommand
 from wasabi import msg
 
 from .. import embed
@@ -14,22 +15,45 @@ from ..distributed import Distributed
 from . import app
 
 
-@app.command("embed")
+USAGE = "MODEL [WEIGHTS] INPUT OUTPUT"
+
+
+class _EmbedCommand(TyperCommand):
+    """The usage line names the arguments as they are written,
+    ``[OPTIONS] MODEL [WEIGHTS] INPUT OUTPUT``: the optional WEIGHTS comes
+    before two required arguments, which one list argument stands for."""
+
+    def collect_usage_pieces(self, ctx: typer.Context) -> List[str]:
+        return [self.options_metavar, USAGE]
+
+
+@app.command("embed", cls=_EmbedCommand)
 def embed_cli(
     # fmt: off
-    model: str = typer.Argument(..., metavar="MODEL", help="The biLM: a folder with options.json + weights.hdf5 (as pretrain exports it, or AllenNLP's two files), or its options.json followed by WEIGHTS", show_default=False),
-    paths: List[str] = typer.Argument(..., metavar="[WEIGHTS] INPUT OUTPUT", help="WEIGHTS (the biLM's weights.hdf5, after an options.json); INPUT: UTF-8 text, one sentence per line, tokens separated by whitespace; OUTPUT: the HDF5 file to create (never overwritten; not a folder)", show_default=False),
-    layers: str = typer.Option("all", "--layers", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
-    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per batch"),
-    device: str = typer.Option("cpu", "--device", help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)"),
-    precision: str = typer.Option("fp32", "--precision", help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16)"),
+    model: str = typer.Argument(..., metavar="MODEL", hidden=True, show_default=False),
+    paths: List[str] = typer.Argument(..., metavar="[WEIGHTS] INPUT OUTPUT", hidden=True, show_default=False),
+    layers: str = typer.Option("all", "--layers", metavar="all|top|average", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
+    batch_size: int = typer.Option(64, "--batch-size", metavar="N", min=1, help="Sentences per batch"),
+    device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)"),
+    precision: str = typer.Option("fp32", "--precision", metavar="fp32|tf32|bf16", help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16)"),
     cuda_graphs: bool = typer.Option(False, "--cuda-graphs", help="On a GPU, run the LSTMs from CUDA graphs (fewer launches from Python; the same vectors within float32 rounding)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace OUTPUT if it exists (once the new file is whole)"),
     # fmt: on
 ):
     """ELMo vectors of every line of INPUT, written to a new HDF5 file OUTPUT.
 
-    MODEL is a biLM folder (`embed training/my_bilm/model in.txt out.hdf5`),
-    or AllenNLP's two files (`embed options.json weights.hdf5 in.txt out.hdf5`).
+    \b
+    MODEL    a biLM folder (options.json + weights.hdf5, as pretrain exports
+             it), or an options.json
+    WEIGHTS  after an options.json, its weights.hdf5 (AllenNLP's two files)
+    INPUT    UTF-8 text, one sentence per line, tokens separated by
+             whitespace: a file, a pipe or /dev/stdin
+    OUTPUT   the HDF5 file to create (not a folder); an existing file is
+             refused unless --overwrite is given
+
+    For example `embed training/my_bilm/model in.txt out.hdf5`, `embed
+    options.json weights.hdf5 in.txt out.hdf5`, or from a pipe, `... | embed
+    MODEL /dev/stdin out.hdf5`.
 
     As `allennlp elmo` did: one dataset per line, named by its line number
     ("0", "1", ...), and a "sentence_to_index" dataset holding a JSON object
@@ -45,7 +69,7 @@ def embed_cli(
     options, weights, input_path, output_path = _arguments(model, paths)
     try:
         embed.embed_file(options, weights, input_path, output_path, layers=layers, batch_size=batch_size,
-                         device=device, precision=precision, cuda_graphs=cuda_graphs)
+                         device=device, precision=precision, cuda_graphs=cuda_graphs, overwrite=overwrite)
     except ElmoError as err:
         msg.fail("Embedding failed", str(err), exits=1)
     if Distributed.from_env().is_main:
@@ -59,7 +83,7 @@ def _arguments(model: str, paths: List[str]) -> Tuple[Path, Optional[Path], Path
     if len(paths) not in (2, 3):
         raise typer.BadParameter(
             f"expected MODEL INPUT OUTPUT or OPTIONS WEIGHTS INPUT OUTPUT; found {len(paths) + 1} arguments",
-            param_hint="'MODEL [WEIGHTS] INPUT OUTPUT'",
+            param_hint=f"'{USAGE}'",
         )
     *weights, input_path, output_path = paths
     options = Path(model)
@@ -72,6 +96,14 @@ def _arguments(model: str, paths: List[str]) -> Tuple[Path, Optional[Path], Path
         raise typer.BadParameter(
             f"{options} is not a folder: give a biLM folder (options.json + weights.hdf5), or an options.json "
             "followed by its weights.hdf5", param_hint="'MODEL'")
-    if not Path(input_path).is_file():
-        raise typer.BadParameter(f"{input_path} is not a file", param_hint="'INPUT'")
+    _check_input(Path(input_path))
     return options, Path(weights[0]) if weights else None, Path(input_path), output_path
+
+
+def _check_input(path: Path) -> None:
+    """INPUT is read once, from start to end: a file, a pipe (a FIFO,
+    /dev/stdin) or anything else that reads, but not a folder."""
+    if path.is_dir():
+        raise typer.BadParameter(f"{path} is a folder: give a text file, a pipe or /dev/stdin", param_hint="'INPUT'")
+    if not path.exists():
+        raise typer.BadParameter(f"{path} does not exist", param_hint="'INPUT'")

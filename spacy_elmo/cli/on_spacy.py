@@ -9,4 +9,4 @@ from spacy.cli._util import app as spacy_app
 
 from . import app
 
-spacy_app.add_typer(app, name="elmo", help=app.info.help, no_args_is_help=True)
+spacy_app.add_typer(app, name="elmo", help=app.info.help)

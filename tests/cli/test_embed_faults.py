@@ -223,13 +223,6 @@ def test_wrong_arguments_are_a_usage_error(fixture_paths, tmp_path, arguments, h
     assert not (tmp_path / "out.hdf5").exists()
 
 
-def test_the_usage_line_names_the_model_not_a_second_options():
-    result = CliRunner().invoke(app, ["embed", "--help"])
-    usage = " ".join(result.output.split())
-    assert result.exit_code == 0 and "[OPTIONS] {MODEL} {[WEIGHTS] INPUT OUTPUT}" in usage, usage
-    assert "{OPTIONS}" not in usage
-
-
 def test_layers_that_overflow_are_a_coded_error_and_leave_nothing(fixture_paths, tmp_path):
     # Finite weights so large that the token encoder's projection overflows to inf: the
     # layers of every line are not finite, and none is written as if it were a vector.
