@@ -4,6 +4,7 @@
 Thinc model over Docs, and `spacy_elmo.training.PretrainingLM` adds the
 softmax to train it.
 """
+import threading
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -73,9 +74,14 @@ class BiLM(nn.Module):
 
     At inference (no gradients), the representations of tokens already seen are
     served from a bounded cache of ``token_cache_size`` entries. Loading
-    weights (`from_allennlp`, ``load_state_dict``) and training empty it; code
-    that edits the token encoder's weights in place by hand must call
-    `clear_token_cache` afterwards.
+    weights (`from_allennlp`, ``load_state_dict`` of the biLM or of any of its
+    parts) and training empty it; code that edits the token encoder's weights
+    in place by hand must call `clear_token_cache` afterwards.
+
+    Several threads may call one biLM at once: what the calls share takes
+    turns under a lock (the token cache; the carried-over state of a
+    ``stateful`` biLM, whose calls then run one at a time; the CUDA graphs and
+    the setting that makes them), and each call gives what it gives alone.
     """
 
     def __init__(self, options: BiLMOptions, *, stateful: bool = False, token_cache_size: int = 20000):
@@ -86,12 +92,15 @@ class BiLM(nn.Module):
         self.lstm = BiLSTMStack(options)
         self.token_cache = TokenCache(token_cache_size)
         self._states: Optional[List[LayerState]] = None
+        self._lock = _Lock()  # the carried-over state and the CUDA graphs' setting
         boundaries = torch.from_numpy(words_to_ids([BOS_TOKEN, EOS_TOKEN], options.max_characters_per_token))
         self.register_buffer("boundary_ids", boundaries, persistent=False)
-        # Loading weights, into the biLM or into one of its parts alone, empties the
-        # token cache and makes the CUDA graphs' weights again (a module's
-        # load_state_dict runs its children's hooks too).
-        self.token_encoder.register_load_state_dict_post_hook(partial(_forget_token_vectors, self.token_cache))
+        # Loading weights, into the biLM or into any of its parts alone, empties the
+        # token cache and makes the CUDA graphs' weights again. A module's
+        # load_state_dict runs its own hooks and its descendants', never its
+        # parents': every part of the token encoder gets the hook.
+        for part in self.token_encoder.modules():
+            part.register_load_state_dict_post_hook(partial(_forget_token_vectors, self.token_cache))
         self.lstm.register_load_state_dict_post_hook(_forget_graph_weights)
 
     @property
@@ -117,12 +126,13 @@ class BiLM(nn.Module):
         options_path may also be a directory holding both files (as
         ``save_allennlp`` writes them), with weights_path left out.
         """
-        from .weights import load_weights, resolve_paths
+        from .weights import copy_weights, read_weights, resolve_paths
 
         options_path, weights_path = resolve_paths(options_path, weights_path)
         options = BiLMOptions.from_file(options_path)
+        weights = read_weights(weights_path, options, options_path)  # all checked before the model is built
         model = cls(options, stateful=stateful, token_cache_size=token_cache_size)
-        load_weights(model, weights_path, options_path)
+        copy_weights(model, weights)
         return model
 
     def save_allennlp(self, directory: PathLike, dtype: str = "float32") -> None:
@@ -148,15 +158,19 @@ class BiLM(nn.Module):
         on Python, at the cost of each graph's GPU memory, and of a float32 copy
         of the LSTMs' weights on the GPU); ``enabled=False`` drops them and frees
         that memory (moving the biLM to the CPU does not). On a CPU, with
-        gradients, and in another dtype than float32, nothing changes."""
-        if not enabled:
-            self.lstm.graphs = None
-        elif self.lstm.graphs is None or self.lstm.graphs.max_graphs != max_graphs:
-            self.lstm.graphs = RecurrenceGraphs(max_graphs)
+        gradients, and in another dtype than float32, nothing changes. Called
+        from several threads at once with the same settings, it makes the
+        graphs once."""
+        with self._lock:
+            if not enabled:
+                self.lstm.graphs = None
+            elif self.lstm.graphs is None or self.lstm.graphs.max_graphs != max_graphs:
+                self.lstm.graphs = RecurrenceGraphs(max_graphs)
 
     def reset_states(self) -> None:
         """Forget the carried-over state (stateful mode)."""
-        self._states = None
+        with self._lock:
+            self._states = None
 
     def encode_tokens(self, char_ids: torch.Tensor, longest: Optional[int] = None) -> torch.Tensor:
         """The context-insensitive representation of tokens.
@@ -211,10 +225,10 @@ class BiLM(nn.Module):
         # float32 even under autocast, so the layers returned are float32 (the products inside
         # the LSTMs are what autocast makes cheaper).
         inputs = nn.functional.embedding(packed_index, distinct.float())  # (2, n_packed, p)
-        initial = self._initial_state(order, batch) if self.stateful else None
-        outputs, final = self.lstm(inputs, packing.batch_sizes, initial, return_final_state=self.stateful)
         if self.stateful:
-            self._store_state(final, order)
+            outputs = self._run_carrying_state(inputs, packing.batch_sizes, order)
+        else:
+            outputs, _ = self.lstm(inputs, packing.batch_sizes)
         # Gather every real token's vectors, in the caller's row order: the
         # forward direction saw token k at step k + 1, the backward one at
         # step length - 2 - k; layer 0 is the token vector in both halves.
@@ -311,9 +325,9 @@ class BiLM(nn.Module):
     def _check_indexed(
         self, words: Sequence[str], index: numpy.ndarray, lengths: numpy.ndarray
     ) -> Tuple[numpy.ndarray, numpy.ndarray]:
-        """index and lengths as int64 arrays; E105 where they do not fit `words`."""
-        index = numpy.asarray(index, dtype=numpy.int64)
-        lengths = numpy.asarray(lengths, dtype=numpy.int64)
+        """index and lengths as int64 arrays; E109 unless they hold integers,
+        E105 where they do not fit `words`."""
+        index, lengths = _integers(index, "index"), _integers(lengths, "lengths")
         found = None
         if list(words[:2]) != [BOS_TOKEN, EOS_TOKEN]:
             found = f"words starting {list(words[:2])}"
@@ -460,6 +474,22 @@ class BiLM(nn.Module):
             if weight.dtype != torch.float32:
                 raise ConfigError("E107", part=part, dtype=weight.dtype)
 
+    def _run_carrying_state(
+        self, inputs: torch.Tensor, batch_sizes: List[int], order: torch.Tensor
+    ) -> List[torch.Tensor]:
+        """The LSTMs' packed outputs from the state each row carried over from
+        the last call, whose final state the next call starts from. One call at
+        a time: the state is shared by every thread's calls.
+
+        inputs: (2, n_packed, projection_dim); order: (rows,) the caller's row
+            at each sorted position (`TimeMajor.order`).
+        """
+        with self._lock:
+            initial = self._initial_state(order, order.shape[0])
+            outputs, final = self.lstm(inputs, batch_sizes, initial, return_final_state=True)
+            self._store_state(final, order)
+        return outputs
+
     def _initial_state(self, order: torch.Tensor, batch: int) -> Optional[List[LayerState]]:
         if self._states is None:
             return None
@@ -487,10 +517,39 @@ class BiLM(nn.Module):
         self._states = new
 
 
+def _integers(values: numpy.ndarray, name: str) -> numpy.ndarray:
+    """`values` as an int64 array; E109 if they are not integers (a float would
+    be truncated to another word or length), unless there are none."""
+    array = numpy.asarray(values)
+    if array.size and array.dtype.kind not in "iu":
+        raise InputError("E109", name=name, dtype=array.dtype)
+    return array.astype(numpy.int64, copy=False)
+
+
 def _first_row(flags: torch.Tensor) -> torch.Tensor:
     """The first row of (rows, n) `flags` holding a True, or -1, on the device."""
     hit = flags.any(dim=1)
     return torch.where(hit.any(), hit.int().argmax(), -1).long()
+
+
+class _Lock:
+    """A mutex for state a module's calls share, which a copy or a pickle of the
+    module gets anew and free (being held is no state to copy)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc_info) -> None:
+        self._lock.release()
+
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()  # type: ignore[misc]
 
 
 def _forget_token_vectors(cache: TokenCache, module: nn.Module, incompatible_keys) -> None:

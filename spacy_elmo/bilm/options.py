@@ -3,16 +3,20 @@
 An ``options.json`` is checked against a schema (`_OptionsFile`) before anything
 is built from it: the types, sane bounds on every size (so that a typo cannot
 ask for terabytes), finite clips, and the model's size as a whole. Keys that
-the biLM does not use (bilm-tf's training settings) are ignored.
+the biLM does not use (bilm-tf's training settings) are ignored. The file
+itself must be a regular file (a link to one is followed) of at most
+`MAX_OPTIONS_BYTES`, so that a named pipe or a device is refused, not read.
 """
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
-from ..errors import DamagedFileError
+from ..errors import DamagedFileError, InputError
 
 # Bounds of the options. The largest published ELMo has 4096 LSTM cells, 2048
 # filters and 50 characters per token, 93.6 million parameters.
@@ -21,6 +25,8 @@ MAX_CHARACTERS_PER_TOKEN = 1024
 MAX_LAYERS = 64
 MAX_FILTERS = 64
 MAX_PARAMETERS = 2**30  # 4 GiB in float32
+# An options.json is under 1 kB; a file a thousand times that size is not one.
+MAX_OPTIONS_BYTES = 2**20
 
 
 @dataclass
@@ -127,12 +133,59 @@ class BiLMOptions:
 
     @classmethod
     def from_file(cls, path: Union[str, Path]) -> "BiLMOptions":
+        """Read and validate an ``options.json``: E010 where `path` is no
+        regular file, E011 where it is too large to be one, E001 where it is
+        not JSON, then as `from_allennlp`."""
         path = Path(path)
+        text = _read_small_file(path)
         try:
-            data = json.loads(path.read_text(encoding="utf8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
             raise DamagedFileError("E001", kind="options", path=path, reason=err) from err
+        except RecursionError:  # arrays or objects nested thousands deep
+            reason = "its JSON nests arrays or objects too deeply to be read (an options.json nests them 4 deep)"
+            raise DamagedFileError("E001", kind="options", path=path, reason=reason) from None
         return cls.from_allennlp(data, path)
+
+
+def _read_small_file(path: Path) -> str:
+    """The text of the options file `path`, once it is found to be a regular
+    file (E010) of at most `MAX_OPTIONS_BYTES` (E011). It is opened without
+    blocking, so that a named pipe is refused, not waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            info = os.fstat(fd)
+            check_regular_file(path, info.st_mode, "options")
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read(MAX_OPTIONS_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(data) > MAX_OPTIONS_BYTES:  # (a file under /proc says it has 0 bytes)
+            size = f"{info.st_size:,}" if info.st_size > MAX_OPTIONS_BYTES else f"more than {MAX_OPTIONS_BYTES:,}"
+            raise DamagedFileError("E011", path=path, size=size, limit=MAX_OPTIONS_BYTES)
+        return data.decode("utf8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise DamagedFileError("E001", kind="options", path=path, reason=err) from err
+
+
+# What a file of each kind but a regular one is, as messages name it.
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_regular_file(path: Path, mode: int, kind: str) -> None:
+    """E010 unless `mode` (of `path`, its links followed) is a regular file's.
+    kind: "options" or "weights", the ELMo file `path` should be."""
+    if stat.S_ISREG(mode):
+        return
+    found = next((name for is_kind, name in _NOT_REGULAR if is_kind(mode)), "a special file")
+    target = os.path.realpath(path)
+    if target != os.path.abspath(path):
+        found += f" ('{target}', where the link leads)"
+    raise InputError("E010", kind=kind, path=path, found=found)
 
 
 # The schema of options.json. Each field's description is what an error says it expected.

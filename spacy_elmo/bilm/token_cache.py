@@ -5,6 +5,7 @@ character ids, by the bytes of each distinct row of ids. Nothing is read back
 from the device to look a key up: keys live on the host, vectors on the
 model's device.
 """
+import threading
 from itertools import repeat
 from typing import Callable, Dict, Hashable, List, Sequence
 
@@ -27,9 +28,16 @@ class TokenCache:
     so a lookup costs one dictionary probe per distinct key and one array
     assignment per call, and the least recently used slots are found with one
     partition when the cache is full.
+
+    Calls from several threads take turns: a lookup (the encoding of the keys
+    it misses included) runs under a lock, as do `clear` and a change of
+    `max_size`, so that two lookups never take the same free slots nor read a
+    slot another fills. A copy (``copy.deepcopy``) or a pickle keeps the
+    size and none of the vectors, which belong to the original's weights.
     """
 
     def __init__(self, max_size: int):
+        self._lock = threading.Lock()
         self._max_size = max_size
         self._slots: Dict[Hashable, int] = {}
         self._keys: List[Hashable] = []  # the key in each slot
@@ -37,6 +45,12 @@ class TokenCache:
         self._calls = 0
         self._storage: torch.Tensor = torch.empty(0)
         self._weights_key: Hashable = None
+
+    def __getstate__(self) -> dict:
+        return {"max_size": self._max_size}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["max_size"])  # type: ignore[misc]
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -48,11 +62,16 @@ class TokenCache:
 
     @max_size.setter
     def max_size(self, value: int) -> None:
-        self._max_size = value
-        if len(self._keys) > value:
-            self.clear()
+        with self._lock:
+            self._max_size = value
+            if len(self._keys) > value:
+                self._empty()
 
     def clear(self) -> None:
+        with self._lock:
+            self._empty()
+
+    def _empty(self) -> None:
         self._slots.clear()
         self._keys.clear()
         self._stamps = numpy.zeros(0, dtype=numpy.int64)
@@ -70,10 +89,22 @@ class TokenCache:
             their vectors (n_missing, dim), on the model's device.
         RETURNS: (len(keys), dim), row i the vector of keys[i].
         """
+        if len(keys) > self._max_size:  # this call alone overflows the cache: encoded without it
+            return encode(numpy.arange(len(keys)))
+        with self._lock:
+            return self._lookup(keys, encode, weights_key)
+
+    def _lookup(
+        self,
+        keys: Sequence[Hashable],
+        encode: Callable[[numpy.ndarray], torch.Tensor],
+        weights_key: Hashable,
+    ) -> torch.Tensor:
+        """`lookup` under the lock."""
         if weights_key != self._weights_key:
-            self.clear()
+            self._empty()
             self._weights_key = weights_key
-        if len(keys) > self.max_size:  # this call alone overflows the cache
+        if len(keys) > self._max_size:  # max_size lowered by another thread since `lookup` checked it
             return encode(numpy.arange(len(keys)))
         self._calls += 1
         slots = numpy.fromiter(map(self._slots.get, keys, repeat(-1)), dtype=numpy.int64, count=len(keys))

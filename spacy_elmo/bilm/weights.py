@@ -11,20 +11,26 @@ LSTM layers l (F = total filters, p = projection, c = LSTM cells):
     RNN_d/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0   (p + p, 4c): [input; hidden] rows
                                            /B     (4c,)  gates i, j, f, o
                                            /W_P_0 (c, p)
+
+A weights file is read by itself: an external link, a dataset stored in raw
+files beside it or a virtual dataset over other files is refused (E012), so
+that a file handed over cannot make HDF5 read other paths.
 """
 import json
+import os
 import re
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import h5py
 import numpy
 import torch
 
-from ..errors import ConfigError, DamagedFileError, DivergedRunError, InputError
+from ..errors import ConfigError, DamagedFileError, DivergedRunError, InputError, OutputError
 from ..disk import hdf5_writer, writing
 from ..util import atomic_path, make_parent_dir
-from .options import BiLMOptions
+from .char_ids import PAD_CHAR
+from .options import BiLMOptions, check_regular_file
 
 OPTIONS_NAME = "options.json"
 WEIGHTS_NAME = "weights.hdf5"
@@ -60,33 +66,78 @@ def _find_pair(directory: Path) -> Tuple[Path, Path]:
     raise InputError("E006", path=directory, found=found)
 
 
-def _parameters(model) -> Iterator[Tuple[str, torch.Tensor, Tuple[int, ...], str]]:
-    """Every (dataset name, target tensor, file shape, how to convert) of a model.
+class _Dataset(NamedTuple):
+    """One dataset of a weights file: its name and shape there, how its value
+    converts (see `_layout`), the biLM's parameters it fills (by their names
+    in the state dict) and which part of each (an index)."""
+
+    name: str
+    shape: Tuple[int, ...]
+    how: str
+    parameters: Tuple[str, ...]
+    part: Any = Ellipsis
+
+
+def _layout(opts: BiLMOptions) -> Iterator[_Dataset]:
+    """Every dataset of the weights of a biLM of options `opts`, from the
+    options alone (no model is needed to check a file's shapes).
 
     Conversions: "copy" as is; "T" transposed; "conv" (1, w, dim, n) <-> (n, dim, w);
     "gates" the file's (..., 4c) holds the four gates side by side, ours is
     (4, ..., c); "stack" the file's rows are [input; hidden], each as "gates".
     """
-    opts: BiLMOptions = model.options
-    enc = model.token_encoder
-    F, p, c = opts.n_filters, opts.projection_dim, opts.lstm_dim
-    yield "char_embed", enc.char_embed[1:], (enc.char_embed.shape[0] - 1, opts.char_embedding_dim), "copy"
-    for i, ((width, n), conv) in enumerate(zip(opts.filters, enc.convs)):
-        yield f"CNN/W_cnn_{i}", conv.weight, (1, width, opts.char_embedding_dim, n), "conv"
-        yield f"CNN/b_cnn_{i}", conv.bias, (n,), "copy"
-    for k, highway in enumerate(enc.highways):
+    F, p, c, e = opts.n_filters, opts.projection_dim, opts.lstm_dim, opts.char_embedding_dim
+    # The file has no row for id 0 (no token).
+    yield _Dataset("char_embed", (PAD_CHAR + 1, e), "copy", ("token_encoder.char_embed",), slice(1, None))
+    for i, (width, n) in enumerate(opts.filters):
+        yield _Dataset(f"CNN/W_cnn_{i}", (1, width, e, n), "conv", (f"token_encoder.convs.{i}.weight",))
+        yield _Dataset(f"CNN/b_cnn_{i}", (n,), "copy", (f"token_encoder.convs.{i}.bias",))
+    for k in range(opts.n_highway):
         for part in ("carry", "transform"):
-            yield f"CNN_high_{k}/W_{part}", getattr(highway, f"W_{part}"), (F, F), "copy"
-            yield f"CNN_high_{k}/b_{part}", getattr(highway, f"b_{part}"), (F,), "copy"
-    yield "CNN_proj/W_proj", enc.projection.weight, (F, p), "T"
-    yield "CNN_proj/b_proj", enc.projection.bias, (p,), "copy"
-    lstm = model.lstm
+            yield _Dataset(f"CNN_high_{k}/W_{part}", (F, F), "copy", (f"token_encoder.highways.{k}.W_{part}",))
+            yield _Dataset(f"CNN_high_{k}/b_{part}", (F,), "copy", (f"token_encoder.highways.{k}.b_{part}",))
+    yield _Dataset("CNN_proj/W_proj", (F, p), "T", ("token_encoder.projection.weight",))
+    yield _Dataset("CNN_proj/b_proj", (p,), "copy", ("token_encoder.projection.bias",))
     for d in range(2):
         for layer in range(opts.n_layers):
             prefix = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-            yield f"{prefix}/W_0", (lstm.W_input[layer][d], lstm.W_hidden[layer][d]), (2 * p, 4 * c), "stack"
-            yield f"{prefix}/B", lstm.bias[layer][d], (4 * c,), "gates"
-            yield f"{prefix}/W_P_0", lstm.W_proj[layer][d], (c, p), "copy"
+            inputs = (f"lstm.W_input.{layer}", f"lstm.W_hidden.{layer}")
+            yield _Dataset(f"{prefix}/W_0", (2 * p, 4 * c), "stack", inputs, d)
+            yield _Dataset(f"{prefix}/B", (4 * c,), "gates", (f"lstm.bias.{layer}",), d)
+            yield _Dataset(f"{prefix}/W_P_0", (c, p), "copy", (f"lstm.W_proj.{layer}",), d)
+
+
+def _targets(model, dataset: _Dataset) -> List[torch.Tensor]:
+    """The parts of `model`'s parameters that `dataset` fills."""
+    return [model.get_parameter(name)[dataset.part] for name in dataset.parameters]
+
+
+def _from_file(value: numpy.ndarray, how: str) -> List[numpy.ndarray]:
+    """A dataset's value as the parts of its parameters hold it (see `_layout`)."""
+    if how == "conv":
+        return [value[0].transpose(2, 1, 0)]
+    if how == "T":
+        return [value.T]
+    if how == "gates":
+        return [_split_gates(value)]
+    if how == "stack":
+        p = value.shape[0] // 2
+        return [_split_gates(value[:p]), _split_gates(value[p:])]
+    return [value]
+
+
+def _to_file(parts: List[torch.Tensor], how: str) -> numpy.ndarray:
+    """The parts of a dataset's parameters as the file holds them (see `_layout`)."""
+    if how == "stack":
+        return numpy.concatenate([_join_gates(part) for part in parts])
+    if how == "gates":
+        return _join_gates(parts[0])
+    value = parts[0].detach().float().cpu().numpy()
+    if how == "conv":
+        return value.transpose(2, 1, 0)[None]
+    if how == "T":
+        return value.T
+    return value
 
 
 def _split_gates(value: numpy.ndarray) -> numpy.ndarray:
@@ -116,8 +167,8 @@ def _datasets(fin: h5py.File) -> List[str]:
 
 
 def _check_all_used(names: List[str], used: set, path: str, options_path) -> None:
-    """Every dataset in the file must have gone into the model: options that
-    describe fewer layers than the file holds would silently drop some."""
+    """E501 unless every dataset in the file is one the options describe:
+    options that describe fewer layers than the file holds would drop some."""
     for name in sorted(set(names) - used):
         why = "it is not part of the bilm-tf layout"
         fix = "check that the two files belong to the same model"
@@ -139,99 +190,157 @@ def _describe(weights_path) -> str:
 
 
 def load_weights(model, weights_path, options_path: Optional[Path] = None) -> None:
-    """Copy a bilm-tf HDF5 file's weights into `model`. Every dataset is
-    checked by `_read_dataset` before anything is copied, and every dataset
-    in the file must be used.
+    """Copy a bilm-tf HDF5 file's weights into `model` (see `read_weights`).
 
     weights_path: a path, or a binary file object holding HDF5.
     """
+    copy_weights(model, read_weights(weights_path, model.options, options_path))
+
+
+def read_weights(weights_path, options: BiLMOptions, options_path: Optional[Path] = None) -> Dict[str, numpy.ndarray]:
+    """The datasets of a bilm-tf HDF5 file, by name, as float32, for a biLM of
+    `options`, before any model is built: every dataset is found and checked
+    against the options' shapes (`_find_dataset`), and every dataset in the
+    file must be one of them (E501), before any value is read (`_read_values`).
+
+    weights_path: a path (of a regular file, E010), or a binary file object holding HDF5.
+    """
     path = _describe(weights_path)
+    if isinstance(weights_path, (str, Path)):
+        _check_regular(Path(weights_path))
     try:
         fin = h5py.File(weights_path, "r")
     except (OSError, ValueError) as err:
         raise DamagedFileError("E001", kind="weights", path=path, reason=err) from err
     with fin:
-        parameters = list(_parameters(model))
-        values = [_read_dataset(fin, name, shape, path, options_path) for name, _, shape, _ in parameters]
-        _check_all_used(_datasets(fin), {name for name, *_ in parameters}, path, options_path)
+        _refuse_external_links(fin, path)
+        layout = list(_layout(options))
+        found = [_find_dataset(fin, dataset, path, options_path) for dataset in layout]
+        _check_all_used(_datasets(fin), {dataset.name for dataset in layout}, path, options_path)
+        return {dataset.name: _read_values(item, dataset.name, path) for dataset, item in zip(layout, found)}
+
+
+def copy_weights(model, values: Dict[str, numpy.ndarray]) -> None:
+    """Copy the datasets `read_weights` read into `model`, a biLM of the same options."""
     model.clear_token_cache()  # it holds vectors of the weights about to be replaced
     with torch.no_grad():
-        for (name, target, shape, how), value in zip(parameters, values):
-            if how == "conv":
-                value = value[0].transpose(2, 1, 0)
-            elif how == "T":
-                value = value.T
-            if how == "stack":
-                p = target[0].shape[1]
-                target[0].copy_(torch.from_numpy(_split_gates(value[:p])))
-                target[1].copy_(torch.from_numpy(_split_gates(value[p:])))
-            elif how == "gates":
-                target.copy_(torch.from_numpy(_split_gates(value)))
-            else:
+        for dataset in _layout(model.options):
+            for target, value in zip(_targets(model, dataset), _from_file(values[dataset.name], dataset.how)):
                 target.copy_(torch.from_numpy(numpy.ascontiguousarray(value)))
+
+
+def _check_regular(path: Path) -> None:
+    """E010 where the weights file `path` is a named pipe, a device or a folder,
+    which HDF5 would wait on or fail to read (h5py says why a missing one is missing)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    check_regular_file(path, mode, "weights")
+
+
+def _refuse_external_links(fin: h5py.File, path: str) -> None:
+    """E012 for an external link anywhere in `fin`, before any link is followed."""
+    external: List[str] = []
+
+    def note(name: bytes, info) -> None:
+        if info.type == h5py.h5l.TYPE_EXTERNAL:
+            external.append(name.decode("utf8", "replace"))
+
+    fin.id.links.visit(note, info=True)  # every link, following none but hard links
+    if external:
+        link = fin.get(external[0], getlink=True)
+        source = f"the file '{link.filename}' (an external link to '{link.path}')"
+        raise DamagedFileError("E012", path=path, name=external[0], source=source)
 
 
 _FLOAT32_MAX = float(numpy.finfo(numpy.float32).max)
 
 
 def _get(fin: h5py.File, name: str):
-    """The object at `name`, or None where there is none or a link to it does not resolve."""
+    """The object at `name`, or None where there is none or a soft link on the way does not resolve."""
     try:
         return fin.get(name)
-    except (KeyError, OSError, ValueError):  # e.g. an external link into a file that is not HDF5
+    except (KeyError, OSError, RuntimeError, ValueError):  # RuntimeError: soft links in a loop
         return None
 
 
 def _check_links(fin: h5py.File, name: str, path: str) -> None:
-    """E008 when a soft or external link on the way to `name` does not resolve."""
+    """E008 where a soft link on the way to `name` leads nowhere, or round a
+    loop (HDF5 follows at most 16 soft links in a row)."""
     parts = name.split("/")
     for k in range(1, len(parts) + 1):
         where = "/".join(parts[:k])
         link = fin.get(where, getlink=True)
         if link is None:
             return
-        if isinstance(link, (h5py.SoftLink, h5py.ExternalLink)) and _get(fin, where) is None:
-            target = f"'{link.path}'"
-            if isinstance(link, h5py.ExternalLink):
-                target += f" in the file '{link.filename}'"
-            if where != name:
-                target += f" (through the link '{where}')"
-            raise DamagedFileError("E008", path=path, dataset=name, target=target)
+        if not isinstance(link, h5py.SoftLink):
+            continue
+        try:
+            if fin.get(where) is not None:
+                continue
+            why = ""
+        except RuntimeError:  # HDF5 gave up following the links
+            why = " (a loop of soft links, or a chain of more than HDF5 follows)"
+        except (KeyError, OSError, ValueError):
+            why = ""
+        through = f" (through the link '{where}')" if where != name else ""
+        raise DamagedFileError("E008", path=path, dataset=name, target=f"'{link.path}'{why}{through}")
 
 
-def _read_dataset(fin: h5py.File, name: str, shape: Tuple[int, ...], path: str, options_path) -> numpy.ndarray:
-    """The dataset `name` of `fin` as float32, once it has been found to be
-    there (E004), reachable (a link that resolves, E008), of the right shape
-    (E005) and of real numbers (E009) that are finite (E502) and fit float32
-    (E009).
+def _find_dataset(fin: h5py.File, dataset: _Dataset, path: str, options_path) -> h5py.Dataset:
+    """The dataset of `fin` that `dataset` describes, once it has been found to
+    be there (E004), reachable (soft links that resolve, E008), holding its own
+    data (E012), of the right shape (E005) and of numbers (E009). Only its
+    header is read."""
+    name = dataset.name
+    found = _get(fin, name)
+    if found is None:
+        _check_links(fin, name, path)
+    if not isinstance(found, h5py.Dataset):
+        raise DamagedFileError("E004", path=path, dataset=name, options=options_path)
+    _refuse_data_elsewhere(found, name, path)
+    shape = None if found.shape is None else tuple(found.shape)  # None: an empty (null) dataset
+    if shape != dataset.shape:
+        raise DamagedFileError(
+            "E005", path=path, dataset=name, found=shape, expected=dataset.shape, options=options_path,
+        )
+    kind = found.dtype.kind
+    if kind not in "fiu":
+        why = {"c": "complex numbers have no float32 value", "b": "booleans are not weights"}.get(
+            kind, "it does not hold numbers")
+        dtype = "strings" if h5py.check_string_dtype(found.dtype) else found.dtype
+        raise DamagedFileError("E009", path=path, dataset=name, found=dtype, why=why)
+    return found
+
+
+def _refuse_data_elsewhere(dataset: h5py.Dataset, name: str, path: str) -> None:
+    """E012 for a dataset whose values are in other files: raw files (external
+    storage), or other HDF5 files that a virtual dataset maps."""
+    if dataset.external:
+        files = ", ".join(f"'{file}'" for file, *_ in dataset.external)
+        raise DamagedFileError("E012", path=path, name=name, source=f"the raw file(s) {files} (external storage)")
+    others = sorted({source.file_name for source in dataset.virtual_sources()} - {"."}) if dataset.is_virtual else []
+    if others:
+        files = ", ".join(f"'{file}'" for file in others)
+        raise DamagedFileError("E012", path=path, name=name, source=f"the file(s) {files} (a virtual dataset)")
+
+
+def _read_values(dataset: h5py.Dataset, name: str, path: str) -> numpy.ndarray:
+    """The values of a dataset `_find_dataset` found, as float32, once they are
+    found to be finite (E502) and within the float32 range (E009).
 
     Float datasets of any width and integer datasets are read as float32:
     float16 and integers up to 2**24 exactly, float64 rounded to the nearest
     float32. Complex, boolean, string and compound datasets are refused.
     """
-    dataset = _get(fin, name)
-    if dataset is None:
-        _check_links(fin, name, path)
-    if not isinstance(dataset, h5py.Dataset):
-        raise DamagedFileError("E004", path=path, dataset=name, options=options_path)
-    found = None if dataset.shape is None else tuple(dataset.shape)  # None: an empty (null) dataset
-    if found != shape:
-        raise DamagedFileError(
-            "E005", path=path, dataset=name, found=found, expected=shape, options=options_path,
-        )
-    kind = dataset.dtype.kind
-    if kind not in "fiu":
-        why = {"c": "complex numbers have no float32 value", "b": "booleans are not weights"}.get(
-            kind, "it does not hold numbers")
-        found = "strings" if h5py.check_string_dtype(dataset.dtype) else dataset.dtype
-        raise DamagedFileError("E009", path=path, dataset=name, found=found, why=why)
     try:
         value = dataset[...]
     except (OSError, ValueError, TypeError) as err:  # a truncated file, a missing compression filter
         raise DamagedFileError(
             "E001", kind="weights", path=path, reason=f"dataset '{name}' cannot be read ({err})"
         ) from err
-    if kind == "f":  # (every integer is within the float32 range)
+    if dataset.dtype.kind == "f":  # (every integer is within the float32 range)
         finite = numpy.isfinite(value)
         if not finite.all():
             raise DamagedFileError(
@@ -258,25 +367,17 @@ def write_datasets(model, fout: h5py.File, dtype: str = "float32", check: Callab
     """Write a model's weights into the open HDF5 file `fout`, calling `check`
     after each dataset (see `spacy_elmo.disk.hdf5_writer`)."""
     storage = storage_dtype(dtype)
+    layout = list(_layout(model.options))
     with torch.no_grad():
-        for name, source, _, _ in _parameters(model):  # all checked before anything is written
-            for tensor in source if isinstance(source, tuple) else (source,):
+        for dataset in layout:  # all checked before anything is written
+            for tensor in _targets(model, dataset):
                 finite = torch.isfinite(tensor)
                 if not bool(finite.all()):
-                    raise DivergedRunError("E536", dataset=name, count=int(finite.numel() - finite.sum()),
+                    raise DivergedRunError("E536", dataset=dataset.name, count=int(finite.numel() - finite.sum()),
                                            size=finite.numel())
-        for name, source, _, how in _parameters(model):
-            if how == "stack":
-                value = numpy.concatenate([_join_gates(source[0]), _join_gates(source[1])])
-            elif how == "gates":
-                value = _join_gates(source)
-            else:
-                value = source.detach().float().cpu().numpy()
-            if how == "conv":
-                value = value.transpose(2, 1, 0)[None]
-            elif how == "T":
-                value = value.T
-            fout.create_dataset(name, data=as_storage(value, storage, name))
+        for dataset in layout:
+            value = _to_file(_targets(model, dataset), dataset.how)
+            fout.create_dataset(dataset.name, data=as_storage(value, storage, dataset.name))
             check()
 
 
@@ -303,11 +404,15 @@ def as_storage(value: numpy.ndarray, storage: numpy.dtype, name: str) -> numpy.n
 def save_weights(model, directory, dtype: str = "float32") -> None:
     """Write ``options.json`` and ``weights.hdf5`` (datasets of `dtype`, see
     `write_weights`) into `directory`, each atomically. A disk that is full or
-    read-only is a coded error (E513, E514), and no temporary file is left."""
+    read-only is a coded error (E513, E514), and no temporary file is left; a
+    folder in the place of either file is E540, before anything is written."""
     directory = Path(directory)
     weights, options = directory / WEIGHTS_NAME, directory / OPTIONS_NAME
     make_parent_dir(weights)
     storage_dtype(dtype)  # a wrong dtype is refused before anything is written
+    for target, kind in ((weights, "weights"), (options, "options")):
+        if target.is_dir():
+            raise OutputError("E540", directory=directory, path=target, kind=kind)
     with writing(weights), atomic_path(weights) as tmp, hdf5_writer(tmp, weights) as (fout, check):
         write_datasets(model, fout, dtype, check)
     with writing(options), atomic_path(options) as tmp:

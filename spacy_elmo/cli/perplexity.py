@@ -24,7 +24,7 @@ def perplexity_cli(
     text: List[Path] = typer.Argument(..., help="Text files or folders, tokenised as in pretraining", exists=True),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write {forward, backward, mean, tokens} to this new JSON file"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the --output file if it exists"),
-    tokens_per_batch: int = typer.Option(4000, "--tokens-per-batch", help="Batch size in tokens"),
+    tokens_per_batch: int = typer.Option(4000, "--tokens-per-batch", min=1, help="Batch size in tokens"),
     device: str = typer.Option("cpu", "--device", help="'cpu' or 'cuda'"),
     cuda_graphs: bool = typer.Option(False, "--cuda-graphs", help="On a GPU, run the LSTMs from CUDA graphs (fewer launches from Python; the same figures within float32 rounding)"),
     # fmt: on

@@ -18,6 +18,7 @@ from thinc.types import Floats3d
 
 from ..bilm import BiLM
 from ..data_classes import ElmoDocData
+from ..disk import writing
 from ..errors import ConfigError, DamagedFileError, DivergedRunError, ElmoError, Warnings
 from ..extensions import fixed_mix_weights, install_extensions, set_vector_hooks, token_offsets
 from ..models.bilm import get_bilm, sentence_starts, set_bilm
@@ -295,12 +296,13 @@ class Elmo(TrainablePipe):
 
     def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
         """Save the component to the folder `path` (files `model`, and `vocab` unless excluded).
-        The model file is replaced whole or not at all; a biLM whose weights are
-        not finite is not saved (E536)."""
+        The model file is replaced whole or not at all: a disk that is full is
+        E513, a folder that is read-only E514; a biLM whose weights are not
+        finite is not saved (E536)."""
 
         def save_model(p: Path) -> None:
             data = self.model.to_bytes()  # first: a refusal (E536) leaves the file there as it was
-            with atomic_path(p) as tmp:
+            with writing(p), atomic_path(p) as tmp:
                 tmp.write_bytes(data)
 
         serialize = {"vocab": lambda p: self.vocab.to_disk(p, exclude=exclude), "model": save_model}

@@ -7,6 +7,8 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, batch_to_ids
+from spacy_elmo.bilm import model as bilm_model
+from spacy_elmo.bilm.options import BiLMOptions
 from spacy_elmo.errors import ElmoError
 
 
@@ -83,6 +85,21 @@ def test_weights_contradicting_the_options(copied):
     options, weights = copied
     edit_options(options, lambda d: d["lstm"].__setitem__("dim", 32))
     with pytest.raises(ElmoError, match=r"E005.*W_0.*\(32, 256\).*\(32, 128\)"):
+        BiLM.from_allennlp(options, weights)
+
+
+def test_weights_that_do_not_fit_the_options_are_refused_before_the_model_is_built(copied, monkeypatch):
+    options, weights = copied
+    # 600 million parameters (2.4 GB to build), within the limit, beside the fixture's tiny weights.
+    edit_options(options, lambda d: d["lstm"].update(dim=8192, projection_dim=2048))
+    assert BiLMOptions.from_file(options).n_parameters > 600_000_000
+
+    def never_built(*args, **kwargs):
+        raise AssertionError("a part of the biLM was built before its weights were checked")
+
+    monkeypatch.setattr(bilm_model, "CharCNNTokenEncoder", never_built)
+    monkeypatch.setattr(bilm_model, "BiLSTMStack", never_built)
+    with pytest.raises(ElmoError, match=r"E005.*'CNN_proj/W_proj' has shape \(124, 16\), expected \(124, 2048\)"):
         BiLM.from_allennlp(options, weights)
 
 
@@ -246,6 +263,7 @@ def test_unknown_keys_of_bilm_tf_are_ignored(copied):
 
 
 BIAS = "CNN/b_cnn_0"  # shape (4,)
+LOOP = "a loop of soft links, or a chain of more than HDF5 follows"
 
 
 def replace_dataset(weights, name, make):
@@ -272,9 +290,12 @@ def layers_of(options, weights):
      (lambda f, v: numpy.full(v.shape, 1e300), r"E009.*'CNN/b_cnn_0' as float64.*float32 range"),
      (lambda f, v: f.create_group("CNN/b_cnn_0") and None, r"E004.*'CNN/b_cnn_0'"),
      (lambda f, v: h5py.SoftLink("/nowhere"), r"E008.*'CNN/b_cnn_0' to '/nowhere'"),
-     (lambda f, v: h5py.ExternalLink("missing.h5", "/b"), r"E008.*'CNN/b_cnn_0' to '/b' in the file 'missing.h5'")],
+     (lambda f, v: h5py.SoftLink("/CNN/b_cnn_0"), rf"E008.*'CNN/b_cnn_0' to '/CNN/b_cnn_0' \({LOOP}\)"),
+     (lambda f, v: f.__setitem__("other", h5py.SoftLink("/CNN/b_cnn_0")) or h5py.SoftLink("/other"),
+      rf"E008.*'CNN/b_cnn_0' to '/other' \({LOOP}\)"),
+     (lambda f, v: h5py.ExternalLink("missing.h5", "/b"), r"E012.*'CNN/b_cnn_0' from the file 'missing\.h5'")],
     ids=["strings", "complex", "bool", "compound", "beyond-float32", "group", "dangling-soft-link",
-         "dangling-external-link"],
+         "soft-link-to-itself", "soft-links-in-a-loop", "dangling-external-link"],
 )
 def test_a_dataset_that_is_not_real_numbers_or_not_reachable_is_a_coded_error(copied, make, message):
     options, weights = copied
@@ -313,19 +334,58 @@ def test_a_float64_dataset_is_rounded_to_float32(copied):
     assert torch.isfinite(layers_of(options, weights)).all()
 
 
-def test_an_external_link_that_resolves_is_followed(copied):
+@pytest.mark.parametrize("where", [BIAS, "CNN", "unused"])
+def test_an_external_link_is_refused_even_where_it_resolves(copied, where):
+    """A weights file must not make HDF5 open other paths: an external link is
+    refused wherever it is, before any is followed."""
     options, weights = copied
-    expected = layers_of(options, weights)
-    with h5py.File(weights.parent / "part.h5", "w") as part, h5py.File(weights, "r") as f:
+    with h5py.File(weights.parent / "part.h5", "w") as part, h5py.File(weights, "a") as f:
+        f.copy(f["CNN"], part, "CNN")
         part["bias"] = f[BIAS][...]
-    replace_dataset(weights, BIAS, lambda f, v: h5py.ExternalLink(str(weights.parent / "part.h5"), "/bias"))
-    assert torch.equal(layers_of(options, weights), expected)
+        if where == "unused":
+            f["unused"] = h5py.ExternalLink("part.h5", "/bias")
+        else:
+            del f[where]
+            f[where] = h5py.ExternalLink("part.h5", "/bias" if where == BIAS else "/CNN")
+    with pytest.raises(ElmoError, match=rf"E012.*weights\.hdf5' takes '{where}' from the file 'part\.h5'"):
+        BiLM.from_allennlp(options, weights)
 
 
-def test_a_dangling_link_on_the_way_to_a_dataset_is_named(copied):
+def external_storage(f, value):
+    """`value` as a dataset whose data lies in a raw file beside the weights."""
+    raw = f.filename.replace("weights.hdf5", "bias.bin")
+    value.astype("<f4").tofile(raw)
+    f.create_dataset(BIAS, shape=value.shape, dtype="<f4", external=[(raw, 0, value.nbytes)])
+
+
+def virtual_dataset(f, value):
+    """`value` as a virtual dataset over another HDF5 file."""
+    other = f.filename.replace("weights.hdf5", "part.h5")
+    with h5py.File(other, "w") as part:
+        part["bias"] = value
+    layout = h5py.VirtualLayout(shape=value.shape, dtype=value.dtype)
+    layout[:] = h5py.VirtualSource(other, "bias", shape=value.shape)
+    f.create_virtual_dataset(BIAS, layout)
+
+
+@pytest.mark.parametrize("make,source", [
+    (external_storage, r"the raw file\(s\) '.*bias\.bin' \(external storage\)"),
+    (virtual_dataset, r"the file\(s\) '.*part\.h5' \(a virtual dataset\)"),
+], ids=["external-storage", "virtual-dataset"])
+def test_a_dataset_whose_data_is_in_other_files_is_refused(copied, make, source):
+    options, weights = copied
+    replace_dataset(weights, BIAS, make)
+    with pytest.raises(ElmoError, match=rf"E012.*takes '{BIAS}' from {source}"):
+        BiLM.from_allennlp(options, weights)
+
+
+@pytest.mark.parametrize("link,target", [
+    ("/gone", "'/gone'"), ("/CNN", rf"'/CNN' \({LOOP}\)"),
+], ids=["dangling", "loop"])
+def test_a_soft_link_on_the_way_to_a_dataset_that_does_not_resolve_is_named(copied, link, target):
     options, weights = copied
     with h5py.File(weights, "a") as f:
         del f["CNN"]
-        f["CNN"] = h5py.ExternalLink("gone.h5", "/CNN")
-    with pytest.raises(ElmoError, match=r"E008.*'CNN/W_cnn_0' to '/CNN' in the file 'gone\.h5' \(through the link 'CNN'\)"):
+        f["CNN"] = h5py.SoftLink(link)
+    with pytest.raises(ElmoError, match=rf"E008.*'CNN/W_cnn_0' to {target} \(through the link 'CNN'\)"):
         BiLM.from_allennlp(options, weights)

@@ -1,5 +1,9 @@
-"""The token cache serves a token's representation again only while the weights that computed it are the model's."""
+"""The token cache serves a token's representation again only while the weights that computed it are the model's,
+and only the representation of its own token, whichever threads call the biLM."""
+import copy
+import pickle
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -50,6 +54,18 @@ def assert_fresh(model: BiLM, stale: torch.Tensor, ids: torch.Tensor = IDS) -> N
     got, expected = predict(model, ids), predict(copy, ids)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
     assert (got - stale).abs().max() > 1e-3  # the weights did change: stale vectors would show
+
+
+def uncached_copy(model: BiLM) -> BiLM:
+    copied = BiLM(model.options, token_cache_size=0).eval()
+    copied.load_state_dict(model.state_dict())
+    return copied
+
+
+def random_sentences(n: int, length: int, n_words: int, seed: int = 0) -> list:
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(n_words)]
+    return [rng.choices(words, k=length) for _ in range(n)]
 
 
 def test_tokens_seen_before_come_from_the_cache():
@@ -172,3 +188,52 @@ def test_a_full_cache_evicts_the_least_recently_used_and_serves_every_key_its_ow
         keys = rng.sample(range(12), rng.randint(1, 6))
         assert lookup(keys) == [float(k) for k in keys]  # never another key's vector
         assert len(cache) <= 6
+
+
+@pytest.mark.parametrize("part", ["token_encoder.projection", "token_encoder.highways.0", "token_encoder.convs.1"])
+def test_loading_one_part_of_the_token_encoder_empties_the_cache(part):
+    # load_state_dict runs the hooks of the module it is called on and of its
+    # descendants, never its parents': a load into a part of a part counts too.
+    model, source = small_bilm(seed=0), small_bilm(seed=1)
+    stale = predict(model)
+    calls = count_encoded(model)
+    model.get_submodule(part).load_state_dict(source.get_submodule(part).state_dict())
+    assert_fresh(model, stale)
+    assert calls[0] == 6  # every token encoded again
+
+
+def test_two_threads_calling_one_bilm_get_what_one_thread_gets():
+    # A small cache, so that the threads' calls evict each other's words all the time.
+    model = BiLM(BiLMOptions(**SMALL), token_cache_size=32).eval()
+    sentences = random_sentences(60, 16, n_words=300)
+    with torch.inference_mode():
+        uncached = uncached_copy(model)
+        expected = [uncached.encode_words([s]) for s in sentences]
+    got: list = [None] * len(sentences)
+
+    def encode_every_other(first: int) -> None:
+        with torch.inference_mode():
+            for i in range(first, len(sentences), 2):
+                got[i] = model.encode_words([sentences[i]])
+
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(encode_every_other, first) for first in (0, 1)]:
+            done.result()  # a thread's error raised here
+    wrong = [i for i, (g, e) in enumerate(zip(got, expected)) if not torch.equal(g, e)]
+    assert wrong == []
+    with torch.inference_mode():  # and the cache the threads left serves every word its own vector
+        again = [model.encode_words([s]) for s in sentences]
+    assert all(torch.equal(a, e) for a, e in zip(again, expected))
+
+
+def test_a_copy_or_a_pickle_of_a_bilm_starts_with_an_empty_cache_and_gives_the_same_layers():
+    model = small_bilm()
+    expected = predict(model)
+    for copied in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert len(copied.token_cache) == 0 and copied.token_cache.max_size == model.token_cache.max_size
+        calls = count_encoded(copied)
+        assert torch.equal(predict(copied), expected)
+        assert calls == [6] and len(copied.token_cache) == 6
+        copied.token_encoder.projection.load_state_dict(small_bilm(seed=1).token_encoder.projection.state_dict())
+        assert len(copied.token_cache) == 0  # the copy's hooks empty the copy's cache
+    assert len(model.token_cache) == 6
