@@ -15,9 +15,9 @@ Every count is 2 FLOPs per multiply-add of a matrix product or convolution; elem
   `spacy_elmo.bilm` runs them: the encoder once per distinct token of a pass (the token cache),
   over the positions the longest token of each call can reach and one more; the LSTMs over
   every packed row, the sentence boundaries included, and per step over the running rows plus
-  the copies products.py adds to make up MIN_ROWS. Not counted: the one padding-only window
-  per filter the CNN convolves, and the row padding of input-to-gate blocks (at most 3 rows a
-  layer per batch).
+  the copies products.py adds to make up MIN_ROWS; the encoder's products over the rows
+  `addmm_by_blocks` computes (its blocks' added rows included). Not counted: the row padding of
+  input-to-gate blocks (at most 3 rows a layer per batch).
 - **Straightforward** (`straightforward_flops`): what `reference_layers` runs: the textbook
   count for every slot of the padded batch, boundaries and padding included.
 """
@@ -30,6 +30,7 @@ from spacy_elmo.bilm.char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR
 import itertools
 
 from spacy_elmo.bilm.lstm import MIN_STEP_ROWS, _input_blocks
+from spacy_elmo.bilm.products import block_layout
 from spacy_elmo.bilm.token_encoder import MIN_ENCODER_ROWS
 
 
@@ -46,13 +47,26 @@ def textbook_flops_per_token(o: BiLMOptions) -> Dict[str, float]:
 
 def encoder_flops(o: BiLMOptions, n_tokens: int, longest: int) -> float:
     """One call of the token encoder on `n_tokens` tokens whose longest has `longest` character
-    ids (begin-of-word, bytes, end-of-word), as CharCNNTokenEncoder runs it."""
+    ids (begin-of-word, bytes, end-of-word), as CharCNNTokenEncoder runs it: each product over
+    the rows `addmm_by_blocks` computes (its blocks' added rows included, at torch's current
+    thread count), and each filter's product over a window of padding alone."""
     if n_tokens == 0:
         return 0.0
     positions = min(o.max_characters_per_token, longest + max(w for w, _ in o.filters))
-    per_token = (_cnn_flops_per_token(o, positions) + o.n_highway * 4 * o.n_filters ** 2
-                 + 2 * o.n_filters * o.projection_dim)
-    return max(n_tokens, MIN_ENCODER_ROWS) * per_token
+    rows = max(n_tokens, MIN_ENCODER_ROWS)
+    flops = 0.0
+    for width, n_filters in o.filters:
+        per_window = 2 * width * o.char_embedding_dim * n_filters
+        flops += per_window * (_blocked(rows * max(positions - width + 1, 0)) + _blocked(1))
+    return flops + _blocked(rows) * (o.n_highway * 4 * o.n_filters ** 2 + 2 * o.n_filters * o.projection_dim)
+
+
+def _blocked(rows: int) -> int:
+    """The rows `addmm_by_blocks` computes for a product of `rows` rows."""
+    if rows == 0:
+        return 0
+    n_blocks, block_rows = block_layout(rows)
+    return n_blocks * block_rows
 
 
 def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = MIN_STEP_ROWS) -> float:

@@ -22,6 +22,8 @@ CPU as a batch of blocks of rows; the batched products of the recurrence
 (`lstm.py`) write contiguous outputs, which MKL's batched path needs.
 tests/bilm/test_products.py checks both at several row and thread counts.
 """
+from typing import Tuple
+
 import torch
 
 MIN_ROWS = 4
@@ -52,11 +54,17 @@ def addmm_by_blocks(bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -
     n, k = x.shape
     if x.device.type != "cpu" or n == 0:
         return torch.addmm(bias, x, weight)
-    n_blocks = max(2, min(torch.get_num_threads(), n // MIN_BLOCK_ROWS))
-    block_rows = max(MIN_ROWS, -(-n // n_blocks))
+    n_blocks, block_rows = block_layout(n)
     missing = n_blocks * block_rows - n
     if missing:
         x = torch.cat([x, x.new_zeros(missing, k)])
     blocks = x.view(n_blocks, block_rows, k)
     out = torch.baddbmm(bias, blocks, weight.expand(n_blocks, k, weight.shape[1]))
     return out.view(n_blocks * block_rows, -1)[:n]
+
+
+def block_layout(n: int) -> Tuple[int, int]:
+    """How `addmm_by_blocks` cuts n > 0 rows on a CPU at torch's current thread
+    count: (blocks, rows a block), at least two blocks of at least MIN_ROWS rows."""
+    n_blocks = max(2, min(torch.get_num_threads(), n // MIN_BLOCK_ROWS))
+    return n_blocks, max(MIN_ROWS, -(-n // n_blocks))
