@@ -64,7 +64,7 @@ class InputError(ElmoError):
 
     codes = frozenset({
         "E006", "E010", "E101", "E102", "E103", "E105", "E108", "E109", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E327", "E402",
-        "E410", "E504", "E505", "E509", "E511", "E533", "E602",
+        "E410", "E504", "E505", "E509", "E511", "E533", "E602", "E701", "E709",
     })
 
 
@@ -77,7 +77,7 @@ class ConfigError(ElmoError):
 
     codes = frozenset({
         "E104", "E106", "E107", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E412", "E508", "E532", "E323", "E324", "E545",
+        "E409", "E411", "E412", "E508", "E532", "E323", "E324", "E545", "E707", "E708",
     })
 
 
@@ -88,7 +88,7 @@ class DamagedFileError(ElmoError):
 
     codes = frozenset({
         "E001", "E002", "E003", "E004", "E005", "E007", "E008", "E009", "E011", "E012", "E303", "E304", "E305", "E310",
-        "E314", "E317", "E501", "E502", "E507", "E322", "E325",
+        "E314", "E317", "E501", "E502", "E507", "E322", "E325", "E705", "E706",
     })
 
 
@@ -109,6 +109,15 @@ class DivergedRunError(ElmoError):
     exported; all processes of a pretraining run raise it at the same step."""
 
     codes = frozenset({"E312", "E506", "E512", "E535", "E536"})
+
+
+class DownloadError(ElmoError):
+    """A published model could not be downloaded: downloads are off, there is
+    no connection, the server refused, stalled or cut the download, or what
+    came is not the file the catalogue lists. Nothing of the failed download
+    is kept; files already in the cache are as they were."""
+
+    codes = frozenset({"E702", "E703", "E704"})
 
 
 class Warnings(metaclass=ErrorsWithCodes):
@@ -629,4 +638,58 @@ class Errors(metaclass=ErrorsWithCodes):
         "--device {found} names one GPU, but torchrun started {world_size} "
         "processes, which would all run on it. Pass --device cuda: each "
         "process then uses the GPU of its LOCAL_RANK (cuda:0, cuda:1, ...)."
+    )
+    # Published models and their cache (E7xx)
+    E701 = (
+        "'{found}' is not the name of a published model: expected one of {names} "
+        "(python -m spacy_elmo models lists them, with their sizes)."
+    )
+    E702 = (
+        "The model '{name}' is not in the cache, and downloads are off ({switch}). "
+        "Expected {files} in '{folder}'. Download them on a machine that has the "
+        "network ({urls}) and put them in that folder under these names (their "
+        "SHA-256 is recorded at first use), or allow downloads and run python -m "
+        "spacy_elmo download {name}."
+    )
+    E703 = (
+        "Could not download '{url}' for the model '{name}': {reason}. Nothing of "
+        "it was kept. Check the network (a proxy is read from HTTPS_PROXY) and "
+        "run python -m spacy_elmo download {name} again (--timeout for a slow "
+        "line), or download {files} by other means ({urls}) and put them in "
+        "'{folder}' under these names."
+    )
+    E704 = (
+        "The download of '{url}' for the model '{name}' is not the file the "
+        "catalogue lists: its {what} is {found}, expected {expected}. It was not "
+        "kept, and nothing of the model was written to '{folder}'. The download "
+        "was damaged on the way, or the file on the server has changed: run "
+        "python -m spacy_elmo download {name} again, and if it fails the same way, "
+        "compare the server's file with the catalogue (spacy_elmo.published_models)."
+    )
+    E705 = (
+        "The cached file '{path}' of the model '{name}' is not {which}: its {what} "
+        "is {found}, expected {expected}. It was left as it is and not loaded. "
+        "Delete the folder '{folder}' and download the model again (python -m "
+        "spacy_elmo download {name}), or put the original file back."
+    )
+    E706 = (
+        "The cache record '{path}' of the model '{name}' cannot be read: {reason}. "
+        "It holds the SHA-256 of each of the model's files as first downloaded, "
+        "checked at every load. Delete the folder '{folder}' and download the "
+        "model again (python -m spacy_elmo download {name})."
+    )
+    E707 = (
+        "The environment variable {variable} is {found!r}: expected 1, true, yes "
+        "or on (no downloads: only models in the cache load), or 0, false, no, off "
+        "or nothing (downloads allowed). Set it to one of these, or unset it."
+    )
+    E708 = (
+        "The model cache '{path}' cannot be used: {reason}. Set {variable} to a "
+        "folder you can write to (it is made if missing), or unset it to use "
+        "'{default}'."
+    )
+    E709 = (
+        "'{found}' is neither the name of a published model ({names}) nor an "
+        "existing file or folder. Pass one of these names, or the path of a folder "
+        "holding options.json and weights.hdf5 (or of an options.json)."
     )

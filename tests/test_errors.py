@@ -12,10 +12,10 @@ import pytest
 from spacy_elmo.bilm import batch_to_ids
 from spacy_elmo.bilm.options import BiLMOptions
 from spacy_elmo.errors import (
-    ConfigError, DamagedFileError, DivergedRunError, ElmoError, Errors, InputError, OutputError,
+    ConfigError, DamagedFileError, DivergedRunError, DownloadError, ElmoError, Errors, InputError, OutputError,
 )
 
-CLASSES = (ElmoError, InputError, ConfigError, DamagedFileError, OutputError, DivergedRunError)
+CLASSES = (ElmoError, InputError, ConfigError, DamagedFileError, OutputError, DivergedRunError, DownloadError)
 CODES = sorted(name for name in vars(Errors) if re.fullmatch(r"E\d{3}", name))
 # E313 is the title of confection's ConfigValidationError, raised as such so
 # that spaCy's show_validation_error prints its table of settings.

@@ -27,3 +27,4 @@ def _show_help_without_a_command(ctx: typer.Context) -> None:
 from . import embed  # noqa: E402,F401
 from . import pretrain, perplexity, export  # noqa
 from . import mix_weights  # noqa: E402,F401
+from . import models  # noqa: E402,F401

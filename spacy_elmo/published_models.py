@@ -1,0 +1,433 @@
+"""AllenNLP's published ELMo models by name, downloaded into a per-user cache.
+
+    resolve_model("allennlp-elmo-small")  # (options.json, weights.hdf5) in the cache
+    resolve_model("path/to/model")        # (Path("path/to/model"), None): a path as given
+    fetch_model("allennlp-elmo-small")    # the cached files, downloaded when missing
+
+`CATALOGUE` lists each model's two files (AllenNLP's options.json and
+weights.hdf5) with its size, language, licence and source. The cache holds a
+folder per model, named after it: the two files under their published names,
+and `sha256.json`, the record of each file's size and SHA-256.
+
+Checksums: AllenNLP publishes none for these files. Each file's SHA-256 is
+recorded when it is first downloaded (or first used, when it was put in the
+folder by hand) and checked at every later load: a file that has changed since
+is refused (E705) and left as it is. A catalogue entry may carry a file's size
+and SHA-256; a download is then checked against them before it is kept (E704).
+
+Downloads go through pooch: each file streams into a temporary file in the
+model's folder, is checked, and is moved into place whole. A transfer that is
+cut, stalls or is not the listed file starts again, up to `retries` times, and
+then ends in E703 or E704 with nothing of the model kept (the other file too,
+if this call downloaded it). The record is written last, so a model counts as
+cached only once both files are whole. Processes fetching the same model take
+turns under a file lock: one downloads, the others find its files.
+
+Environment:
+    SPACY_ELMO_CACHE    the cache folder; by default the per-user cache folder
+                        (platformdirs' user_cache_dir, ~/.cache/spacy-elmo on Linux)
+    SPACY_ELMO_OFFLINE  1, true, yes or on: never download. Cached models load;
+                        a missing one is E702, which names the files, their
+                        URLs and the folder to put them in by hand.
+"""
+import json
+import os
+import re
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import pooch
+import requests
+from filelock import FileLock, Timeout
+from urllib3.exceptions import ReadTimeoutError
+
+from .disk import writing
+from .errors import ConfigError, DamagedFileError, DownloadError, InputError
+from .util import atomic_path, file_digest
+
+CACHE_ENV = "SPACY_ELMO_CACHE"
+OFFLINE_ENV = "SPACY_ELMO_OFFLINE"
+CACHE_NAME = "spacy-elmo"  # the folder's name in the per-user cache folder
+RECORD = "sha256.json"
+LOCK = ".lock"
+DEFAULT_TIMEOUT = 30.0  # seconds to connect, and between two reads of the body
+DEFAULT_RETRIES = 2  # pooch waits 1 s, then 2 s, before starting again
+_OFF = frozenset({"1", "true", "yes", "on"})
+_ON = frozenset({"", "0", "false", "no", "off"})
+# What a file of the model is checked for: file_digest's keys, ModelFile's fields.
+_CHECKED = {"size": "size in bytes", "sha256": "SHA-256"}
+_LISTED = "the file the catalogue lists"
+# pooch streams into a file of tempfile.NamedTemporaryFile(dir=folder): "tmp" and 8 characters.
+_POOCH_TEMPORARY = re.compile(r"tmp[a-z0-9_]{8}")
+_ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] [^'\")]+")
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """A published file: its URL and, when known, its exact size in bytes and
+    its SHA-256, which a download must then match."""
+
+    url: str
+    size: Optional[int] = None
+    sha256: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        """The file's name, in the cache as on the server: the last part of its URL."""
+        return self.url.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class PublishedModel:
+    """A published biLM: its two files, and what the `models` command shows of it."""
+
+    name: str
+    options: ModelFile
+    weights: ModelFile
+    parameters: int  # the biLM's weights, as BiLMOptions.n_parameters counts them
+    language: str
+    licence: str
+    source: str  # the page that publishes the model
+    trained_on: str
+
+    @property
+    def files(self) -> Tuple[ModelFile, ModelFile]:
+        return self.options, self.weights
+
+    @property
+    def size_mb(self) -> float:
+        """The download in MB (10^6 bytes): the weights in float32, 4 bytes each
+        (the options file is under 1 kB)."""
+        return self.parameters * 4 / 1e6
+
+
+class CachedModel(NamedTuple):
+    options: Path
+    weights: Path
+
+
+# AllenNLP's URLs as its last release spells them (allennlp 2.10,
+# allennlp/modules/token_embedders/elmo_token_embedder.py, the default
+# options_file and weight_file); the older
+# https://s3-us-west-2.amazonaws.com/allennlp/models/elmo/... addresses of
+# allennlp.org/elmo name the same bucket and keys. Each model's folder and file
+# names are those of allennlp.org/elmo's table and of AllenNLP's own code.
+ALLENNLP_ELMO = "https://allennlp.s3.amazonaws.com/models/elmo"
+ALLENNLP_PAGE = "https://allennlp.org/elmo"
+# The code that publishes these files is Apache-2.0 (allenai/allennlp's
+# LICENSE; allenai/bilm-tf's setup.py, license='Apache License 2.0'), and
+# allennlp.org/elmo names no other licence for the weights.
+APACHE_2 = "Apache-2.0"
+# allennlp.org/elmo: "All models except for the 5.5B model were trained on the
+# 1 Billion Word Benchmark, approximately 800M tokens of news crawl data from
+# WMT 2011"; the 5.5B model on Wikipedia (1.9B) and WMT 2008-2012 news crawl (3.6B).
+ONE_BILLION_WORDS = "1B Word Benchmark (WMT 2011 news, 800M tokens)"
+WIKIPEDIA_AND_NEWS = "Wikipedia (1.9B tokens) and WMT 2008-2012 news (3.6B)"
+
+
+def _allennlp(name: str, folder: str, parameters: int, trained_on: str) -> PublishedModel:
+    stem = f"{ALLENNLP_ELMO}/{folder}/elmo_{folder}"
+    return PublishedModel(
+        name=name, options=ModelFile(f"{stem}_options.json"), weights=ModelFile(f"{stem}_weights.hdf5"),
+        parameters=parameters, language="en", licence=APACHE_2, source=ALLENNLP_PAGE, trained_on=trained_on,
+    )
+
+
+# Parameters: BiLMOptions(...).n_parameters of each model's options (LSTM
+# 1024/128, 2048/256, 4096/512; 1, 1, 2 highway layers; the same 2048 CNN
+# filters), which round to allennlp.org/elmo's 13.6, 28.0 and 93.6 million; at
+# 4 bytes each the original's weights are 374 MB, the size a mirror of its
+# weights.hdf5 lists (huggingface.co/lysandre/elmo-2x4096_512_2048cnn_2xhighway).
+# No size in bytes nor checksum is published: the record keeps the first download's.
+CATALOGUE: Mapping[str, PublishedModel] = MappingProxyType({model.name: model for model in (
+    _allennlp("allennlp-elmo-small", "2x1024_128_2048cnn_1xhighway", 13_593_312, ONE_BILLION_WORDS),
+    _allennlp("allennlp-elmo-medium", "2x2048_256_2048cnn_1xhighway", 28_027_744, ONE_BILLION_WORDS),
+    _allennlp("allennlp-elmo-original", "2x4096_512_2048cnn_2xhighway", 93_600_864, ONE_BILLION_WORDS),
+    _allennlp("allennlp-elmo-original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B", 93_600_864, WIKIPEDIA_AND_NEWS),
+)})
+
+
+def resolve_model(
+    name_or_path: Union[str, Path], *, catalogue: Optional[Mapping[str, PublishedModel]] = None, **fetch_options
+) -> Tuple[Path, Optional[Path]]:
+    """The options and weights files a name or a path stands for, to hand to
+    ``BiLM.from_allennlp(*resolve_model(x))``.
+
+    A str that names a published model: its two cached files, downloaded when
+    missing (`fetch_model`, which takes `fetch_options`). A Path, or a str
+    naming an existing file or folder: ``(path, None)``, left as it is for the
+    loader (a folder with both files, or an options.json whose weights file
+    the caller passes). Anything else is E709.
+    """
+    table = CATALOGUE if catalogue is None else catalogue
+    if isinstance(name_or_path, str) and name_or_path in table:
+        return tuple(fetch_model(name_or_path, catalogue=table, **fetch_options))
+    if isinstance(name_or_path, Path) or Path(name_or_path).exists():
+        return Path(name_or_path), None
+    raise InputError("E709", found=name_or_path, names=", ".join(table))
+
+
+def fetch_model(
+    name: str,
+    *,
+    catalogue: Optional[Mapping[str, PublishedModel]] = None,
+    cache: Optional[Union[str, Path]] = None,
+    offline: Optional[bool] = None,
+    progress: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    retries: int = DEFAULT_RETRIES,
+) -> CachedModel:
+    """The cached files of the published model `name`, each checked against
+    the SHA-256 recorded at its first download (E705 when it has changed);
+    files that are missing are downloaded first and their SHA-256 recorded.
+
+    cache: the cache folder (default `cache_dir()`).
+    offline: True never downloads (E702 when a file is missing), False
+        downloads whatever SPACY_ELMO_OFFLINE says, None leaves it to that.
+    progress: draw a progress bar for each download, on stderr.
+    timeout: seconds to wait for the server, to connect and between two reads.
+    retries: how many times a failed download starts again.
+    """
+    model = _lookup(name, catalogue)
+    folder = model_dir(model.name, cache)
+    paths = CachedModel(*(folder / file.name for file in model.files))
+    if _is_complete(model, folder):
+        _check_files(model, folder, model.files, _read_record(model, folder))
+        return paths
+    switch = "offline=True" if offline else _offline_switch() if offline is None else None
+    if switch and not all(path.is_file() for path in paths):
+        raise _not_cached(model, folder, switch)
+    _make_folder(folder)
+    with _taking_turns(folder, model.name, progress):
+        record = _read_record(model, folder)
+        present = [file for file in model.files if (folder / file.name).is_file()]
+        digests = _check_files(model, folder, present, record)
+        missing = [file for file in model.files if file.name not in digests]
+        if switch and missing:
+            raise _not_cached(model, folder, switch)
+        digests.update(_download(model, folder, missing, progress=progress, timeout=timeout, retries=retries))
+        if digests != record:
+            _write_record(model, folder, digests)
+    return paths
+
+
+def cache_dir() -> Path:
+    """The cache folder: SPACY_ELMO_CACHE when set, else the per-user cache folder."""
+    configured = os.environ.get(CACHE_ENV, "").strip()
+    return Path(configured).expanduser() if configured else pooch.os_cache(CACHE_NAME)
+
+
+def model_dir(name: str, cache: Optional[Union[str, Path]] = None) -> Path:
+    """The folder of the model `name` in the cache (default `cache_dir()`)."""
+    return (cache_dir() if cache is None else Path(cache)) / name
+
+
+def is_cached(name: str, *, catalogue: Optional[Mapping[str, PublishedModel]] = None,
+              cache: Optional[Union[str, Path]] = None) -> bool:
+    """Whether both files of the model and their record are in the cache
+    (their checksums are checked when the model loads, not here)."""
+    model = _lookup(name, catalogue)
+    return _is_complete(model, model_dir(model.name, cache))
+
+
+def _offline_switch() -> Optional[str]:
+    """"SPACY_ELMO_OFFLINE=<value>" when that turns downloads off, else None
+    (E707 for a value it does not know)."""
+    value = os.environ.get(OFFLINE_ENV, "")
+    word = value.strip().lower()
+    if word in _OFF:
+        return f"{OFFLINE_ENV}={value}"
+    if word in _ON:
+        return None
+    raise ConfigError("E707", variable=OFFLINE_ENV, found=value)
+
+
+def _lookup(name: str, catalogue: Optional[Mapping[str, PublishedModel]]) -> PublishedModel:
+    table = CATALOGUE if catalogue is None else catalogue
+    if name not in table:
+        raise InputError("E701", found=name, names=", ".join(table))
+    return table[name]
+
+
+def _is_complete(model: PublishedModel, folder: Path) -> bool:
+    return all((folder / name).is_file() for name in (RECORD, *(file.name for file in model.files)))
+
+
+def _not_cached(model: PublishedModel, folder: Path, switch: str) -> DownloadError:
+    files, urls = _listing(model)
+    return DownloadError("E702", name=model.name, switch=switch, files=files, folder=folder, urls=urls)
+
+
+def _listing(model: PublishedModel) -> Tuple[str, str]:
+    """The model's file names and URLs, as the errors list them."""
+    return " and ".join(f"'{file.name}'" for file in model.files), ", ".join(file.url for file in model.files)
+
+
+def _read_record(model: PublishedModel, folder: Path) -> Dict[str, Dict[str, object]]:
+    """{file name: {"size", "sha256"}} as recorded at the first download; {} before it."""
+    path = folder / RECORD
+    if not path.exists():
+        return {}
+    try:
+        files = json.loads(path.read_text(encoding="utf8"))["files"]
+        return {name: {"size": int(seen["size"]), "sha256": str(seen["sha256"])} for name, seen in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise DamagedFileError("E706", path=path, name=model.name, reason=err, folder=folder) from err
+
+
+def _write_record(model: PublishedModel, folder: Path, digests: Dict[str, Dict[str, object]]) -> None:
+    path = folder / RECORD
+    files = {file.name: {"url": file.url, **digests[file.name]} for file in model.files}
+    with writing(path), atomic_path(path) as tmp:
+        tmp.write_text(json.dumps({"model": model.name, "files": files}, indent=2) + "\n", encoding="utf8")
+
+
+def _check_files(
+    model: PublishedModel, folder: Path, files: Sequence[ModelFile], record: Dict[str, Dict[str, object]]
+) -> Dict[str, Dict[str, object]]:
+    """Each file's size and SHA-256, checked against the catalogue's and the
+    record's (E705). RETURNS: {file name: {"size", "sha256"}}."""
+    recorded = f"the file first downloaded or placed there (its SHA-256 is recorded in '{folder / RECORD}')"
+    digests = {}
+    for file in files:
+        path = folder / file.name
+        digest = file_digest(path)
+        for which, expected in ((_LISTED, vars(file)), (recorded, record.get(file.name, {}))):
+            what, found, wanted = _difference(digest, expected)
+            if what:
+                raise DamagedFileError("E705", path=path, name=model.name, which=which, what=what, found=found,
+                                       expected=wanted, folder=folder)
+        digests[file.name] = digest
+    return digests
+
+
+def _difference(digest: Dict[str, object], expected: Mapping[str, object]) -> Tuple[str, object, object]:
+    """The first of size and SHA-256 that `expected` gives and `digest` differs
+    in: (what, found, expected); ("", None, None) when none does."""
+    for key, what in _CHECKED.items():
+        if expected.get(key) is not None and digest[key] != expected[key]:
+            return what, digest[key], expected[key]
+    return "", None, None
+
+
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _unusable_cache(folder, err) from err
+
+
+def _unusable_cache(folder: Path, err: OSError) -> ConfigError:
+    blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    reason = f"'{blocker}' is a file, not a folder" if blocker else err.strerror or err
+    return ConfigError("E708", path=folder.parent, reason=reason, variable=CACHE_ENV,
+                       default=pooch.os_cache(CACHE_NAME))
+
+
+@contextmanager
+def _taking_turns(folder: Path, name: str, progress: bool) -> Iterator[None]:
+    """Hold the model's file lock: one process at a time downloads the model."""
+    lock = FileLock(str(folder / LOCK))
+    try:
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            if progress:
+                print(f"Waiting for another process to finish downloading '{name}'", file=sys.stderr)
+            lock.acquire()
+    except OSError as err:
+        raise _unusable_cache(folder, err) from err
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _download(
+    model: PublishedModel, folder: Path, files: List[ModelFile], *, progress: bool, timeout: float, retries: int
+) -> Dict[str, Dict[str, object]]:
+    """Download `files` into `folder` (the caller holds the lock). RETURNS:
+    {file name: {"size", "sha256"}}. On a failure, nothing this call
+    downloaded is kept."""
+    if not files:
+        return {}
+    _remove_temporaries(folder)
+    fetcher = pooch.create(
+        path=folder, base_url="", registry={file.name: None for file in files},
+        urls={file.name: file.url for file in files}, retry_if_failed=retries,
+    )
+    digests: Dict[str, Dict[str, object]] = {}
+    try:
+        for file in files:
+            check = _CheckedDownload(file, pooch.HTTPDownloader(progressbar=progress, timeout=timeout))
+            try:
+                with writing(folder / file.name):
+                    fetcher.fetch(file.name, downloader=check)
+            except _NotTheFile as err:
+                raise DownloadError("E704", url=file.url, name=model.name, what=err.what, found=err.found,
+                                    expected=err.expected, folder=folder) from err
+            except requests.RequestException as err:
+                names, urls = _listing(model)
+                raise DownloadError("E703", url=file.url, name=model.name, reason=_why(err, timeout), files=names,
+                                    urls=urls, folder=folder) from err
+            digests[file.name] = check.digest
+    except BaseException:
+        for name in digests:
+            (folder / name).unlink(missing_ok=True)
+        raise
+    return digests
+
+
+class _NotTheFile(ValueError):
+    """A download that differs from the catalogue's size or SHA-256 (pooch
+    discards a download that raises a ValueError, and starts again)."""
+
+    def __init__(self, what: str, found: object, expected: object):
+        super().__init__(f"its {what} is {found}, expected {expected}")
+        self.what, self.found, self.expected = what, found, expected
+
+
+class _CheckedDownload:
+    """pooch's downloader, then a check of what came against the catalogue's
+    size and SHA-256, before pooch moves it into place. `digest` is what came."""
+
+    def __init__(self, file: ModelFile, download: pooch.HTTPDownloader):
+        self.file = file
+        self.download = download
+        self.digest: Dict[str, object] = {}
+
+    def __call__(self, url: str, output_file: str, fetcher: Optional[pooch.Pooch]) -> None:
+        self.download(url, output_file, fetcher)
+        digest = file_digest(output_file)
+        what, found, expected = _difference(digest, vars(self.file))
+        if what:
+            raise _NotTheFile(what, found, expected)
+        self.digest = digest
+
+
+def _remove_temporaries(folder: Path) -> None:
+    """Remove what a download killed outright (kill -9, a power cut) left in the
+    model's folder: pooch's temporary files (the caller holds the lock, so
+    none is in use)."""
+    for path in folder.iterdir():
+        if _POOCH_TEMPORARY.fullmatch(path.name) and path.is_file():
+            path.unlink(missing_ok=True)
+
+
+def _why(err: requests.RequestException, timeout: float) -> str:
+    """What went wrong with a download, in words."""
+    if isinstance(err, requests.HTTPError) and err.response is not None:
+        return f"the server answered {err.response.status_code} {err.response.reason}"
+    # A stall in the body comes as a ConnectionError wrapping urllib3's ReadTimeoutError.
+    if isinstance(err, requests.Timeout) or (err.args and isinstance(err.args[0], ReadTimeoutError)):
+        return f"the server sent nothing for {timeout:g} s (the timeout)"
+    if isinstance(err, requests.exceptions.ChunkedEncodingError):
+        return "the connection closed before the whole file came"
+    if isinstance(err, requests.ConnectionError):
+        detail = _ERRNO_TEXT.search(str(err))
+        return f"no connection to the server ({detail.group(0).strip() if detail else type(err).__name__})"
+    return str(err)
