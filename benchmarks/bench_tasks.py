@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_bilm import peak_rss_mb  # noqa: E402
 from bench_pipeline import train_words_per_second  # noqa: E402
 
-BILM = ROOT / "pretrained" / "elmo-en-small"
+BILM = "elmo-en-small"  # the shipped biLM, by name
 # task: {run: config}
 RUNS = {
     "ner": {"baseline": "ner_baseline", "elmo": "ner_elmo"},
@@ -41,7 +41,7 @@ RUNS = {
 def train_speed(config_name: str, train_path: Path, n_epochs: int) -> dict:
     overrides = {"paths.train": str(train_path), "paths.dev": str(train_path)}
     if "elmo" in config_name or "probe" in config_name:
-        overrides["paths.elmo"] = str(BILM)
+        overrides["paths.elmo"] = BILM
     nlp, epochs, words = train_words_per_second(ROOT / "configs" / f"{config_name}.cfg", overrides, n_epochs)
     return {"nlp": nlp, "epoch_wps": epochs, "words": words}
 

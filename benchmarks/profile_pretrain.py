@@ -1,7 +1,7 @@
 """Where a pretraining step's time and memory go, part by part, on real text.
 
     python benchmarks/profile_pretrain.py --text corpus/v2/pretrain/train.txt --max-lines 20000 \
-        --init pretrained/elmo-en-small --steps 6 --threads 1
+        --init elmo-en-small --steps 6 --threads 1
 
 The config's model (``--config``, bilm_release by default; ``--init`` loads trained weights and
 their softmax, so that the gates and the softmax behave as in a real run) trains on the first
@@ -40,6 +40,7 @@ PARTS = ("encoder", "lstm", "softmax")
 
 def build(args, prepared: Path):
     from spacy_elmo.bilm import BiLM
+    from spacy_elmo.published_models import model_folder
     from spacy_elmo.training import PretrainingLM, SoftmaxHead
     from spacy_elmo.training.data.lm_batches import CorpusBatches
     from spacy_elmo.training.data.prepared import PreparedCorpus
@@ -49,8 +50,9 @@ def build(args, prepared: Path):
     config = load_config(CONFIGS / f"{args.config}.cfg", {"paths.train": str(args.text)})
     corpus = PreparedCorpus.load(prepared / "train")
     if args.init:
-        vocab = LMVocab.from_file(Path(args.init) / "vocab.txt")
-        bilm, softmax = BiLM.from_allennlp(args.init), SoftmaxHead.load(Path(args.init) / "softmax.hdf5")
+        init = model_folder(args.init)
+        vocab = LMVocab.from_file(init / "vocab.txt")
+        bilm, softmax = BiLM.from_allennlp(init), SoftmaxHead.load(init / "softmax.hdf5")
     else:
         vocab = LMVocab.from_counts(corpus.words, corpus.counts, config.vocab.size, config.vocab.min_count)
         bilm = BiLM(config.model.options)
@@ -127,7 +129,7 @@ def main(argv=None) -> None:
     parser.add_argument("--text", required=True, type=Path)
     parser.add_argument("--max-lines", type=int, default=20000)
     parser.add_argument("--config", default="bilm_release")
-    parser.add_argument("--init", help="a trained biLM folder with vocab.txt and softmax.hdf5")
+    parser.add_argument("--init", help="a trained biLM with vocab.txt and softmax.hdf5: a folder, or a model's name")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])

@@ -98,12 +98,12 @@ v2-start)
   scores=()
   for f in corpus/v2/pretrain/dev*.txt; do scores+=(--score "$f"); done
   common=(--minutes "${V2_MINUTES:-16}" --device cuda --paths.train corpus/v2/pretrain/train.txt
-          --paths.dev corpus/v2/pretrain/dev.txt --vocab.path pretrained/elmo-en-small/vocab.txt
+          --paths.dev corpus/v2/pretrain/dev.txt --vocab.path elmo-en-small
           --model.cell_clip 0 --model.proj_clip 0 --training.tokens_per_batch "${V2_TOKENS:-16000}"
           --training.eval_every 1000 --training.checkpoint_every 1000 --training.log_every 200)
   rm -f "$work/DONE_v2"
   setsid nohup bash -c "python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_base' \
-      ${common[*]} --paths.init pretrained/elmo-en-small --training.optimizer.learn_rate 0.001 ${scores[*]} >'$work/v2_base.log' 2>&1 &
+      ${common[*]} --paths.init elmo-en-small --training.optimizer.learn_rate 0.001 ${scores[*]} >'$work/v2_base.log' 2>&1 &
     python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_large' \
       ${common[*]} --model.lstm_dim 1024 --model.projection_dim 256 ${scores[*]} >'$work/v2_large.log' 2>&1 &
     wait; touch '$work/DONE_v2'" >/dev/null 2>&1 < /dev/null &

@@ -5,10 +5,12 @@ layout. Under ``torchrun`` the processes share the work and write one file
 together. The command itself (its arguments, messages and exit codes) is in
 `spacy_elmo.cli.embed`.
 """
+import io
 import json
 import os
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, TypeVar, Union
+from typing import IO, BinaryIO, Callable, ContextManager, Dict, List, Optional, Sequence, TypeVar, Union
 
 import h5py
 import numpy
@@ -47,7 +49,8 @@ def embed_file(
     """Write the ELMo vectors of every line of a text file to a new HDF5 file.
 
     options, weights: the biLM's ``options.json`` and ``weights.hdf5``
-        (AllenNLP/bilm-tf format); or a folder holding both, and None.
+        (AllenNLP/bilm-tf format); or a folder holding both, or a model's
+        name (a str: "elmo-en-small"), and None.
     input_path: UTF-8 text, one sentence per line, tokens separated by
         whitespace: a file, or anything else that reads as one, once, from
         start to end (a pipe, /dev/stdin). A blank line is an empty sentence;
@@ -100,7 +103,7 @@ def embed_file(
         torch_device = _process_device(dist, str(device), torch_device)
     output_path = _output_file(output_path, Path(input_path))
     _refuse_existing(output_path, overwrite)
-    lines = _read_lines(Path(input_path))
+    lines = input_lines(Path(input_path))
     sentences = [line.split() for line in lines]
     check_writable(output_path)
     model = BiLM.from_allennlp(options, weights).to(torch_device).eval()
@@ -110,23 +113,71 @@ def embed_file(
     if dist.enabled:
         _embed_in_processes(dist, embed, batches, lines, output_path, overwrite)
         return
+    _write_file(embed, batches, lines, output_path, overwrite)
+
+
+def embed_lines(
+    model: BiLM,
+    lines: Sequence[str],
+    output_path: PathLike,
+    *,
+    layers: str = "all",
+    batch_size: int = 64,
+    by_length: bool = True,
+    names: Optional[Sequence[str]] = None,
+    sentence_index: bool = True,
+    overwrite: bool = False,
+) -> None:
+    """`embed_file` with a biLM already loaded, in this process, from lines
+    already read: the same checks, output file and layout.
+
+    by_length: batch the sentences by length (the fastest); False batches
+        them in order, `batch_size` lines at a time, as a ``stateful`` biLM
+        must see them to carry its state from one line to the line
+        `batch_size` further on.
+    names: each line's dataset name (default its number, "0", "1", ...).
+    sentence_index: write the "sentence_to_index" dataset.
+    """
+    if layers not in LAYER_CHOICES:
+        raise ConfigError("E201", found=layers)
+    output_path = _output_file(output_path, Path("embeddings"))
+    _refuse_existing(output_path, overwrite)
+    check_writable(output_path)
+    sentences = [line.split() for line in lines]
+    if by_length:
+        batches = length_sorted_batches([len(s) for s in sentences], batch_size)
+    else:
+        starts = range(0, len(lines), batch_size)
+        batches = [list(range(start, min(start + batch_size, len(lines)))) for start in starts]
+    embed = _Embedder(model, sentences, layers, model.boundary_ids.device, "fp32", names)
+    _write_file(embed, batches, list(lines) if sentence_index else None, output_path, overwrite)
+
+
+def _write_file(
+    embed: "_Embedder", batches: Sequence[List[int]], lines: Optional[List[str]], output_path: Path, overwrite: bool
+) -> None:
+    """Write the embedded `batches` and, unless `lines` is None, their index
+    to `output_path`, whole or not at all."""
     with exit_on_sigterm() as check_stop, atomic_path(output_path) as tmp:
         with hdf5_writer(tmp, output_path, check_stop) as (fout, check):
             embed(fout, batches, check_stop=check)
             check()
-            _write_index(fout, lines)
+            if lines is not None:
+                _write_index(fout, lines)
         _refuse_existing(output_path, overwrite)  # created by someone else while we ran
 
 
 class _Embedder:
     """Writes the vectors of batches of `sentences` into an open HDF5 file."""
 
-    def __init__(self, model: BiLM, sentences: List[List[str]], layers: str, device: torch.device, precision: str):
+    def __init__(self, model: BiLM, sentences: List[List[str]], layers: str, device: torch.device, precision: str,
+                 names: Optional[Sequence[str]] = None):
         self.model = model
         self.sentences = sentences
         self.layers = layers
         self.device = device
         self.precision = precision
+        self.names = [str(i) for i in range(len(sentences))] if names is None else names
 
     def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1,
                  check_stop: Callable[[], None] = lambda: None) -> None:
@@ -158,7 +209,7 @@ class _Embedder:
                     raise DivergedRunError("E535", what=f"line {line + 1} of the input (and maybe others)")
                 vectors = self._chosen(layers)
                 for k, i in enumerate(rows):
-                    write(str(i), vectors[..., starts[k] : starts[k + 1], :])
+                    write(self.names[i], vectors[..., starts[k] : starts[k + 1], :])
                     check_stop()
                 progress.update(len(rows))
 
@@ -290,14 +341,26 @@ def _refuse_existing(path: Path, overwrite: bool) -> None:
         raise OutputError("E202", path=path, extra=OVERWRITE_HINT)
 
 
-def _read_lines(path: Path) -> List[str]:
-    """The file's lines, split as every reader splits them (`split_lines`:
-    at \\n, \\r\\n or a lone \\r), without line ends and without a byte-order mark."""
+def input_lines(source: Union[PathLike, IO]) -> List[str]:
+    """The lines of a UTF-8 text file, split as every reader splits them
+    (`split_lines`: at \\n, \\r\\n or a lone \\r), without line ends and
+    without a byte-order mark. source: a path, or a file open for reading, in
+    text or binary mode, read from where it stands to its end (and left open)."""
+    name = getattr(source, "name", "the input") if hasattr(source, "read") else source
     try:
-        with path.open("rb") as fin:
+        with _binary(source) as fin:
             lines = [raw.decode("utf-8").rstrip("\r\n") for raw in split_lines(fin)]
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError("E203", path=path, reason=err) from err
+    except (OSError, UnicodeError) as err:
+        raise InputError("E203", path=name, reason=err) from err
     if lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
     return lines
+
+
+def _binary(source: Union[PathLike, IO]) -> ContextManager[BinaryIO]:
+    """`source` to read as bytes: a path opened, or an open file's remaining
+    content (text encoded as UTF-8)."""
+    if not hasattr(source, "read"):
+        return Path(source).open("rb")
+    data = source.read()
+    return nullcontext(io.BytesIO(data.encode("utf-8") if isinstance(data, str) else data))

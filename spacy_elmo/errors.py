@@ -64,7 +64,7 @@ class InputError(ElmoError):
 
     codes = frozenset({
         "E006", "E010", "E101", "E102", "E103", "E105", "E108", "E109", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E327", "E402",
-        "E410", "E504", "E505", "E509", "E511", "E533", "E602", "E701", "E709",
+        "E410", "E504", "E505", "E509", "E511", "E533", "E602", "E701", "E709", "E801",
     })
 
 
@@ -88,7 +88,7 @@ class DamagedFileError(ElmoError):
 
     codes = frozenset({
         "E001", "E002", "E003", "E004", "E005", "E007", "E008", "E009", "E011", "E012", "E303", "E304", "E305", "E310",
-        "E314", "E317", "E501", "E502", "E507", "E322", "E325", "E705", "E706",
+        "E314", "E317", "E501", "E502", "E507", "E322", "E325", "E705", "E706", "E710", "E901", "E902", "E903",
     })
 
 
@@ -689,7 +689,39 @@ class Errors(metaclass=ErrorsWithCodes):
         "'{default}'."
     )
     E709 = (
-        "'{found}' is neither the name of a published model ({names}) nor an "
+        "'{found}' is neither the name of a shipped or published model ({names}) nor an "
         "existing file or folder. Pass one of these names, or the path of a folder "
         "holding options.json and weights.hdf5 (or of an options.json)."
+    )
+    E710 = (
+        "The shipped model '{name}' is damaged: '{path}' {problem}. Its files are "
+        "checked against '{sums}' when it loads, and nothing was loaded. Reinstall "
+        "spacy-elmo (pip install --force-reinstall --no-deps spacy-elmo; in a clone "
+        "of its repository, restore the folder '{folder}'), or pass the path of "
+        "another model's folder."
+    )
+    # Other toolkits' interfaces and files (E8xx)
+    E801 = (
+        "use_sentence_keys names each dataset by its sentence, and {found}: HDF5 "
+        "dataset names must be distinct, not empty, not '.' and without '/'. Leave "
+        "use_sentence_keys off (datasets named by line number, with the "
+        "'sentence_to_index' map), or remove those lines from the input."
+    )
+    E901 = (
+        "The file '{path}' is not a state dict of tensors: it holds {found}. Weights "
+        "in a pickle are read without running anything the file carries (unpickling "
+        "can run any program), and only a dict of tensors, as "
+        "torch.save(module.state_dict()) writes it, is accepted. Ask whoever made the "
+        "file for its state dict alone, saved in a trusted environment."
+    )
+    E902 = (
+        "The ELMoForManyLangs model in '{path}' {problem}. Expected the folder of one "
+        "of its models as unzipped: config.json naming the architecture JSON, "
+        "char.dic, word.dic (when the architecture's word_dim is above 0), "
+        "token_embedder.pkl and encoder.pkl, for a 'cnn' token embedder and an "
+        "'elmo' encoder. {fix}"
+    )
+    E903 = (
+        "The {kind} table '{path}' {problem}: expected {expected}. Use the table "
+        "that came with the model's weights (convert writes it beside options.json)."
     )

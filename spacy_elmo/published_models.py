@@ -1,7 +1,9 @@
 """AllenNLP's published ELMo models by name, downloaded into a per-user cache.
 
     resolve_model("allennlp-elmo-small")  # (options.json, weights.hdf5) in the cache
+    resolve_model("elmo-en-small")        # (its folder in the package, None): shipped, no download
     resolve_model("path/to/model")        # (Path("path/to/model"), None): a path as given
+    model_folder("elmo-en-small")         # the folder of a model's files, for what reads more of them
     fetch_model("allennlp-elmo-small")    # the cached files, downloaded when missing
 
 `CATALOGUE` lists each model's two files (AllenNLP's options.json and
@@ -47,6 +49,7 @@ from urllib3.exceptions import ReadTimeoutError
 
 from .disk import writing
 from .errors import ConfigError, DamagedFileError, DownloadError, InputError
+from .shipped_models import SHIPPED_MODELS, is_shipped, shipped_model
 from .util import atomic_path, file_digest
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
@@ -157,18 +160,41 @@ def resolve_model(
     """The options and weights files a name or a path stands for, to hand to
     ``BiLM.from_allennlp(*resolve_model(x))``.
 
-    A str that names a published model: its two cached files, downloaded when
-    missing (`fetch_model`, which takes `fetch_options`). A Path, or a str
-    naming an existing file or folder: ``(path, None)``, left as it is for the
-    loader (a folder with both files, or an options.json whose weights file
-    the caller passes). Anything else is E709.
+    A str that names a shipped model (`spacy_elmo.shipped_models`): its
+    folder in the installed package, its files checked against its SHA256SUMS
+    (E710), with no download. A str that names a published model: its two
+    cached files, downloaded when missing (`fetch_model`, which takes
+    `fetch_options`). A Path, or a str naming an existing file or folder:
+    ``(path, None)``, left as it is for the loader (a folder with both files,
+    or an options.json whose weights file the caller passes). Anything else
+    is E709.
     """
     table = CATALOGUE if catalogue is None else catalogue
+    if is_shipped(name_or_path):
+        return shipped_model(name_or_path), None
     if isinstance(name_or_path, str) and name_or_path in table:
         return tuple(fetch_model(name_or_path, catalogue=table, **fetch_options))
     if isinstance(name_or_path, Path) or Path(name_or_path).exists():
         return Path(name_or_path), None
-    raise InputError("E709", found=name_or_path, names=", ".join(table))
+    raise InputError("E709", found=name_or_path, names=", ".join((*SHIPPED_MODELS, *table)))
+
+
+def is_model_name(name_or_path: Union[str, Path], *, catalogue: Optional[Mapping[str, PublishedModel]] = None) -> bool:
+    """Whether `name_or_path` is a model's name, shipped or published (a str, never a Path)."""
+    table = CATALOGUE if catalogue is None else catalogue
+    return is_shipped(name_or_path) or (isinstance(name_or_path, str) and name_or_path in table)
+
+
+def model_folder(name_or_path: Union[str, Path], **fetch_options) -> Path:
+    """The folder of a model's files, for what reads more of a model than
+    its options and weights (`perplexity` and ``pretrain --init-from`` read
+    its vocab.txt and softmax.hdf5 too): for a name, the folder `resolve_model`
+    finds its files in (the shipped model's checked folder; a published model's
+    folder in the cache, fetched when missing); a path as it is."""
+    if not is_model_name(name_or_path, catalogue=fetch_options.get("catalogue")):
+        return Path(name_or_path)
+    options, weights = resolve_model(name_or_path, **fetch_options)
+    return options if weights is None else options.parent
 
 
 def fetch_model(

@@ -179,10 +179,12 @@ def check_writable(path: Union[str, Path]) -> None:
 
 def file_digest(path: Union[str, Path]) -> Dict[str, object]:
     """The file's size and SHA-256, read in one pass: {"size": bytes, "sha256": hex}."""
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
+        for block in iter(lambda: f.read(1 << 20), b""):  # hashlib.file_digest is Python 3.11's
+            digest.update(block)
         size = os.fstat(f.fileno()).st_size
-    return {"size": size, "sha256": digest}
+    return {"size": size, "sha256": digest.hexdigest()}
 
 
 @contextmanager

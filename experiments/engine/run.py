@@ -11,6 +11,7 @@ Its fingerprint is everything the trained model and its scores depend on:
 * ``reads <key>``: the content of every file or folder the resolved config names, wherever it
   names it: ``[paths]``, but also ``initialize.components.elmo.options_file``, vectors, a corpus
   path written straight into a reader's block; a biLM exported again in place changes the run;
+  a shipped biLM's name (``elmo-en-small``) counts as its folder in the package;
 * ``test``: the test split it is scored on; ``input <path>``: any other file the plan says the
   run depends on (a study's fold assignment);
 * ``versions``: spaCy's and spacy-elmo's.
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 import spacy_elmo
 from experiments.errors import ExperimentError
+from spacy_elmo.shipped_models import is_shipped, shipped_model
 from experiments.files import write_atomic
 
 RECORD_SUFFIX = ".json"
@@ -162,10 +164,15 @@ _FILE_KEYS = ("file", "path", "dir", "source", "vectors", "init_tok2vec")
 def read_paths(config: Mapping[str, Any]) -> Dict[str, Path]:
     """{dotted key: path} for every value of a resolved config that names an existing file or
     folder: every value under ``[paths]``, any other that holds a path separator, and any whose
-    key names a file (`_FILE_KEYS`: ``options_file = bilm`` is a folder in the working directory)."""
+    key names a file (`_FILE_KEYS`: ``options_file = bilm`` is a folder in the working directory);
+    and for a shipped biLM's name, its folder (a published model's name is enough: its files are
+    checked against their first download's SHA-256 at every load)."""
     found = {}
     for key, value in _strings(config):
         if not value or "\n" in value:
+            continue
+        if is_shipped(value):
+            found[key] = shipped_model(value)
             continue
         names_a_file = key.rsplit(".", 1)[-1].endswith(_FILE_KEYS)
         if (key.startswith("paths.") or "/" in value or os.sep in value or names_a_file) and Path(value).exists():

@@ -34,11 +34,12 @@ from experiments.engine.plan import importable
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
 from experiments.run.jobs import Job, run_jobs
+from spacy_elmo.shipped_models import ELMO_EN_SMALL
 
 ROOT = Path(__file__).resolve().parents[2]
 
 SHARES = (0.05, 0.1, 0.25, 0.5, 1.0)
-BILM = "pretrained/elmo-en-small"
+BILM = ELMO_EN_SMALL
 
 # task: (config stem, the component holding the listener, the test metric)
 TASKS = {
@@ -147,7 +148,7 @@ def run_overrides(run: Run, corpus: Path, steps: int, eval_frequency: int, train
         "system.seed": run.seed, "training.max_steps": steps, "training.eval_frequency": eval_frequency,
     }
     if elmo:
-        overrides["paths.elmo"] = str(ROOT / BILM)
+        overrides["paths.elmo"] = BILM
     if glove:
         overrides["paths.vectors"] = str(corpus / "glove")
         overrides[f"components.{component}.model.tok2vec.embed.include_static_vectors"] = True

@@ -45,6 +45,8 @@ import typer
 from experiments.engine.run import Run, digest, is_done
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
+from spacy_elmo.published_models import is_model_name, model_folder
+from spacy_elmo.shipped_models import ELMO_EN_SMALL
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path("docs/results/cv")
@@ -52,7 +54,7 @@ RECORDS = RESULTS / "records"
 FOLDS = RESULTS / "folds"
 CORPUS = Path("corpus/cv")
 GLOVE = CORPUS / "glove"
-BILM = "pretrained/elmo-en-small"
+BILM = ELMO_EN_SMALL
 
 
 @dataclass(frozen=True)
@@ -240,9 +242,9 @@ def prepare(study: Study, echo=typer.echo) -> Study:
     arms are left out (said so)."""
     for task in study.tasks:
         write_folds(study, task)
-    if any(ARMS[arm][0] for arm in study.arms) and not Path(study.bilm, "weights.hdf5").exists():
-        raise ExperimentError(study.bilm, expected="a biLM folder with options.json and weights.hdf5",
-                              found="no weights.hdf5", fix="name one with --bilm")
+    if any(ARMS[arm][0] for arm in study.arms) and not (model_folder(study.bilm) / "weights.hdf5").exists():
+        raise ExperimentError(study.bilm, expected="a model's name, or a biLM folder with options.json and "
+                              "weights.hdf5", found="no weights.hdf5", fix="name one with --bilm")
     if any(ARMS[arm][1] for arm in study.arms) and not Path(study.glove, "config.cfg").exists():
         echo(f"{study.glove} holds no spaCy vectors, so the GloVe arms are left out; to run them: "
              f"`python -m spacy project assets --extra`, `python -m experiments.data.fetch assets --only glove`, "
@@ -284,7 +286,8 @@ def _study(k: int, seeds: str, steps: int, eval_frequency: int, bilm: Optional[s
         raise ExperimentError("--tasks", expected=f"some of {', '.join(TASKS)}", found=repr(tasks))
     if not arm_list or any(a not in ARMS for a in arm_list):
         raise ExperimentError("--arms", expected=f"some of {', '.join(ARMS)}", found=repr(arms))
-    return Study(k=k, seeds=seed_list, steps=steps, eval_frequency=eval_frequency, bilm=from_caller(bilm, Path(BILM)),
+    bilm = bilm if is_model_name(bilm) else from_caller(bilm, Path(BILM))
+    return Study(k=k, seeds=seed_list, steps=steps, eval_frequency=eval_frequency, bilm=bilm,
                  glove=from_caller(glove, GLOVE), tasks=task_list, arms=arm_list, records=from_caller(records, RECORDS))
 
 
@@ -297,7 +300,8 @@ K = typer.Option(10, help="Folds")
 SEEDS = typer.Option("0 1", help="Seeds of each fold's runs")
 STEPS = typer.Option(3000, help="Training steps of each run")
 EVAL_FREQUENCY = typer.Option(250, help="Steps between dev evaluations")
-BILM_OPTION = path_option(Path(BILM), "The biLM of the ELMo arms (frozen, not tuned)", "--bilm")
+BILM_OPTION = path_option(Path(BILM), "The biLM of the ELMo arms (frozen, not tuned): a model's name or a folder",
+                          "--bilm")
 GLOVE_OPTION = path_option(GLOVE, "GloVe as spaCy vectors (experiments.data.glove)", "--glove")
 TASKS_OPTION = typer.Option(",".join(TASKS), "--tasks", help="Comma-separated: " + ", ".join(TASKS))
 ARMS_OPTION = typer.Option(",".join(ARMS), "--arms", help="Comma-separated: " + ", ".join(ARMS))

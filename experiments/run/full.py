@@ -10,7 +10,8 @@ The jobs, in order (``plan_jobs``):
 
 1. convert WNUT-16 NER and the 5-class Rotten Tomatoes sentiment task into
    ``corpus/PROFILE/{ner,sentiment5}``, and each task's train and dev text into .txt;
-2. tune the biLM (``--bilm``) to each task's training text (or to unlabelled text of
+2. tune the biLM (``--bilm``: a model's name, ``elmo-en-small`` by default, or a biLM
+   folder) to each task's training text (or to unlabelled text of
    the task's domain, ``--tune-text TASK=PATH``: corpus v2's tweets for NER, its reviews,
    plots and dialogue for sentiment) for ``--tune-steps`` steps of 2,000 tokens
    (``pretrain --resume``), its perplexity on the task's dev text measured before and
@@ -60,6 +61,8 @@ from experiments.engine.plan import importable, run_job, work_lock
 from experiments.errors import ExperimentError
 from experiments.files import write_atomic
 from experiments.run.jobs import Job, is_done, run_jobs
+from spacy_elmo.published_models import model_folder
+from spacy_elmo.shipped_models import ELMO_EN_SMALL
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -97,7 +100,7 @@ class Experiment:
     steps: int = 1000
     eval_frequency: int = 200
     tune_steps: int = 200
-    bilm: str = "pretrained/elmo-en-small"
+    bilm: str = ELMO_EN_SMALL  # a model's name or a biLM folder
     gpu_id: int = -1
     variants: Tuple[str, ...] = VARIANTS
     reuse_tuned_from: Optional[str] = None
@@ -203,7 +206,7 @@ def tuning_commands(e: Experiment, task: str) -> List[List[str]]:
         perplexity + [e.bilm, dev, "--device", e.device, "--overwrite", "--output", e.perplexity_file(task, "before")],
         [PYTHON, "-m", "spacy_elmo", "pretrain", TUNE_CONFIG, e.tuning_dir(task), "--resume",
          "--init-from", e.bilm, "--device", e.device, "--paths.train", e.tuning_text(task),
-         "--paths.dev", dev, "--vocab.path", f"{e.bilm}/vocab.txt", "--training.max_steps", str(e.tune_steps),
+         "--paths.dev", dev, "--vocab.path", e.bilm, "--training.max_steps", str(e.tune_steps),
          *TUNE_SETTINGS, *(["--system.threads", str(e.threads)] if e.threads else [])],
         perplexity + [e.tuned_bilm(task), dev, "--device", e.device, "--overwrite", "--output",
                       e.perplexity_file(task, "after")],
@@ -292,8 +295,9 @@ def tuning_outputs(e: Experiment, task: str) -> List[str]:
 
 
 def _digests(paths: Sequence[str]) -> Dict[str, Optional[str]]:
-
-    return {path: engine.digest(Path(path)) if Path(path).exists() else None for path in paths}
+    """{path: the digest of its content, None when it is missing}; a model's name is read as its folder."""
+    folders = {path: model_folder(path) for path in paths}
+    return {path: engine.digest(folder) if folder.exists() else None for path, folder in folders.items()}
 
 
 def what_it_makes(args: Sequence[str]) -> List[str]:
@@ -473,7 +477,8 @@ SEEDS = typer.Option(" ".join(map(str, _DEFAULT.seeds)), help="Seeds of the runs
 STEPS = typer.Option(_DEFAULT.steps, min=1, help="Training steps of each run")
 EVAL_FREQUENCY = typer.Option(_DEFAULT.eval_frequency, min=1, help="Steps between dev evaluations")
 TUNE_STEPS = typer.Option(_DEFAULT.tune_steps, min=1, help="Steps (2,000 tokens each) of the biLM's tuning")
-BILM = typer.Option(_DEFAULT.bilm, help="The biLM that is tuned, and that elmo_untuned reads")
+BILM = typer.Option(_DEFAULT.bilm, help="The biLM that is tuned, and that elmo_untuned reads: a model's name or "
+                                         "a biLM folder")
 GPU_ID = typer.Option(_DEFAULT.gpu_id, help="GPU id, or -1 for the CPU")
 VARIANTS_OPTION = typer.Option(",".join(VARIANTS), "--variants", help="Which runs: baseline, elmo (the tuned "
                                                                       "biLM), elmo_untuned")

@@ -5,7 +5,7 @@ paper's ablations and its kind of task encoder.
 
 Every run reads the corpora that ``experiments.convert`` wrote to corpus/v2eval/{ner,sentiment5}
 and one biLM, frozen unless a run says otherwise and not tuned to the task: ``--bilm``'s two weight
-files (the shipped ``pretrained/elmo-en-small`` by default; ``--published NAME`` for one of the
+files (the shipped ``elmo-en-small`` by default; ``--published NAME`` for one of the
 published AllenNLP models), copied to training/v2eval/bilm_v2 whenever they differ from what is
 there, so that every run's fingerprint sees a change of biLM. The groups:
 
@@ -44,6 +44,8 @@ import typer
 from experiments.engine import run as engine
 from experiments.engine.plan import importable, run_job, work_lock
 from experiments.run.jobs import Job, run_jobs
+from spacy_elmo.published_models import model_folder
+from spacy_elmo.shipped_models import ELMO_EN_SMALL
 
 PYTHON = sys.executable
 BILM = "training/v2eval/bilm_v2"
@@ -226,7 +228,7 @@ def main(
     tasks: str = typer.Option(",".join(CORPUS), help="Comma-separated: ner, sentiment5"),
     minutes: float = typer.Option(0, help="Start no run after this many minutes (0: no deadline)"),
     runs: str = typer.Option("", help="Comma-separated run names, e.g. ner_elmo_v2_dropout05 (default: all)"),
-    bilm: Path = typer.Option(Path("pretrained/elmo-en-small"), help="The biLM of every ELMo run"),
+    bilm: str = typer.Option(ELMO_EN_SMALL, help="The biLM of every ELMo run: a model's name or a biLM folder"),
     published: str = typer.Option("", help="A published AllenNLP model's name instead of --bilm "
                                            "(assets/published/NAME, `spacy project assets --extra`)"),
 ) -> None:
@@ -250,7 +252,7 @@ def main(
         except ExperimentError as err:  # an unknown name, or (what to do, one line) not downloaded
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)
-    sync_bilm(bilm)
+    sync_bilm(model_folder(bilm))
     only = [r.strip() for r in runs.split(",") if r.strip()]
     known = {run.name for runs in group_runs(steps).values() for run in runs}
     if any(name not in known for name in only):

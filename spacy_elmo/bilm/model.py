@@ -124,7 +124,9 @@ class BiLM(nn.Module):
         """Load AllenNLP/bilm-tf ``options.json`` + ``weights.hdf5``.
 
         options_path may also be a directory holding both files (as
-        ``save_allennlp`` writes them), with weights_path left out.
+        ``save_allennlp`` writes them), or a model's name ("elmo-en-small",
+        shipped with the package; `weights.resolve_paths`), with weights_path
+        left out.
         """
         from .weights import copy_weights, read_weights, resolve_paths
 

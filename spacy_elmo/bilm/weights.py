@@ -37,13 +37,19 @@ WEIGHTS_NAME = "weights.hdf5"
 
 
 def resolve_paths(options_path, weights_path=None) -> Tuple[Path, Path]:
-    """Accept ``(options.json, weights.hdf5)`` or a directory holding both.
+    """Accept ``(options.json, weights.hdf5)``, a directory holding both, or
+    a model's name (a str: "elmo-en-small", which ships with the package, or
+    a published model's, see `spacy_elmo.published_models.model_folder`).
 
     In a directory, ``options.json`` + ``weights.hdf5`` (as `save_allennlp`
     writes them) come first; otherwise one ``*options.json`` and one
     ``*weights.hdf5``, as AllenNLP publishes them
     (``elmo_2x4096_512_2048cnn_2xhighway_options.json`` …), are taken.
     """
+    if weights_path is None and isinstance(options_path, str):
+        from ..published_models import model_folder  # its download client is imported only here
+
+        options_path = model_folder(options_path)
     options_path = Path(options_path)
     if weights_path is None or options_path.is_dir():
         directory = options_path

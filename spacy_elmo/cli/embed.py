@@ -3,7 +3,7 @@
 The work is done by `spacy_elmo.embed.embed_file`.
 """
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 import typer
 from typer.core import TyperCommand
@@ -13,6 +13,7 @@ from .. import embed
 from ..errors import ElmoError
 from ..distributed import Distributed
 from . import app
+from .model_argument import model_name_or_folder
 
 
 USAGE = "MODEL [WEIGHTS] INPUT OUTPUT"
@@ -44,15 +45,17 @@ def embed_cli(
 
     \b
     MODEL    a biLM folder (options.json + weights.hdf5, as pretrain exports
-             it), or an options.json
+             it), a model's name (elmo-en-small ships with the package; the
+             models command lists the others), or an options.json
     WEIGHTS  after an options.json, its weights.hdf5 (AllenNLP's two files)
     INPUT    UTF-8 text, one sentence per line, tokens separated by
              whitespace: a file, a pipe or /dev/stdin
     OUTPUT   the HDF5 file to create (not a folder); an existing file is
              refused unless --overwrite is given
 
-    For example `embed training/my_bilm/model in.txt out.hdf5`, `embed
-    options.json weights.hdf5 in.txt out.hdf5`, or from a pipe, `... | embed
+    For example `embed elmo-en-small in.txt out.hdf5`, `embed
+    training/my_bilm/model in.txt out.hdf5`, `embed options.json
+    weights.hdf5 in.txt out.hdf5`, or from a pipe, `... | embed
     MODEL /dev/stdin out.hdf5`.
 
     As `allennlp elmo` did: one dataset per line, named by its line number
@@ -77,27 +80,34 @@ def embed_cli(
 
 
 
-def _arguments(model: str, paths: List[str]) -> Tuple[Path, Optional[Path], Path, str]:
-    """(options or folder, weights or None, input, output), each checked as
-    typer checks an argument: a wrong one exits with status 2."""
+def _arguments(model: str, paths: List[str]) -> Tuple[Union[str, Path], Optional[Path], Path, str]:
+    """(options, folder or a model's name; weights or None; input; output),
+    each checked as typer checks an argument: a wrong one exits with status 2."""
     if len(paths) not in (2, 3):
         raise typer.BadParameter(
             f"expected MODEL INPUT OUTPUT or OPTIONS WEIGHTS INPUT OUTPUT; found {len(paths) + 1} arguments",
             param_hint=f"'{USAGE}'",
         )
     *weights, input_path, output_path = paths
-    options = Path(model)
     if weights:
-        for path, hint in ((options, "MODEL"), (Path(weights[0]), "WEIGHTS")):
+        for path, hint in ((Path(model), "MODEL"), (Path(weights[0]), "WEIGHTS")):
             if not path.is_file():
                 raise typer.BadParameter(f"{path} is not a file (an options.json comes with a WEIGHTS file)",
                                          param_hint=f"'{hint}'")
-    elif not options.is_dir():
-        raise typer.BadParameter(
-            f"{options} is not a folder: give a biLM folder (options.json + weights.hdf5), or an options.json "
-            "followed by its weights.hdf5", param_hint="'MODEL'")
+    else:
+        _check_model(model)
     _check_input(Path(input_path))
+    options = Path(model) if weights else model  # a name stays a str: BiLM.from_allennlp resolves it
     return options, Path(weights[0]) if weights else None, Path(input_path), output_path
+
+
+def _check_model(model: str) -> None:
+    """MODEL without WEIGHTS: a model's name or a folder."""
+    try:
+        model_name_or_folder(model)
+    except typer.BadParameter as err:
+        raise typer.BadParameter(f"{err.message}: give a biLM folder (options.json + weights.hdf5), a model's "
+                                 "name, or an options.json followed by its weights.hdf5", param_hint="'MODEL'")
 
 
 def _check_input(path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``python -m spacy_elmo perplexity MODEL_DIR TEXT [--output FILE.json]``
+"""``python -m spacy_elmo perplexity MODEL TEXT [--output FILE.json]``
 
 The typer command only: it prints and writes what
 `spacy_elmo.training.perplexity.perplexity` computes.
@@ -15,12 +15,13 @@ from ..errors import ElmoError, OutputError
 from ..util import atomic_path, check_writable, exit_on_sigterm
 from ..training import perplexity
 from . import app
+from .model_argument import MODEL_HELP, model_name_or_folder
 
 
 @app.command("perplexity")
 def perplexity_cli(
     # fmt: off
-    model_dir: Path = typer.Argument(..., help="A model exported by pretrain (OUTPUT_DIR/model)", exists=True, file_okay=False),
+    model: str = typer.Argument(..., metavar="MODEL", help=f"A model exported by pretrain (OUTPUT_DIR/model): {MODEL_HELP}", callback=model_name_or_folder),
     text: List[Path] = typer.Argument(..., help="Text files or folders, tokenised as in pretraining", exists=True),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write {forward, backward, mean, tokens} to this new JSON file"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the --output file if it exists"),
@@ -40,7 +41,7 @@ def perplexity_cli(
         if output is not None:
             _check_output(output, overwrite)
         with exit_on_sigterm():
-            report = perplexity(model_dir, text, tokens_per_batch=tokens_per_batch, device=device,
+            report = perplexity(model, text, tokens_per_batch=tokens_per_batch, device=device,
                                 cuda_graphs=cuda_graphs)
     except ElmoError as err:
         msg.fail("Perplexity failed", str(err), exits=1)
@@ -49,7 +50,7 @@ def perplexity_cli(
         [("forward", f"{ppl.forward:.2f}"), ("backward", f"{ppl.backward:.2f}"), ("mean", f"{ppl.mean:.2f}"),
          ("predictions per direction", f"{ppl.tokens:,}"),
          ("out of vocabulary (scored as <UNK>)", f"{report.oov:,} ({report.oov / max(1, ppl.tokens):.2%})")],
-        title=f"Perplexity of {model_dir}",
+        title=f"Perplexity of {model}",
     )
     if report.read.binary_files:
         msg.warn(f"Skipped {report.read.binary_files:,} binary files (not text)")

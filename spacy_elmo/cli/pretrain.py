@@ -13,6 +13,7 @@ from ..errors import ElmoError
 from ..training import load_config, pretrain
 from ..training.run.config import CONFIG_OVERRIDES_ENV
 from . import app
+from .model_argument import MODEL_HELP, model_name_or_folder
 
 
 @app.command(
@@ -25,7 +26,7 @@ def pretrain_cli(
     config_path: Path = typer.Argument(..., help="The pretraining config (.cfg), e.g. configs/bilm_demo.cfg", exists=True, dir_okay=False),
     output_dir: Path = typer.Argument(..., help="Folder for the run: checkpoint, log, plot and the exported model in model/"),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in OUTPUT_DIR from its last checkpoint"),
-    init_from: Optional[Path] = typer.Option(None, "--init-from", help="Start from this model folder (options.json + weights.hdf5), e.g. for a new domain", exists=True, file_okay=False),
+    init_from: Optional[str] = typer.Option(None, "--init-from", metavar="MODEL", help=f"Start from this model, e.g. for a new domain: {MODEL_HELP}", callback=model_name_or_folder),
     device: str = typer.Option("auto", "--device", help="'auto' (a GPU when there is one), 'cpu' or 'cuda'"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars"),
     # fmt: on

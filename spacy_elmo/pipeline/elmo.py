@@ -271,9 +271,11 @@ class Elmo(TrainablePipe):
     ) -> None:
         """Load the biLM weights and tell the listeners its shape.
 
-        options_file: an AllenNLP/bilm-tf ``options.json``, or a directory with
+        options_file: an AllenNLP/bilm-tf ``options.json``, a directory with
             ``options.json`` and ``weights.hdf5`` (as `BiLM.save_allennlp` and
-            `spacy_elmo pretrain` write them).
+            `spacy_elmo pretrain` write them), or a model's name:
+            "elmo-en-small" ships with the package, and a published model's
+            name (`spacy_elmo.published_models`) is downloaded on first use.
         weights_file: the matching ``weights.hdf5`` (unset with a directory).
         Without either, a biLM already loaded is kept.
         get_examples: optional; a few of its docs are run through the biLM as

@@ -51,7 +51,8 @@ def perplexity(
     device: Union[str, torch.device] = "cpu",
     cuda_graphs: bool = False,
 ) -> PerplexityReport:
-    """Forward, backward and mean perplexity of the model in `model_dir` over
+    """Forward, backward and mean perplexity of the model in `model_dir` (a
+    folder `pretrain` exported, or a model's name: "elmo-en-small") over
     `text` (a file or folder, or a list of them). cuda_graphs: on a GPU, run
     the LSTMs from CUDA graphs (`BiLM.use_cuda_graphs`).
 

@@ -24,6 +24,7 @@ from ..bilm import BiLM, BiLMOptions
 from ..bilm.weights import resolve_paths
 from ..device import check_device
 from ..errors import DamagedFileError, DivergedRunError, InputError
+from ..published_models import model_folder
 from ..util import atomic_path
 from .data.lm_batches import CorpusBatches
 from .data.prepared import PreparedCorpus, fingerprint, is_prepared, prepare_corpus
@@ -80,7 +81,8 @@ def pretrain(
     config: a PretrainConfig, or the path of a ``.cfg`` (with `overrides`).
     output_dir: the run's folder (see run/run_dir.py); it must be new or empty,
         or hold this same run and `resume` be set.
-    init_from: a folder with options.json + weights.hdf5 to start from; its
+    init_from: a folder with options.json + weights.hdf5 to start from, or a
+        model's name ("elmo-en-small"; `published_models.model_folder`); its
         architecture replaces ``[model]``, and its softmax is kept when it has
         one (softmax.hdf5, vocab.txt) for the same vocabulary.
     device: "auto" (a GPU when there is one), "cpu" or "cuda".
@@ -126,7 +128,7 @@ def _input_files(config: PretrainConfig, run: RunDir) -> InputFiles:
             more = f" (and {len(binary) - 1} more file(s) like it)" if len(binary) > 1 else ""
             raise InputError("E319", which=which, path=binary[0], more=more, key=key)
     if config.vocab.path:
-        LMVocab.from_file(config.vocab.path)
+        LMVocab.from_file(vocab_file(config.vocab.path))
     return files
 
 
@@ -232,7 +234,7 @@ def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Dis
     if continuing and run.vocab.exists():
         return run.read_vocab()
     if config.vocab.path:
-        vocab = LMVocab.from_file(config.vocab.path)
+        vocab = LMVocab.from_file(vocab_file(config.vocab.path))
     else:
         vocab = LMVocab.from_counts(train.words, train.counts, config.vocab.size, config.vocab.min_count)
     if dist.is_main:
@@ -241,9 +243,16 @@ def _vocab(config: PretrainConfig, run: RunDir, train: PreparedCorpus, dist: Dis
     return vocab
 
 
+def vocab_file(path: str) -> Path:
+    """vocab.path as a file: a model's name or folder stands for its vocab.txt
+    (``--init-from elmo-en-small --vocab.path elmo-en-small`` keeps its vocabulary)."""
+    found = model_folder(path)
+    return found / VOCAB_NAME if found.is_dir() else found
+
+
 def _build_model(config: PretrainConfig, make_softmax: SoftmaxFactory, vocab: LMVocab, printer: Printer) -> PretrainingLM:
     torch.manual_seed(config.system.seed)
-    init = Path(config.paths.init) if config.paths.init else None
+    init = model_folder(config.paths.init) if config.paths.init else None
     bilm = BiLM.from_allennlp(init) if init else BiLM(config.model.options)
     softmax = make_softmax(config.model.projection_dim, len(vocab))
     if init is not None:

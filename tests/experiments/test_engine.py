@@ -11,7 +11,7 @@ from experiments.engine.run import Run, fingerprint, is_done, read_record, recor
 from experiments.errors import ExperimentError
 
 ROOT = Path(__file__).resolve().parents[2]
-BILM = ROOT / "pretrained" / "elmo-en-small"
+BILM = ROOT / "spacy_elmo" / "pretrained" / "elmo-en-small"
 
 
 @pytest.fixture

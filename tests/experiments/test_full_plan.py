@@ -1,5 +1,6 @@
 """The `full` experiment's plan (experiments/run/full.py): its jobs, their commands and order, and
 when each counts as done. Nothing is trained: training and scoring are replaced by fakes."""
+import hashlib
 import json
 import shlex
 import shutil
@@ -15,6 +16,7 @@ from experiments.engine.run import Run as EngineRun
 from experiments.run import evaluate_seeds
 from experiments.run import full
 from experiments.run.jobs import check_jobs
+from spacy_elmo import shipped_models
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = full.Experiment(profile="long", steps=3000, eval_frequency=500, seeds=(0, 1, 2),
@@ -64,7 +66,7 @@ def test_tuning_comes_before_the_elmo_runs_that_read_it_and_only_those():
             assert f"tune_{task}" in elmo.needs and position(jobs, f"tune_{task}") < position(jobs, elmo.name)
             assert args_of(elmo.command, "--paths.elmo") == f"training/full/bilm_{task}/model"
             untuned = named[f"{task}_elmo_untuned_seed{seed}"]
-            assert args_of(untuned.command, "--paths.elmo") == "pretrained/elmo-en-small"
+            assert args_of(untuned.command, "--paths.elmo") == "elmo-en-small"
             baseline = named[f"{task}_baseline_seed{seed}"]
             assert "paths.elmo" not in settings_of(baseline)
             for run in (baseline, untuned):  # they need the corpus only, so they can start during the tuning
@@ -105,13 +107,13 @@ def test_the_commands_are_those_of_the_experiment():
     assert named["text_ner_dev"].command[2:] == ("experiments.convert.task_text", "corpus/full/ner/dev.spacy",
                                                  "corpus/full/ner/dev.txt")
     before, tune, after = (command[1:] for command in full.tuning_commands(e, "ner"))
-    assert before == ["-m", "spacy_elmo", "perplexity", "pretrained/elmo-en-small", "corpus/full/ner/dev.txt",
+    assert before == ["-m", "spacy_elmo", "perplexity", "elmo-en-small", "corpus/full/ner/dev.txt",
                       "--device", "cuda:0", "--overwrite", "--output", "metrics/full/bilm_ner_before.json"]
     assert tune[:6] == ["-m", "spacy_elmo", "pretrain", "configs/bilm_release.cfg", "training/full/bilm_ner",
                         "--resume"]
-    for flag, value in (("--init-from", "pretrained/elmo-en-small"), ("--training.max_steps", "150"),
+    for flag, value in (("--init-from", "elmo-en-small"), ("--training.max_steps", "150"),
                         ("--paths.train", "corpus/full/ner/train.txt"), ("--paths.dev", "corpus/full/ner/dev.txt"),
-                        ("--vocab.path", "pretrained/elmo-en-small/vocab.txt"),
+                        ("--vocab.path", "elmo-en-small"),
                         ("--training.tokens_per_batch", "2000"), ("--training.optimizer.learn_rate", "0.0005")):
         assert args_of(tune, flag) == value
     assert after[3:5] == ["training/full/bilm_ner/model", "corpus/full/ner/dev.txt"]
@@ -139,14 +141,24 @@ def test_a_profile_reusing_another_s_corpora_and_tuned_biLMs():
     assert all(job.log.parent == Path("logs/long") for job in jobs)
 
 
+def ship(package: Path, weights: bytes) -> None:
+    """A fake shipped elmo-en-small in `package` (the installed package's pretrained/), with its SHA256SUMS."""
+    bilm = package / "elmo-en-small"
+    bilm.mkdir(parents=True, exist_ok=True)
+    (bilm / "weights.hdf5").write_bytes(weights)
+    (bilm / "vocab.txt").write_text("<S>\n</S>\n<UNK>\n")
+    sums = "".join(f"{hashlib.sha256((bilm / name).read_bytes()).hexdigest()}  {name}\n"
+                   for name in ("weights.hdf5", "vocab.txt"))
+    (bilm / shipped_models.SUMS_NAME).write_text(sums)
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """A project folder with the configs and a fake biLM; the working folder while the test runs."""
+    """A project folder with the configs, and a fake shipped biLM (the Experiment's default, by name)
+    in a fake package folder; the working folder while the test runs."""
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
-    bilm = tmp_path / "pretrained" / "elmo-en-small"
-    bilm.mkdir(parents=True)
-    (bilm / "weights.hdf5").write_bytes(b"weights v1")
-    (bilm / "vocab.txt").write_text("<S>\n</S>\n<UNK>\n")
+    ship(tmp_path / "package", b"weights v1")
+    monkeypatch.setattr(shipped_models, "pretrained_dir", lambda: tmp_path / "package")
     for task in full.TASKS:
         corpus = tmp_path / "corpus" / "full" / task
         corpus.mkdir(parents=True)
@@ -200,7 +212,7 @@ def test_a_training_job_is_done_exactly_when_its_record_holds_what_it_would_trai
     assert srsly.read_json("metrics/full/records/ner_elmo_untuned/seed4.json")["scores"] == {"ents_f": 0.5}
     longer = by_name(full.plan_jobs(full.Experiment(seeds=(4,), steps=2000)))["ner_elmo_untuned_seed4"]
     assert not longer.done()  # another number of steps
-    (project / "pretrained" / "elmo-en-small" / "weights.hdf5").write_bytes(b"weights v2")
+    ship(project / "package", b"weights v2")  # another release of the shipped biLM
     assert not job.done()  # another biLM
 
 

@@ -90,7 +90,7 @@ def test_all_workflow_end_to_end(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "project.yml", project)
-    for folder in ("configs", "experiments", "pretrained"):
+    for folder in ("configs", "experiments"):
         shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
     write_assets(project / "assets", random.Random(0))
     overrides = [arg for key, value in TINY.items() for arg in (f"--{key}", value)]
@@ -153,7 +153,7 @@ def test_vars_published_makes_the_elmo_runs_read_the_published_model_untuned():
     assert args[args.index("--published") + 1] == ""  # the project's own biLM, tuned
     (run_v2eval,) = [c for c in unset["commands"] if c["name"] == "run-v2eval"][0]["script"]
     args = shlex.split(run_v2eval)
-    assert args[args.index("--published") + 1] == "" and args[args.index("--bilm") + 1] == "pretrained/elmo-en-small"
+    assert args[args.index("--published") + 1] == "" and args[args.index("--bilm") + 1] == "elmo-en-small"
 
 
 def test_vars_tune_text_makes_the_tune_steps_read_unlabelled_text():
@@ -182,7 +182,7 @@ def tiny_tune_project(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "project.yml", project)
-    for folder in ("configs", "experiments", "pretrained"):
+    for folder in ("configs", "experiments"):
         shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
     import spacy
     from spacy.tokens import DocBin

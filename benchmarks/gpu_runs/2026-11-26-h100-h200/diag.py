@@ -48,7 +48,7 @@ def sized(n):
 
 print("| model | batch | state | cell | copy | µs/token |\n| --- | ---: | --- | --- | --- | ---: |")
 for name in ("original", "shipped"):
-    model = (original_model() if name == "original" else BiLM.from_allennlp("pretrained/elmo-en-small")).cuda().eval()
+    model = (original_model() if name == "original" else BiLM.from_allennlp("elmo-en-small")).cuda().eval()
     for state in ("fresh", "after graphs"):
         for size in (512, 128):
             for fused in (False, True):

@@ -107,7 +107,8 @@ def _registered_name(kind: str) -> Any:
 
 class PathSettings(BaseModel):
     """Text files or folders (a path or a list of them); dev is optional.
-    init: a model folder (options.json + weights.hdf5) to start from."""
+    init: a model folder (options.json + weights.hdf5), or a model's name
+    ("elmo-en-small"), to start from."""
 
     model_config = SECTION
     train: TextPaths = Field(None, validate_default=True)
@@ -143,7 +144,8 @@ class VocabSettings(BaseModel):
     model_config = SECTION
     size: StrictInt = 50000  # entries including <S>, </S>, <UNK>; 0: every word
     min_count: StrictInt = Field(1, ge=1)
-    path: Optional[StrictStr] = None  # a vocab.txt to use instead of counting
+    # a vocab.txt to use instead of counting, or a model (its name or folder) whose vocab.txt to use
+    path: Optional[StrictStr] = None
 
     @field_validator("size")
     @classmethod

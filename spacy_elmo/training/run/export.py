@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from ...bilm import BiLM
 from ...disk import writing
 from ...errors import DamagedFileError, InputError, OutputError
+from ...published_models import model_folder
 from ...util import swap_directory
 from ..objective.lm import PretrainingLM
 from ..objective.softmax import SoftmaxHead
@@ -124,11 +125,12 @@ def export_model(lm: PretrainingLM, vocab: LMVocab, info: Dict[str, Any], direct
 def load_model(directory: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Tuple[
     PretrainingLM, LMVocab, Dict[str, Any]
 ]:
-    """The language models exported into `directory`, in evaluation mode,
-    and its pretrain.json (`read_info`). Each file is checked before anything
-    is built from it: E309 for a missing one, E310 for a softmax that does
-    not fit the biLM and vocabulary, E325 and the files' own codes otherwise."""
-    directory = Path(directory)
+    """The language models exported into `directory` (a folder, or a model's
+    name: "elmo-en-small"), in evaluation mode, and its pretrain.json
+    (`read_info`). Each file is checked before anything is built from it: E309
+    for a missing one, E310 for a softmax that does not fit the biLM and
+    vocabulary, E325 and the files' own codes otherwise."""
+    directory = model_folder(directory)
     for name in (VOCAB_NAME, SOFTMAX_NAME):
         if not (directory / name).exists():
             raise InputError("E309", path=directory, name=name)
