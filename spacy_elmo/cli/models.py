@@ -6,7 +6,7 @@ The catalogue and the cache live in `spacy_elmo.published_models`.
 import typer
 from wasabi import msg
 
-from .. import published_models
+from .. import published_models, shipped_models
 from ..errors import ElmoError
 from . import app
 
@@ -36,10 +36,11 @@ def download_cli(
 
 @app.command("models")
 def models_cli() -> None:
-    """List the published ELMo models: size, language, licence, and whether each
-    is in the cache, and where."""
+    """List the ELMo models by name: the shipped ones, then the published ones
+    with their size, language, licence, and whether each is in the cache, and where."""
     try:
-        rows = [_row(model) for model in published_models.CATALOGUE.values()]
+        rows = [_shipped_row(name) for name in shipped_models.SHIPPED_MODELS]
+        rows += [_row(model) for model in published_models.CATALOGUE.values()]
         cache = published_models.cache_dir()
     except ElmoError as err:
         msg.fail("Cannot read the model cache", str(err), exits=1)
@@ -54,3 +55,9 @@ def _row(model: published_models.PublishedModel) -> list:
     where = published_models.model_dir(model.name) if cached else "-"
     size = f"{model.size_mb:,.0f} MB ({model.parameters / 1e6:.1f}M weights)"
     return [model.name, size, model.language, model.licence, "yes" if cached else "no", str(where)]
+
+
+def _shipped_row(name: str) -> list:
+    folder = shipped_models.pretrained_dir() / name
+    size = sum(path.stat().st_size for path in folder.iterdir() if path.is_file()) / 1e6  # with its softmax
+    return [name, f"{size:,.0f} MB", "en", "MIT", "shipped", str(folder)]

@@ -81,3 +81,13 @@ def test_spacy_elmo_runs_the_same_commands(monkeypatch, tmp_path):
                                                    "weights)", "en", "Apache-2.0", "no", "-"]
     result = CliRunner().invoke(spacy_app, ["elmo", "download", "--help"])
     assert result.exit_code == 0 and "SPACY_ELMO_CACHE" in result.output
+
+
+def test_models_lists_the_shipped_model_first_with_its_folder(server):
+    from spacy_elmo.shipped_models import pretrained_dir
+
+    result = CliRunner().invoke(app, ["models"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    row = row_of(result.output, "elmo-en-small")
+    assert row[1:] == ["15", "MB", "en", "MIT", "shipped", str(pretrained_dir() / "elmo-en-small")]
+    assert result.output.index("elmo-en-small") < result.output.index("tiny")
