@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from .cell_kernel import fused_cell_update
+from .int8 import Int8Weight, int8_baddbmm, int8_enabled, quantize_weight
 from .lstm_backward import lstm_layer
 from .lstm_torch import lstm_layer_torch
 from .options import BiLMOptions
@@ -20,6 +21,8 @@ LayerState = Tuple[torch.Tensor, torch.Tensor]
 LayerWeights = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 # A layer's W_input, W_hidden, bias and W_proj as the in-place recurrence takes them (`inference_weights`).
 InferenceWeights = Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+# A layer's W_input, W_hidden (wide form), bias and W_proj as the int8 recurrence takes them (`int8_weights`).
+Int8LayerWeights = Tuple[Int8Weight, Int8Weight, torch.Tensor, Int8Weight]
 
 N_GATES = 4  # input, new input, forget, output: bilm-tf's order
 FORGET_GATE = 2
@@ -123,6 +126,8 @@ class BiLSTMStack(nn.Module):
         self.register_buffer("wide_gate_order", torch.tensor([0, FORGET_GATE, 3, 1]), persistent=False)
         self.register_buffer("gate_scale", torch.tensor([0.5, 1.0, 0.5, 0.5]).view(1, N_GATES, 1, 1),
                              persistent=False)
+        # `int8_weights`: per layer, (the parameters' stamp, their int8 form).
+        self._int8_cache: dict = {}
 
     def forward(
         self,
@@ -157,6 +162,8 @@ class BiLSTMStack(nn.Module):
         ):
             if self.graphs is not None and inputs.is_cuda and inputs.dtype == self.W_proj[0].dtype == torch.float32:
                 return self.graphs(self, inputs, batch_sizes), None
+            if int8_enabled() and device_type == "cpu":
+                return self._int8_inference(inputs, batch_sizes), None
             return self._inference(inputs, batch_sizes), None
         offsets = _offsets(batch_sizes)
         blocks = _input_blocks(offsets)
@@ -274,14 +281,19 @@ class BiLSTMStack(nn.Module):
         sigmoid gates' halved, (2, 1, 4 * c) or (8, 1, c); W_proj (2, c, p).
         """
         p, c_dim = self.W_proj[layer].shape[2], self.W_proj[layer].shape[1]
-        scale = self.gate_scale
-        bias = self.bias[layer] + self.forget_bias
-        if self.W_proj[layer].device.type in self.per_gate_devices and c_dim >= PER_GATE_MIN_CELLS:
-            return (self.W_input[layer].view(2 * N_GATES, p, c_dim), self.W_hidden[layer].view(2 * N_GATES, p, c_dim),
-                    (bias * scale[:, :, :, 0]).view(2 * N_GATES, 1, c_dim), self.W_proj[layer])
+        if self.W_proj[layer].device.type not in self.per_gate_devices or c_dim < PER_GATE_MIN_CELLS:
+            return self._wide_weights(layer)
+        bias = (self.bias[layer] + self.forget_bias) * self.gate_scale[:, :, :, 0]
+        return (self.W_input[layer].view(2 * N_GATES, p, c_dim), self.W_hidden[layer].view(2 * N_GATES, p, c_dim),
+                bias.view(2 * N_GATES, 1, c_dim), self.W_proj[layer])
+
+    def _wide_weights(self, layer: int) -> InferenceWeights:
+        """`inference_weights`' wide form of `layer`'s weights."""
+        p, c_dim = self.W_proj[layer].shape[2], self.W_proj[layer].shape[1]
         # Reordered and scaled by buffers on the device: an index or a scale copied
         # from a host list would make the host wait for the GPU.
-        order, scale = self.wide_gate_order, scale.index_select(1, self.wide_gate_order)
+        order, scale = self.wide_gate_order, self.gate_scale.index_select(1, self.wide_gate_order)
+        bias = self.bias[layer] + self.forget_bias
 
         def wide(w: torch.Tensor) -> torch.Tensor:  # (2, 4, p, c) -> (2, p, 4 * c)
             out = w.new_empty(2, p, N_GATES, c_dim)
@@ -290,6 +302,68 @@ class BiLSTMStack(nn.Module):
 
         W_input, W_hidden = wide(self.W_input[layer]), wide(self.W_hidden[layer])
         return W_input, W_hidden, (bias.index_select(1, order) * scale[:, :, :, 0]).view(2, 1, -1), self.W_proj[layer]
+
+    def int8_weights(self, layer: int) -> Int8LayerWeights:
+        """`layer`'s weights as `_int8_layer` takes them: the wide form of
+        `inference_weights` with W_input, W_hidden and W_proj quantised per
+        output column (int8.py), the bias as it is. Made once per version of
+        the layer's parameters: cached under their storage and version counters
+        (torch bumps a parameter's counter at each change in place: an
+        optimiser's step, ``load_state_dict``, ``copy_``), made again after
+        ``to(...)`` or any change."""
+        parameters = (self.W_input[layer], self.W_hidden[layer], self.bias[layer], self.W_proj[layer])
+        stamp = tuple((p.device, p.data_ptr(), 0 if p.is_inference() else p._version) for p in parameters)
+        cached = self._int8_cache.get(layer)
+        if cached is None or cached[0] != stamp:
+            with torch.no_grad():
+                W_input, W_hidden, bias, W_proj = self._wide_weights(layer)
+                cached = stamp, (quantize_weight(W_input), quantize_weight(W_hidden), bias, quantize_weight(W_proj))
+            self._int8_cache[layer] = cached
+        return cached[1]
+
+    def _int8_inference(self, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+        """Every layer's output without gradients from the zero state, with the
+        products in int8 (`_int8_layer`); as `forward`'s outputs."""
+        offsets = _offsets(batch_sizes)
+        blocks = _input_blocks(offsets)
+        outputs: List[torch.Tensor] = []
+        x = inputs
+        for layer in range(self.n_layers):
+            out = self._int8_layer(x, batch_sizes, offsets, blocks, self.int8_weights(layer))
+            if self.use_skip_connections and layer > 0:
+                out += x
+            outputs.append(out)
+            x = out
+        return outputs
+
+    def _int8_layer(
+        self, x: torch.Tensor, batch_sizes: List[int], offsets: List[int], blocks: List[Tuple[int, int]],
+        weights: Int8LayerWeights,
+    ) -> torch.Tensor:
+        """One layer from the zero state with its input, recurrent and projection
+        products in int8 (`int8_baddbmm`), the gates, cell and clips in float32 as
+        in `_inference_layer` (wide form: one tanh over every gate, the sigmoid
+        gates' pre-activations halved). x: (2, n_packed, p) -> (2, n_packed, p)."""
+        W_input, W_hidden, bias, W_proj = weights
+        c_dim, p = W_proj.values.shape[2], W_proj.out_features
+        out = x.new_empty(x.shape)
+        h, c = x.new_zeros(2, batch_sizes[0], p), x.new_zeros(2, batch_sizes[0], c_dim)
+        for first, end in blocks:
+            gates_x = int8_baddbmm(bias, x[:, offsets[first] : offsets[end]], W_input)
+            for t in range(first, end):
+                n, start = batch_sizes[t], offsets[t] - offsets[first]
+                gates = int8_baddbmm(gates_x[:, start : start + n], h[:, :n], W_hidden).tanh_()
+                sigmoid_gates = gates[:, :, : 3 * c_dim]
+                sigmoid_gates.mul_(0.5).add_(0.5)  # sigmoid(x) = 1/2 + tanh(x / 2) / 2
+                input_gate, forget_gate, output_gate, new_input = gates.split(c_dim, dim=2)
+                c = torch.addcmul(forget_gate * c[:, :n], input_gate, new_input)
+                if self.cell_clip:
+                    c.clamp_(-self.cell_clip, self.cell_clip)
+                h = int8_baddbmm(None, output_gate * torch.tanh(c), W_proj)
+                if self.proj_clip:
+                    h.clamp_(-self.proj_clip, self.proj_clip)
+                out[:, offsets[t] : offsets[t + 1]] = h
+        return out
 
     def _inference_layer(
         self, layer: int, x: torch.Tensor, batch_sizes: List[int], offsets: List[int],

@@ -1,4 +1,4 @@
-"""The arithmetic the biLM runs in: "fp32", "tf32" or "bf16".
+"""The arithmetic the biLM runs in: "fp32", "tf32", "bf16" or, for inference, "int8".
 
 - "fp32": float32 throughout (TF32 tensor cores off for the matrix products).
 - "tf32": on a GPU, float32 tensors with the matrix products on TF32 tensor cores (10-bit
@@ -7,6 +7,11 @@
   LSTM cell state, the gates' nonlinearities, the outputs the biLM returns and the weights stay
   float32. On a CPU only where it has bfloat16 instructions (AMX or AVX-512 BF16, see
   `cpu_has_bf16`); on one without them, float32, with a warning that says so.
+- "int8": inference on a CPU only: the LSTMs' input, recurrent and projection products in
+  int8 (int8.py; per-column weight scales, per-row activation scales), everything else as
+  "fp32". Where this CPU's int8 products are no faster than its float32 ones
+  (`int8.int8_pays`), or on a GPU, float32 with a warning that says so. Under gradients
+  (training) the products stay float32; pretraining's settings do not offer it.
 
 The setting holds inside the ``with`` block only: the process-wide TF32 switches are
 restored when it ends. A backward pass runs outside autocast but must multiply as its
@@ -19,14 +24,17 @@ from typing import Iterator, Union
 import torch
 
 from ..errors import ConfigError
+from .int8 import int8_pays, int8_products
 
-PRECISIONS = ("fp32", "tf32", "bf16")
+PRECISIONS = ("fp32", "tf32", "bf16")  # for training and inference
+INT8 = "int8"
+INFERENCE_PRECISIONS = PRECISIONS + (INT8,)
 
 
 def check_precision(name: str) -> str:
-    """`name` if it is one of PRECISIONS, else a coded error (E104)."""
-    if name not in PRECISIONS:
-        raise ConfigError("E104", found=name, choices=", ".join(PRECISIONS))
+    """`name` if it is one of INFERENCE_PRECISIONS, else a coded error (E104)."""
+    if name not in INFERENCE_PRECISIONS:
+        raise ConfigError("E104", found=name, choices=", ".join(INFERENCE_PRECISIONS))
     return name
 
 
@@ -35,6 +43,10 @@ def precision(device: Union[str, torch.device], name: str = "fp32") -> Iterator[
     """Run the block in `name`'s arithmetic on `device` (see the module docstring)."""
     check_precision(name)
     device_type = torch.device(device).type
+    if name == INT8:
+        with _int8_or_float32(device_type), tf32_switches(device, "fp32"):
+            yield
+        return
     if device_type == "cpu":
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "bf16" and _bf16_on_cpu()):
             yield
@@ -66,6 +78,25 @@ def cpu_has_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 matrices in hardware: AMX tiles or
     the AVX-512 BF16 instructions (PyTorch's own detection)."""
     return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+
+
+@contextlib.contextmanager
+def _int8_or_float32(device_type: str) -> Iterator[None]:
+    """int8 products for the block where they pay on this device, else float32 with a warning."""
+    if device_type != "cpu":
+        _warn_float32(f'precision "int8" is for CPUs; on {device_type!r} computing in float32, as with "fp32".')
+    elif not int8_pays():
+        _warn_float32('precision "int8" asked for, but on this CPU int8 matrix products (torch._int_mm) run slower '
+                      'than float32 ones: computing in float32, as with "fp32".')
+    else:
+        with int8_products():
+            yield
+        return
+    yield
+
+
+def _warn_float32(message: str) -> None:
+    warnings.warn(message, stacklevel=6)
 
 
 def _bf16_on_cpu() -> bool:

@@ -72,8 +72,9 @@ def BiLMModel(
     window_size: the longest segment; docs without sentence boundaries are cut
         into windows of this many tokens (the segmenter's default size).
     precision: "fp32" (exact float32; on a GPU cuDNN's default TF32 convolutions are
-        turned off inside the biLM), "tf32" (GPU only) or "bf16" (a GPU, or a CPU with AMX
-        or AVX-512 BF16; see spacy_elmo.bilm.precision).
+        turned off inside the biLM), "tf32" (GPU only), "bf16" (a GPU, or a CPU with AMX
+        or AVX-512 BF16) or "int8" (the LSTMs' products on a CPU whose int8 products beat
+        float32; see spacy_elmo.bilm.precision).
     sentences: "doc", read the sentences the doc has (the `elmo` component);
         "upstream", read the sentences the `elmo` component read, as recorded in
         ``doc._.elmo``, and a doc without that record in windows (a listener's

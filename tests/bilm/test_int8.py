@@ -1,0 +1,150 @@
+"""precision "int8": the LSTMs' products in int8 on a CPU (spacy_elmo/bilm/int8.py).
+
+Bounds (the issue's targets): per layer, the mean per-token cosine to float32 at
+least 0.999 and the worst at least 0.99; the layer-0 token vectors exactly
+float32's. Float32 itself stays bit for bit what it was (the rest of tests/bilm).
+"""
+import json
+
+import pytest
+import torch
+
+from spacy_elmo.bilm import BiLM, batch_to_ids
+from spacy_elmo.bilm import precision as precision_module
+from spacy_elmo.bilm.int8 import QMAX, int8_baddbmm, int8_enabled, int8_pays, int8_products, quantize_weight
+from spacy_elmo.bilm.precision import INT8, PRECISIONS, check_precision, precision
+
+MEAN_COSINE, WORST_COSINE = 0.999, 0.99
+SLOWER = "run slower than float32"
+
+
+@pytest.fixture(scope="module")
+def bilm(fixture_paths):
+    return BiLM.from_allennlp(*fixture_paths).eval()
+
+
+@pytest.fixture(scope="module")
+def sentences(fixture_dir):
+    return [s.split() for s in json.loads((fixture_dir / "sentences.json").read_text())[0]]
+
+
+def layers_of(bilm, sentences):
+    with torch.inference_mode():
+        out = bilm(batch_to_ids(sentences))
+    return out.layers[:, out.mask]  # (n_layers + 1, n_tokens, 2p)
+
+
+def cosines(actual, expected):
+    return torch.nn.functional.cosine_similarity(actual, expected, dim=-1)  # per layer and token
+
+
+def test_int8_layers_are_within_the_bounds_of_float32(bilm, sentences):
+    expected = layers_of(bilm, sentences)
+    with int8_products():
+        got = layers_of(bilm, sentences)
+    assert torch.equal(got[0], expected[0])  # the token vectors stay float32
+    cos = cosines(got[1:], expected[1:])
+    assert (cos.mean(dim=1) >= MEAN_COSINE).all(), cos.mean(dim=1)
+    assert (cos.min(dim=1).values >= WORST_COSINE).all(), cos.min(dim=1).values
+    assert not torch.equal(got[1:], expected[1:])  # int8 products did run
+
+
+def test_an_int8_product_is_within_its_rounding_bound():
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 37, 48, generator=generator) * torch.rand(2, 37, 1, generator=generator) * 10
+    w = torch.randn(2, 48, 24, generator=generator) * torch.rand(2, 1, 24, generator=generator)
+    bias = torch.randn(2, 1, 24, generator=generator)
+    got = int8_baddbmm(bias, x, quantize_weight(w)).double()
+    exact = bias.double() + x.double() @ w.double()
+    # Rounding x to its row's steps r and W to its column's steps s errs at most half a
+    # step each: |error| <= sum_k (|x| s / 2 + |W| r / 2 + r s / 4), plus float32 rounding.
+    r = x.abs().amax(dim=2, keepdim=True).double() / QMAX
+    s = w.abs().amax(dim=1, keepdim=True).double() / QMAX
+    bound = x.abs().double() @ (s / 2).expand_as(w) + (r / 2) * w.abs().double().sum(dim=1, keepdim=True) + (
+        w.shape[1] * r * s / 4
+    )
+    error = (got - exact).abs()
+    assert (error <= bound * (1 + 1e-5) + 1e-6 * exact.abs().max()).all()
+    assert error.max() > 1e-4 * exact.abs().max()  # rounded, not float32
+
+
+def test_a_rows_int8_product_does_not_depend_on_the_other_rows():
+    generator = torch.Generator().manual_seed(1)
+    x, w = torch.randn(2, 40, 32, generator=generator), quantize_weight(torch.randn(2, 32, 16, generator=generator))
+    assert torch.equal(int8_baddbmm(None, x, w)[:, 5:8], int8_baddbmm(None, x[:, 5:8], w))
+
+
+def test_under_int8_a_sentences_layers_do_not_depend_on_its_batch(bilm, sentences):
+    with int8_products():
+        alone = layers_of(bilm, sentences[:1])
+        in_batch = layers_of(bilm, sentences)
+    assert torch.equal(in_batch[:, : alone.shape[1]], alone)
+
+
+def test_int8_weights_are_made_once_per_version_of_the_weights(fixture_paths, sentences):
+    bilm = BiLM.from_allennlp(*fixture_paths).eval()
+    made = bilm.lstm.int8_weights(0)
+    assert bilm.lstm.int8_weights(0) is made
+    with int8_products():
+        before = layers_of(bilm, sentences)
+        with torch.no_grad():
+            bilm.lstm.W_hidden[0].mul_(0.5)  # changed in place: same storage, new version
+        after = layers_of(bilm, sentences)
+    assert bilm.lstm.int8_weights(0) is not made
+    assert not torch.equal(after[1], before[1])
+    with torch.no_grad():
+        bilm.lstm.W_hidden[0].mul_(2.0)  # back to the loaded values (a power of two: exact)
+    with int8_products():
+        assert torch.equal(layers_of(bilm, sentences), before)
+
+
+def test_float32_and_gradients_are_untouched_by_int8(bilm, sentences):
+    expected = layers_of(bilm, sentences)
+    ids = batch_to_ids(sentences)
+    with int8_products():
+        layers_of(bilm, sentences)
+        with torch.enable_grad():
+            bilm.lstm.W_proj[0].requires_grad_(True)
+            try:
+                trained = bilm(ids).layers[:, ids[:, :, 0] > 0]
+            finally:
+                bilm.lstm.W_proj[0].requires_grad_(False)
+    assert torch.equal(layers_of(bilm, sentences), expected)
+    torch.testing.assert_close(trained.detach(), expected, rtol=0, atol=1e-5 * expected.abs().max().item())
+
+
+def test_precision_int8_where_int8_pays_runs_int8(monkeypatch, recwarn):
+    monkeypatch.setattr(precision_module, "int8_pays", lambda: True)
+    with precision("cpu", INT8):
+        assert int8_enabled()
+    assert not int8_enabled()  # only inside the block
+    assert not recwarn.list
+
+
+def test_precision_int8_where_int8_is_slower_says_so_and_computes_float32(monkeypatch, bilm, sentences):
+    monkeypatch.setattr(precision_module, "int8_pays", lambda: False)
+    expected = layers_of(bilm, sentences)
+    with pytest.warns(UserWarning, match=SLOWER):
+        with precision("cpu", INT8):
+            assert not int8_enabled()
+            got = layers_of(bilm, sentences)
+    assert torch.equal(got, expected)
+
+
+def test_precision_int8_on_a_gpu_says_so_and_computes_float32():
+    with pytest.warns(UserWarning, match='"int8" is for CPUs'):
+        with precision("cuda", INT8):
+            assert not int8_enabled()
+
+
+def test_int8_is_an_inference_precision_only():
+    assert check_precision(INT8) == INT8
+    assert INT8 not in PRECISIONS  # pretraining's settings take PRECISIONS
+
+
+def test_without_an_int8_kernel_int8_does_not_pay(monkeypatch):
+    def no_kernel(*args):
+        raise RuntimeError("_int_mm: no kernel for this CPU")
+
+    monkeypatch.setattr(torch, "_int_mm", no_kernel)
+    assert int8_pays.__wrapped__() is False  # the probe itself, not the process's cached answer

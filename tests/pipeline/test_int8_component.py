@@ -1,0 +1,41 @@
+"""`[components.elmo.model] precision = "int8"`: the `elmo` component's biLM with int8
+LSTM products where they pay on this CPU, float32 with a warning where they do not."""
+import warnings
+
+import numpy
+import pytest
+import spacy
+
+from spacy_elmo.bilm import precision as precision_module
+
+from .test_model_settings import layers, override, save
+
+MEAN_COSINE, WORST_COSINE = 0.999, 0.99  # per layer, as tests/bilm/test_int8.py
+
+
+def token_cosines(got, expected):
+    """Per layer, every token's cosine: (n_layers + 1, n_tokens)."""
+    a, b = numpy.concatenate(got, axis=1), numpy.concatenate(expected, axis=1)
+    return (a * b).sum(-1) / (numpy.linalg.norm(a, axis=-1) * numpy.linalg.norm(b, axis=-1))
+
+
+def test_precision_int8_where_it_pays_runs_the_lstms_in_int8(tmp_path, bilm_dir, monkeypatch):
+    monkeypatch.setattr(precision_module, "int8_pays", lambda: True)
+    path = save(tmp_path, bilm_dir)
+    expected = layers(spacy.load(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = layers(spacy.load(path, config=override(precision="int8")))
+    cos = token_cosines(got, expected)
+    assert numpy.array_equal(numpy.concatenate(got, axis=1)[0], numpy.concatenate(expected, axis=1)[0])
+    assert (cos[1:].mean(axis=1) >= MEAN_COSINE).all() and (cos[1:].min(axis=1) >= WORST_COSINE).all(), cos
+    assert not all(numpy.array_equal(a, b) for a, b in zip(got, expected))
+
+
+def test_precision_int8_where_it_is_slower_is_float32_with_a_warning(tmp_path, bilm_dir, monkeypatch):
+    monkeypatch.setattr(precision_module, "int8_pays", lambda: False)
+    path = save(tmp_path, bilm_dir)
+    expected = layers(spacy.load(path))
+    with pytest.warns(UserWarning, match='"int8"'):
+        got = layers(spacy.load(path, config=override(precision="int8")))
+    assert all(numpy.array_equal(a, b) for a, b in zip(got, expected))
