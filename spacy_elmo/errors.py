@@ -723,5 +723,6 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E903 = (
         "The {kind} table '{path}' {problem}: expected {expected}. Use the table "
-        "that came with the model's weights (convert writes it beside options.json)."
+        "that came with the model's weights (char.dic and word.dic in an "
+        "ELMoForManyLangs zip; chars.json and words.json where convert wrote them)."
     )

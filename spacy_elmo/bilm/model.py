@@ -16,7 +16,7 @@ from torch import nn
 
 from ..device import to_device
 from ..errors import ConfigError, InputError
-from .char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR, batch_to_ids, distinct_words, words_to_ids
+from .char_ids import BOS_TOKEN, EOS_TOKEN, batch_to_ids, distinct_words
 from .lstm import BiLSTMStack, LayerState
 from .lstm_graphs import RecurrenceGraphs
 from .options import BiLMOptions
@@ -93,7 +93,7 @@ class BiLM(nn.Module):
         self.token_cache = TokenCache(token_cache_size)
         self._states: Optional[List[LayerState]] = None
         self._lock = _Lock()  # the carried-over state and the CUDA graphs' setting
-        boundaries = torch.from_numpy(words_to_ids([BOS_TOKEN, EOS_TOKEN], options.max_characters_per_token))
+        boundaries = torch.from_numpy(self.token_encoder.token_ids.words_to_ids([BOS_TOKEN, EOS_TOKEN]))
         self.register_buffer("boundary_ids", boundaries, persistent=False)
         # Loading weights, into the biLM or into any of its parts alone, empties the
         # token cache and makes the CUDA graphs' weights again. A module's
@@ -126,10 +126,14 @@ class BiLM(nn.Module):
         options_path may also be a directory holding both files (as
         ``save_allennlp`` writes them), or a model's name ("elmo-en-small",
         shipped with the package; `weights.resolve_paths`), with weights_path
-        left out.
+        left out; or, so left out, an ELMoForManyLangs model's folder as its
+        zip unpacks (`efml.load_efml`).
         """
+        from .efml import is_efml_folder, load_efml
         from .weights import copy_weights, read_weights, resolve_paths
 
+        if weights_path is None and is_efml_folder(options_path):  # an ELMoForManyLangs model's folder
+            return load_efml(options_path, stateful=stateful, token_cache_size=token_cache_size)
         options_path, weights_path = resolve_paths(options_path, weights_path)
         options = BiLMOptions.from_file(options_path)
         weights = read_weights(weights_path, options, options_path)  # all checked before the model is built
@@ -260,7 +264,7 @@ class BiLM(nn.Module):
         `forward`'s do.
         """
         if self.stateful:  # the carried-over state follows the rows of `forward`
-            output = self.forward(batch_to_ids([list(s) for s in sentences], self.options.max_characters_per_token))
+            output = self.forward(batch_to_ids([list(s) for s in sentences], scheme=self.token_encoder.token_ids))
             return output.layers[:, output.mask]
         return self.encode_indexed(*distinct_words(sentences))
 
@@ -348,15 +352,15 @@ class BiLM(nn.Module):
         """The token vectors of the distinct `words` (len(words), projection_dim),
         through the token cache, keyed by the word."""
         device = self.boundary_ids.device
-        max_chars = self.options.max_characters_per_token
+        scheme = self.token_encoder.token_ids
 
         def char_ids(positions: numpy.ndarray) -> Tuple[torch.Tensor, int]:
-            ids = words_to_ids([words[i] for i in positions.tolist()], max_chars)
-            longest = int((ids != PAD_CHAR + 1).sum(axis=1).max(initial=1))  # known here: no read from the device
+            ids = scheme.words_to_ids([words[i] for i in positions.tolist()])
+            longest = int(scheme.lengths(ids).max(initial=1))  # known here: no read from the device
             return to_device(ids, device), longest
 
         def encode(positions: numpy.ndarray) -> torch.Tensor:
-            ids = words_to_ids([words[i] for i in positions.tolist()], max_chars)
+            ids = scheme.words_to_ids([words[i] for i in positions.tolist()])
             return self._encode_by_length(ids, device)
 
         return self._token_vectors(words, char_ids, encode)
@@ -383,7 +387,7 @@ class BiLM(nn.Module):
         activation, highway layers and projection run once over all of them. A
         token's vector is the same whatever else is in its call (the class's
         promise), so grouping changes no value."""
-        lengths = (ids != PAD_CHAR + 1).sum(axis=1)
+        lengths = self.token_encoder.token_ids.lengths(ids)
         groups = numpy.searchsorted(numpy.asarray(ENCODER_LENGTH_GROUPS), lengths)
         if len(ids) < 2 * ENCODER_MIN_GROUP or (groups == groups[0]).all():
             return self.token_encoder(to_device(ids, device), int(lengths.max(initial=1)))
@@ -446,12 +450,12 @@ class BiLM(nn.Module):
     def _check_ids(self, char_ids: torch.Tensor) -> None:
         """E101 to E108 unless `char_ids` are as `batch_to_ids` makes them (one
         read from the device)."""
-        max_chars = self.options.max_characters_per_token
-        if char_ids.dim() != 3 or char_ids.shape[2] != max_chars or char_ids.dtype not in (
+        width, max_id = self.token_encoder.token_ids.width, self.token_encoder.token_ids.max_id
+        if char_ids.dim() != 3 or char_ids.shape[2] != width or char_ids.dtype not in (
             torch.int64, torch.int32, torch.int16
         ):
             raise InputError(
-                "E101", n_chars=max_chars, max_id=PAD_CHAR + 1, shape=tuple(char_ids.shape), dtype=char_ids.dtype
+                "E101", n_chars=width, max_id=max_id, shape=tuple(char_ids.shape), dtype=char_ids.dtype
             )
         if not char_ids.numel():
             return
@@ -462,8 +466,8 @@ class BiLM(nn.Module):
             char_ids.min().long(), char_ids.max().long(),
             _first_row(after_padding), _first_row(filled_padding),
         ]).tolist()
-        if low < 0 or high > PAD_CHAR + 1:
-            raise InputError("E102", found=low if low < 0 else high, n_characters=PAD_CHAR + 2, max_id=PAD_CHAR + 1)
+        if low < 0 or high > max_id:
+            raise InputError("E102", found=low if low < 0 else high, n_characters=max_id + 1, max_id=max_id)
         if row_after >= 0:
             raise InputError("E108", found=f"a token after padding in row {row_after}")
         if row_filled >= 0:

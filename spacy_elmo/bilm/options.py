@@ -6,17 +6,25 @@ ask for terabytes), finite clips, and the model's size as a whole. Keys that
 the biLM does not use (bilm-tf's training settings) are ignored. The file
 itself must be a regular file (a link to one is followed) of at most
 `MAX_OPTIONS_BYTES`, so that a named pipe or a device is refused, not read.
+
+Two optional sections describe ELMoForManyLangs' token encoder: a character
+table looked up by code point (``char_cnn.char_table``, `CharTable`) in place
+of UTF-8 bytes, and a word table whose vectors join the char CNN's features
+(``word_table``, `WordTable`). In ``options.json`` each names a JSON file
+beside it that lists the table's entries (`TABLE_FILES`); in the dict of
+`BiLMOptions.to_allennlp` (a pipeline's bytes) the entries are inline.
 """
 import json
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from ..errors import DamagedFileError, InputError
+from .char_ids import PAD_CHAR
 
 # Bounds of the options. The largest published ELMo has 4096 LSTM cells, 2048
 # filters and 50 characters per token, 93.6 million parameters.
@@ -27,6 +35,56 @@ MAX_FILTERS = 64
 MAX_PARAMETERS = 2**30  # 4 GiB in float32
 # An options.json is under 1 kB; a file a thousand times that size is not one.
 MAX_OPTIONS_BYTES = 2**20
+# A character table holds at most every code point and a few marks; a word table
+# (ELMoForManyLangs' are under a million words) at most this many words, and its
+# file at most this many bytes.
+MAX_CHAR_TABLE = 0x110000 + 64
+MAX_WORD_TABLE = 2**24
+MAX_TABLE_BYTES = 2**28
+# The number of character ids of bilm-tf's byte scheme: bytes, marks and "no token".
+BYTE_CHAR_IDS = PAD_CHAR + 2
+OPTIONS_NAME = "options.json"
+# The files `BiLMOptions.to_files` writes the tables' entries into, beside options.json.
+TABLE_FILES = {"char_table": "chars.json", "word_table": "words.json"}
+
+
+@dataclass(frozen=True)
+class CharTable:
+    """Characters looked up by Unicode code point in a table (ELMoForManyLangs'
+    ``char.dic``), in place of UTF-8 bytes: character id k + 1 is
+    ``entries[k]`` (id 0 stays "no token"), a single character or a mark.
+    A token becomes ``[begin_word, its characters..., end_word, padding...]``,
+    characters not in the table `unknown`; a sentence boundary
+    ``[begin_word, begin_sentence or end_sentence, end_word, padding...]``;
+    each field names the table entry of that mark."""
+
+    entries: Tuple[str, ...]
+    begin_word: str
+    end_word: str
+    begin_sentence: str
+    end_sentence: str
+    padding: str
+    unknown: str
+
+    MARKS = ("begin_word", "end_word", "begin_sentence", "end_sentence", "padding", "unknown")
+
+
+@dataclass(frozen=True)
+class WordTable:
+    """Word vectors of `dim` looked up by the exact (cut) token in a table
+    (ELMoForManyLangs' ``word.dic``), joined in front of the char CNN's
+    features before the projection: word id k + 1 is ``entries[k]`` (id 0
+    stays "no token"); words not in the table are `unknown` (an entry), the
+    sentence boundaries the words `begin_sentence` and `end_sentence` (looked
+    up as any word)."""
+
+    entries: Tuple[str, ...]
+    dim: int
+    unknown: str
+    begin_sentence: str
+    end_sentence: str
+
+    MARKS = ("unknown", "begin_sentence", "end_sentence")
 
 
 @dataclass
@@ -52,10 +110,24 @@ class BiLMOptions:
     cell_clip: Optional[float] = 3.0
     proj_clip: Optional[float] = 3.0
     use_skip_connections: bool = True
+    char_table: Optional[CharTable] = None
+    word_table: Optional[WordTable] = None
 
     @property
     def n_filters(self) -> int:
         return sum(n for _, n in self.filters)
+
+    @property
+    def n_char_ids(self) -> int:
+        """The character ids' range, "no token" (0) included: 262 for UTF-8
+        bytes whatever `n_characters` says (261 in training files, 262 in
+        inference files), one more than the character table's size otherwise."""
+        return BYTE_CHAR_IDS if self.char_table is None else len(self.char_table.entries) + 1
+
+    @property
+    def word_dim(self) -> int:
+        """The width of the word vectors in front of the char CNN's features (0: none)."""
+        return 0 if self.word_table is None else self.word_table.dim
 
     @property
     def output_dim(self) -> int:
@@ -68,12 +140,14 @@ class BiLMOptions:
         F, p, c, e = self.n_filters, self.projection_dim, self.lstm_dim, self.char_embedding_dim
         cnn = self.n_characters * e + sum(width * e * n + n for width, n in self.filters)
         highway = self.n_highway * 2 * (F * F + F)
-        projection = F * p + p
+        words = 0 if self.word_table is None else len(self.word_table.entries) * self.word_dim
+        projection = (F + self.word_dim) * p + p + words
         lstm = 2 * self.n_layers * (2 * p * 4 * c + 4 * c + c * p)
         return cnn + highway + projection + lstm
 
     def to_allennlp(self) -> Dict[str, Any]:
-        return {
+        """The options as the dict of an ``options.json``, the tables' entries inline."""
+        data: Dict[str, Any] = {
             "char_cnn": {
                 "embedding": {"dim": self.char_embedding_dim},
                 "filters": [list(f) for f in self.filters],
@@ -91,6 +165,22 @@ class BiLMOptions:
                 "use_skip_connections": self.use_skip_connections,
             },
         }
+        if self.char_table is not None:
+            data["char_cnn"]["char_table"] = _table_dict(self.char_table)
+        if self.word_table is not None:
+            data["word_table"] = _table_dict(self.word_table)
+        return data
+
+    def to_files(self) -> Dict[str, str]:
+        """The text of ``options.json`` and of each table's file (`TABLE_FILES`),
+        by file name: options.json names the table files in place of their entries."""
+        data = self.to_allennlp()
+        files = {}
+        for section, key in ((data["char_cnn"], "char_table"), (data, "word_table")):
+            if key in section:
+                files[TABLE_FILES[key]] = json.dumps(section[key].pop("entries"), ensure_ascii=False)
+                section[key]["file"] = TABLE_FILES[key]
+        return {OPTIONS_NAME: json.dumps(data, indent=2), **files}
 
     @classmethod
     def from_allennlp(cls, data: Dict[str, Any], path: Union[str, Path] = "<dict>") -> "BiLMOptions":
@@ -110,6 +200,13 @@ class BiLMOptions:
                 "E003", path=path, key="char_cnn.max_characters_per_token",
                 expected=f"at least the widest filter ({widest})", found=cnn.max_characters_per_token,
             )
+        char_table = None if cnn.char_table is None else _char_table(cnn.char_table, cnn.n_characters, path)
+        if char_table is None and cnn.n_characters not in (261, 262):
+            raise DamagedFileError(
+                "E003", path=path, key="char_cnn.n_characters", found=cnn.n_characters,
+                expected="261 or 262 (UTF-8 bytes), or the size of char_cnn.char_table",
+            )
+        word_table = None if checked.word_table is None else _word_table(checked.word_table, path)
         options = cls(
             char_embedding_dim=cnn.embedding.dim,
             filters=[(width, n) for width, n in cnn.filters],
@@ -123,6 +220,8 @@ class BiLMOptions:
             cell_clip=None if lstm.cell_clip is None else float(lstm.cell_clip),
             proj_clip=None if lstm.proj_clip is None else float(lstm.proj_clip),
             use_skip_connections=lstm.use_skip_connections,
+            char_table=char_table,
+            word_table=word_table,
         )
         if options.n_parameters > MAX_PARAMETERS:
             raise DamagedFileError(
@@ -145,7 +244,114 @@ class BiLMOptions:
         except RecursionError:  # arrays or objects nested thousands deep
             reason = "its JSON nests arrays or objects too deeply to be read (an options.json nests them 4 deep)"
             raise DamagedFileError("E001", kind="options", path=path, reason=reason) from None
+        if isinstance(data, dict):
+            _read_table_files(data, path)
         return cls.from_allennlp(data, path)
+
+
+
+def _table_dict(table: Union[CharTable, WordTable]) -> Dict[str, Any]:
+    """A table as its section of options.json, the entries inline."""
+    data = {name: getattr(table, name) for name in table.MARKS}
+    if isinstance(table, WordTable):
+        data.update(n_words=len(table.entries), dim=table.dim)
+    return {**data, "entries": list(table.entries)}
+
+
+def _read_table_files(data: Dict[str, Any], path: Path) -> None:
+    """Put into `data` (an options.json's dict) the entries of each table
+    whose section names a file beside `path` instead of holding them (E903
+    where the file is not a JSON list of strings)."""
+    cnn = data.get("char_cnn")
+    for section, key in ((cnn if isinstance(cnn, dict) else {}, "char_table"), (data, "word_table")):
+        table = section.get(key)
+        if not isinstance(table, dict) or "entries" in table or not isinstance(table.get("file"), str):
+            continue
+        name = table["file"]
+        if Path(name).name != name:
+            raise DamagedFileError(
+                "E003", path=path, key=f"{key}.file", found=name, expected="the name of a file beside options.json",
+            )
+        table["entries"] = _read_table_file(path.parent / name, key)
+
+
+def _read_table_file(path: Path, key: str) -> List[str]:
+    """The entries of a table file: a regular file of at most
+    `MAX_TABLE_BYTES` holding a JSON list of strings (E903 otherwise). It is
+    opened without blocking, so that a named pipe is refused, not waited on."""
+    kind = key.replace("_", " ")
+    raw = b""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+            if regular:
+                with open(fd, "rb", closefd=False) as file:
+                    raw = file.read(MAX_TABLE_BYTES + 1)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise DamagedFileError("E903", kind=kind, path=path, problem=f"cannot be read ({err})",
+                               expected="the JSON file options.json names") from err
+    problem = None if regular else "is not a regular file"
+    if problem is None and len(raw) > MAX_TABLE_BYTES:
+        problem = f"holds more than {MAX_TABLE_BYTES:,} bytes"
+    entries = None
+    if problem is None:
+        try:
+            entries = json.loads(raw.decode("utf8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+            problem = f"is not JSON ({err})"
+    if problem is None and not (isinstance(entries, list) and all(type(e) is str for e in entries)):
+        problem = "is not a list of strings"
+    if problem is not None:
+        raise DamagedFileError("E903", kind=kind, path=path, problem=problem,
+                               expected="a JSON list of the table's entries, entry k having id k")
+    return entries
+
+
+def _checked_entries(entries: List[str], marks: Dict[str, str], key: str, path: Union[str, Path]) -> Tuple[str, ...]:
+    """A table's entries, once found distinct and holding each mark (E003)."""
+    distinct = set(entries)
+    if len(distinct) != len(entries):
+        seen: set = set()
+        twice = next(e for e in entries if e in seen or seen.add(e))
+        raise DamagedFileError("E003", path=path, key=f"{key}.entries", found=twice,
+                               expected="distinct entries (this one is there more than once)")
+    missing = {name: mark for name, mark in marks.items() if mark not in distinct}
+    if missing:
+        name, mark = next(iter(missing.items()))
+        raise DamagedFileError("E003", path=path, key=f"{key}.{name}", found=mark,
+                               expected="an entry of the table")
+    return tuple(entries)
+
+
+def _char_table(section: "_CharTableSection", n_characters: int, path: Union[str, Path]) -> CharTable:
+    """The character table of a checked ``char_cnn.char_table`` section."""
+    key = "char_cnn.char_table"
+    if section.entries is None:
+        raise DamagedFileError("E003", path=path, key=f"{key}.entries", found=None,
+                               expected="the table's entries, inline or in the file that 'file' names")
+    marks = {name: getattr(section, name) for name in CharTable.MARKS}
+    if len(set(marks.values())) != len(marks):
+        raise DamagedFileError("E003", path=path, key=key, found=marks, expected="six distinct marks")
+    if len(section.entries) != n_characters:
+        raise DamagedFileError("E003", path=path, key="char_cnn.n_characters", found=n_characters,
+                               expected=f"the size of char_cnn.char_table ({len(section.entries)})")
+    return CharTable(_checked_entries(section.entries, marks, key, path), **marks)
+
+
+def _word_table(section: "_WordTableSection", path: Union[str, Path]) -> WordTable:
+    """The word table of a checked ``word_table`` section."""
+    if section.entries is None:
+        raise DamagedFileError("E003", path=path, key="word_table.entries", found=None,
+                               expected="the table's entries, inline or in the file that 'file' names")
+    if len(section.entries) != section.n_words:
+        raise DamagedFileError("E003", path=path, key="word_table.n_words", found=section.n_words,
+                               expected=f"the size of the word table ({len(section.entries)})")
+    marks = {name: getattr(section, name) for name in WordTable.MARKS}
+    entries = _checked_entries(section.entries, {"unknown": section.unknown}, "word_table", path)
+    return WordTable(entries, dim=section.dim, **marks)
 
 
 def _read_small_file(path: Path) -> str:
@@ -197,6 +403,35 @@ _Filter = Annotated[List[Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]], Field(m
 _SECTION = ConfigDict(extra="ignore")  # bilm-tf's files hold training settings too
 
 
+_Mark = Annotated[StrictStr, Field(min_length=1, description="a non-empty string, an entry of the table")]
+_Entries = Optional[List[StrictStr]]
+
+
+class _CharTableSection(BaseModel):
+    model_config = _SECTION
+    entries: _Entries = Field(None, max_length=MAX_CHAR_TABLE, description=(
+        f"a list of at most {MAX_CHAR_TABLE:,} strings"
+    ))
+    begin_word: _Mark
+    end_word: _Mark
+    begin_sentence: _Mark
+    end_sentence: _Mark
+    padding: _Mark
+    unknown: _Mark
+
+
+class _WordTableSection(BaseModel):
+    model_config = _SECTION
+    entries: _Entries = Field(None, max_length=MAX_WORD_TABLE, description=(
+        f"a list of at most {MAX_WORD_TABLE:,} strings"
+    ))
+    n_words: StrictInt = Field(ge=1, le=MAX_WORD_TABLE, description=f"an integer from 1 to {MAX_WORD_TABLE}")
+    dim: _Dim
+    unknown: _Mark
+    begin_sentence: _Mark
+    end_sentence: _Mark
+
+
 class _Embedding(BaseModel):
     model_config = _SECTION
     dim: _Dim
@@ -209,11 +444,14 @@ class _CharCNN(BaseModel):
         f"a list of 1 to {MAX_FILTERS} [width, n_filters] pairs, each an integer from 1 to {MAX_DIM}"
     ))
     n_highway: StrictInt = Field(ge=0, le=MAX_LAYERS, description=f"an integer from 0 to {MAX_LAYERS}")
-    n_characters: StrictInt = Field(ge=261, le=262, description="261 or 262")
+    n_characters: StrictInt = Field(ge=1, le=MAX_CHAR_TABLE, description=(
+        "261 or 262 (UTF-8 bytes), or the size of char_cnn.char_table"
+    ))
     max_characters_per_token: StrictInt = Field(ge=3, le=MAX_CHARACTERS_PER_TOKEN, description=(
         f"an integer from 3 to {MAX_CHARACTERS_PER_TOKEN}, at least the widest filter"
     ))
     activation: Literal["relu", "tanh"] = Field(description="'relu' or 'tanh'")
+    char_table: Optional[_CharTableSection] = None
 
 
 class _LSTM(BaseModel):
@@ -230,6 +468,7 @@ class _OptionsFile(BaseModel):
     model_config = _SECTION
     char_cnn: _CharCNN
     lstm: _LSTM
+    word_table: Optional[_WordTableSection] = None
 
 
 def _coded(error: Dict[str, Any], path: Union[str, Path]) -> DamagedFileError:
@@ -244,9 +483,15 @@ def _coded(error: Dict[str, Any], path: Union[str, Path]) -> DamagedFileError:
     for name in names:
         info = section.model_fields[name]
         expected = info.description
-        section = info.annotation
+        section = _optional_of(info.annotation)
     if isinstance(section, type) and issubclass(section, BaseModel) and error["type"] == "model_type":
         expected = "a JSON object"
     if expected is None:  # a constraint the schema does not describe
         expected = str(error["msg"]).replace("Input should be ", "", 1)
     return DamagedFileError("E003", path=path, key=key, expected=expected, found=error["input"])
+
+
+def _optional_of(annotation: Any) -> Any:
+    """X for ``Optional[X]``, else `annotation` as it is."""
+    args = [arg for arg in get_args(annotation) if arg is not type(None)]
+    return args[0] if get_origin(annotation) is Union and len(args) == 1 else annotation

@@ -1,10 +1,11 @@
-"""The context-insensitive token representation: char CNN, highway, projection."""
+"""The context-insensitive token representation: char CNN, highway, projection
+(and, with a word table, word vectors joined in front of the CNN's features)."""
 from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
 
-from .char_ids import PAD_CHAR
+from .char_ids import token_ids
 from .options import BiLMOptions
 from .products import addmm_by_blocks, pad_rows
 
@@ -54,28 +55,34 @@ class CharCNNTokenEncoder(nn.Module):
     window past a token's end sees only padding, so it yields one fixed value
     per filter, and whether such a window exists depends only on the token's
     length. That value enters the max-pool where it would have.
+
+    With a word table (`BiLMOptions.word_table`), each row of ids ends with the
+    token's word id, and its word vector is joined in front of the highway
+    layers' output before the projection (ELMoForManyLangs' token encoder).
+    `token_ids` is how words become these rows (`char_ids.token_ids`).
     """
 
     def __init__(self, options: BiLMOptions):
         super().__init__()
         self.max_chars = options.max_characters_per_token
+        self.token_ids = token_ids(options)
         self.filter_widths: List[int] = [w for w, _ in options.filters]
+        self.n_filters = options.n_filters
         self.activation = torch.relu if options.activation == "relu" else torch.tanh
-        # Ids run 0..PAD_CHAR + 1 whatever `n_characters` says (261 in training
-        # files, 262 in inference files). Row 0 is the "no token" id and stays
-        # zero; weight files hold the other rows.
-        self.char_embed = nn.Parameter(torch.empty(PAD_CHAR + 2, options.char_embedding_dim))
-        nn.init.uniform_(self.char_embed, -1.0, 1.0)
-        with torch.no_grad():
-            self.char_embed[0].zero_()
+        # Row 0 is the "no token" id and stays zero; weight files hold the other rows.
+        self.char_embed = _embedding_table(options.n_char_ids, options.char_embedding_dim, 1.0)
+        self.word_embed: Optional[nn.Parameter] = None  # (n_words + 1, word_dim) with a word table
+        if options.word_table is not None:
+            self.word_embed = _embedding_table(len(options.word_table.entries) + 1, options.word_dim, 0.25)
         self.convs = nn.ModuleList(
             nn.Conv1d(options.char_embedding_dim, n, kernel_size=w) for w, n in options.filters
         )
         self.highways = nn.ModuleList(Highway(options.n_filters) for _ in range(options.n_highway))
-        self.projection = nn.Linear(options.n_filters, options.projection_dim)
+        self.projection = nn.Linear(options.n_filters + options.word_dim, options.projection_dim)
 
     def forward(self, char_ids: torch.Tensor, longest: Optional[int] = None) -> torch.Tensor:
-        """char_ids: (n_tokens, max_chars), real tokens only -> (n_tokens, projection_dim).
+        """char_ids: (n_tokens, width), real tokens only -> (n_tokens, projection_dim);
+        width: `token_ids.width`, max_chars character ids (then a word id).
 
         longest: the most ids before the padding in any row, when the caller
         knows it on the host (else it is read from `char_ids`, a synchronisation
@@ -89,7 +96,7 @@ class CharCNNTokenEncoder(nn.Module):
     def filters(self) -> List[Filter]:
         """Each filter as `pooled` takes it: its width, its weight laid out for
         `_convolve`, its bias, and its value over a window of padding alone."""
-        pad_embedded = self.char_embed[PAD_CHAR + 1]
+        pad_embedded = self.char_embed[self.token_ids.pad_id]
         filters = []
         for width, conv in zip(self.filter_widths, self.convs):
             weight = conv.weight.permute(2, 1, 0).reshape(-1, conv.weight.shape[0])  # window element k * dim + channel
@@ -97,11 +104,13 @@ class CharCNNTokenEncoder(nn.Module):
             filters.append((width, weight, conv.bias, pad_value))
         return filters
 
-    def pooled(self, char_ids: torch.Tensor, filters: List[Filter], longest: Optional[int] = None) -> torch.Tensor:
-        """The max-pooled convolutions of tokens, before the activation:
-        char_ids (n_tokens, max_chars) -> (n_tokens, n_filters). filters: from
-        `filters`, once for any number of calls; longest: as in `forward`."""
-        pad_id = PAD_CHAR + 1
+    def pooled(self, ids: torch.Tensor, filters: List[Filter], longest: Optional[int] = None) -> torch.Tensor:
+        """The max-pooled convolutions of tokens, before the activation, then
+        their word vectors when there is a word table: ids (n_tokens, width) ->
+        (n_tokens, n_filters + word_dim). filters: from `filters`, once for any
+        number of calls; longest: as in `forward`."""
+        pad_id = self.token_ids.pad_id
+        char_ids = ids[:, : self.max_chars]
         # A token's length: begin-word, bytes and end-word (everything before the padding).
         lengths = (char_ids != pad_id).sum(dim=1)
         if longest is None:
@@ -121,15 +130,29 @@ class CharCNNTokenEncoder(nn.Module):
             # its call are (where the windows reach `max_chars`, a padding-only window
             # computed inside the wide product could round differently).
             pooled.append(torch.where(padding_only[:, : windows.shape[1]], pad_value, windows).amax(dim=1))
+        if self.word_embed is not None:
+            pooled.append(nn.functional.embedding(ids[:, self.max_chars], self.word_embed))
         return torch.cat(pooled, dim=1)
 
     def head(self, pooled: torch.Tensor) -> torch.Tensor:
-        """The activation, the highway layers and the projection:
-        (n_tokens, n_filters) -> (n_tokens, projection_dim)."""
-        x = self.activation(pooled)
+        """The activation, the highway layers, [word vectors; their output]
+        and the projection: (n_tokens, n_filters + word_dim) from `pooled` ->
+        (n_tokens, projection_dim)."""
+        x = self.activation(pooled[:, : self.n_filters])
         for highway in self.highways:
             x = highway(x)
+        if pooled.shape[1] > self.n_filters:
+            x = torch.cat([pooled[:, self.n_filters :], x], dim=1)
         return addmm_by_blocks(self.projection.bias, x, self.projection.weight.t())
+
+
+def _embedding_table(n_ids: int, dim: int, scale: float) -> nn.Parameter:
+    """An embedding of ids 0..n_ids - 1, uniform in +-scale, row 0 ("no token") zero."""
+    table = nn.Parameter(torch.empty(n_ids, dim))
+    nn.init.uniform_(table, -scale, scale)
+    with torch.no_grad():
+        table[0].zero_()
+    return table
 
 
 def _convolve(embedded: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, width: int) -> torch.Tensor:

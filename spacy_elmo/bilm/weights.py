@@ -3,11 +3,12 @@
 Dataset names and layouts, for filters i, highway layers k, directions d and
 LSTM layers l (F = total filters, p = projection, c = LSTM cells):
 
-    char_embed                      (261, char_dim)   ids 1..261; id 0 is ours
+    char_embed                      (261, char_dim)   ids 1..261; id 0 is ours (a table's size with a char table)
+    word_embed                      (n_words, word_dim)  with a word table only; id 0 is ours
     CNN/W_cnn_i, CNN/b_cnn_i        (1, width, char_dim, n), (n,)
     CNN_high_k/W_carry, b_carry     (F, F), (F,)      the gate
     CNN_high_k/W_transform, b_transform                the relu branch
-    CNN_proj/W_proj, b_proj         (F, p), (p,)
+    CNN_proj/W_proj, b_proj         (word_dim + F, p), (p,)  rows: [word vector; highway output]
     RNN_d/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0   (p + p, 4c): [input; hidden] rows
                                            /B     (4c,)  gates i, j, f, o
                                            /W_P_0 (c, p)
@@ -16,7 +17,6 @@ A weights file is read by itself: an external link, a dataset stored in raw
 files beside it or a virtual dataset over other files is refused (E012), so
 that a file handed over cannot make HDF5 read other paths.
 """
-import json
 import os
 import re
 from pathlib import Path
@@ -29,10 +29,8 @@ import torch
 from ..errors import ConfigError, DamagedFileError, DivergedRunError, InputError, OutputError
 from ..disk import hdf5_writer, writing
 from ..util import atomic_path, make_parent_dir
-from .char_ids import PAD_CHAR
-from .options import BiLMOptions, check_regular_file
+from .options import OPTIONS_NAME, BiLMOptions, check_regular_file
 
-OPTIONS_NAME = "options.json"
 WEIGHTS_NAME = "weights.hdf5"
 
 
@@ -94,7 +92,10 @@ def _layout(opts: BiLMOptions) -> Iterator[_Dataset]:
     """
     F, p, c, e = opts.n_filters, opts.projection_dim, opts.lstm_dim, opts.char_embedding_dim
     # The file has no row for id 0 (no token).
-    yield _Dataset("char_embed", (PAD_CHAR + 1, e), "copy", ("token_encoder.char_embed",), slice(1, None))
+    yield _Dataset("char_embed", (opts.n_char_ids - 1, e), "copy", ("token_encoder.char_embed",), slice(1, None))
+    if opts.word_table is not None:
+        n_words = len(opts.word_table.entries)
+        yield _Dataset("word_embed", (n_words, opts.word_dim), "copy", ("token_encoder.word_embed",), slice(1, None))
     for i, (width, n) in enumerate(opts.filters):
         yield _Dataset(f"CNN/W_cnn_{i}", (1, width, e, n), "conv", (f"token_encoder.convs.{i}.weight",))
         yield _Dataset(f"CNN/b_cnn_{i}", (n,), "copy", (f"token_encoder.convs.{i}.bias",))
@@ -102,7 +103,7 @@ def _layout(opts: BiLMOptions) -> Iterator[_Dataset]:
         for part in ("carry", "transform"):
             yield _Dataset(f"CNN_high_{k}/W_{part}", (F, F), "copy", (f"token_encoder.highways.{k}.W_{part}",))
             yield _Dataset(f"CNN_high_{k}/b_{part}", (F,), "copy", (f"token_encoder.highways.{k}.b_{part}",))
-    yield _Dataset("CNN_proj/W_proj", (F, p), "T", ("token_encoder.projection.weight",))
+    yield _Dataset("CNN_proj/W_proj", (opts.word_dim + F, p), "T", ("token_encoder.projection.weight",))
     yield _Dataset("CNN_proj/b_proj", (p,), "copy", ("token_encoder.projection.bias",))
     for d in range(2):
         for layer in range(opts.n_layers):
@@ -409,7 +410,8 @@ def as_storage(value: numpy.ndarray, storage: numpy.dtype, name: str) -> numpy.n
 
 def save_weights(model, directory, dtype: str = "float32") -> None:
     """Write ``options.json`` and ``weights.hdf5`` (datasets of `dtype`, see
-    `write_weights`) into `directory`, each atomically. A disk that is full or
+    `write_weights`), and the JSON file of each table the options hold
+    (`BiLMOptions.to_files`), into `directory`, each atomically. A disk that is full or
     read-only is a coded error (E513, E514), and no temporary file is left; a
     folder in the place of either file is E540, before anything is written."""
     directory = Path(directory)
@@ -421,5 +423,6 @@ def save_weights(model, directory, dtype: str = "float32") -> None:
             raise OutputError("E540", directory=directory, path=target, kind=kind)
     with writing(weights), atomic_path(weights) as tmp, hdf5_writer(tmp, weights) as (fout, check):
         write_datasets(model, fout, dtype, check)
-    with writing(options), atomic_path(options) as tmp:
-        tmp.write_text(json.dumps(model.options.to_allennlp(), indent=2), encoding="utf8")
+    for name, text in model.options.to_files().items():  # options.json, and any table's file
+        with writing(directory / name), atomic_path(directory / name) as tmp:
+            tmp.write_text(text, encoding="utf8")

@@ -28,3 +28,4 @@ from . import embed  # noqa: E402,F401
 from . import pretrain, perplexity, export  # noqa
 from . import mix_weights  # noqa: E402,F401
 from . import models  # noqa: E402,F401
+from . import convert  # noqa: E402,F401

@@ -36,7 +36,7 @@ def embed_cli(
     layers: str = typer.Option("all", "--layers", metavar="all|top|average", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
     batch_size: int = typer.Option(64, "--batch-size", metavar="N", min=1, help="Sentences per batch"),
     device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)"),
-    precision: str = typer.Option("fp32", "--precision", metavar="fp32|tf32|bf16", help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16)"),
+    precision: str = typer.Option("fp32", "--precision", metavar="fp32|tf32|bf16|int8", help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16); int8 (CPU, where faster)"),
     cuda_graphs: bool = typer.Option(False, "--cuda-graphs", help="On a GPU, run the LSTMs from CUDA graphs (fewer launches from Python; the same vectors within float32 rounding)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace OUTPUT if it exists (once the new file is whole)"),
     # fmt: on
