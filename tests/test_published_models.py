@@ -162,14 +162,19 @@ def test_a_server_that_stalls_past_the_timeout_is_e703_and_nothing_is_kept(serve
     assert nothing_kept(entry)
 
 
+def assert_says_where_to_put_the_files(message: str, entry) -> None:
+    """The message names both URLs, both file names and the model's folder in the cache."""
+    for text in (entry.options.url, entry.weights.url, entry.options.name, entry.weights.name, str(model_dir("tiny"))):
+        assert text in message
+
+
 def test_no_network_is_e703_naming_the_urls_the_files_and_the_folder(server):
     entry = replace(tiny_entry(server), options=ModelFile(f"http://127.0.0.1:{closed_port()}{OPTIONS_PATH}"))
     with pytest.raises(DownloadError) as err:
         fetch(entry)
     message = str(err.value)
     assert err.value.code == "E703" and "no connection to the server" in message
-    for text in (entry.options.url, entry.weights.url, entry.options.name, entry.weights.name, str(model_dir("tiny"))):
-        assert text in message
+    assert_says_where_to_put_the_files(message, entry)
     assert nothing_kept(entry)
 
 
@@ -181,8 +186,7 @@ def test_offline_nothing_is_downloaded_and_the_error_says_where_to_put_the_files
         fetch(entry)
     message = str(err.value)
     assert err.value.code == "E702" and "SPACY_ELMO_OFFLINE=1" in message
-    for text in (entry.options.url, entry.weights.url, entry.options.name, entry.weights.name, str(model_dir("tiny"))):
-        assert text in message
+    assert_says_where_to_put_the_files(message, entry)
     assert server.count(OPTIONS_PATH) == server.count(WEIGHTS_PATH) == 0
     # Files put there by hand load offline; their SHA-256 is recorded at first use.
     folder = model_dir("tiny")

@@ -1,6 +1,6 @@
 """Stacked LSTMs with a projection, forward and backward computed side by side."""
 from functools import cache
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -312,7 +312,7 @@ class BiLSTMStack(nn.Module):
         optimiser's step, ``load_state_dict``, ``copy_``), made again after
         ``to(...)`` or any change."""
         parameters = (self.W_input[layer], self.W_hidden[layer], self.bias[layer], self.W_proj[layer])
-        stamp = tuple((p.device, p.data_ptr(), 0 if p.is_inference() else p._version) for p in parameters)
+        stamp = parameters_stamp(parameters)
         cached = self._int8_cache.get(layer)
         if cached is None or cached[0] != stamp:
             with torch.no_grad():
@@ -570,6 +570,15 @@ class BiLSTMStack(nn.Module):
         if self.proj_clip:
             h = h.clamp(-self.proj_clip, self.proj_clip)
         return h, c
+
+
+def parameters_stamp(parameters: Iterable[torch.Tensor]) -> tuple:
+    """What changes when any of `parameters` moves or changes in place: each
+    one's device, memory and version counter (torch bumps it at each change in
+    place: an optimiser's step, ``load_state_dict``, ``copy_``; an edit through
+    ``.data`` leaves no trace). Parameters made under inference mode keep no
+    counter: they cannot change outside it."""
+    return tuple((p.device, p.data_ptr(), 0 if p.is_inference() else p._version) for p in parameters)
 
 
 def _offsets(batch_sizes: List[int]) -> List[int]:

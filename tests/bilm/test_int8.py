@@ -15,7 +15,7 @@ from spacy_elmo.bilm.int8 import QMAX, int8_baddbmm, int8_enabled, int8_pays, in
 from spacy_elmo.bilm.precision import INT8, PRECISIONS, check_precision, precision
 
 MEAN_COSINE, WORST_COSINE = 0.999, 0.99
-SLOWER = "run slower than float32"
+SLOWER = "times as fast as float32"
 
 
 @pytest.fixture(scope="module")
