@@ -172,7 +172,7 @@ def _catalogue_name(value: FileName) -> Optional[str]:
         return None
     url = value.replace(OLD_ALLENNLP_ELMO, ALLENNLP_ELMO, 1)
     for model in CATALOGUE.values():
-        if url in (model.options.url, model.weights.url):
+        if url in (file.url for file in model.files):
             return model.name
     raise InputError("E709", found=value, names=", ".join(CATALOGUE))
 

@@ -88,7 +88,7 @@ class DamagedFileError(ElmoError):
 
     codes = frozenset({
         "E001", "E002", "E003", "E004", "E005", "E007", "E008", "E009", "E011", "E012", "E303", "E304", "E305", "E310",
-        "E314", "E317", "E501", "E502", "E507", "E322", "E325", "E705", "E706", "E710", "E901", "E902", "E903",
+        "E314", "E317", "E501", "E502", "E507", "E322", "E325", "E705", "E706", "E710", "E711", "E901", "E902", "E903",
     })
 
 
@@ -699,6 +699,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "spacy-elmo (pip install --force-reinstall --no-deps spacy-elmo; in a clone "
         "of its repository, restore the folder '{folder}'), or pass the path of "
         "another model's folder."
+    )
+    E711 = (
+        "The archive '{path}' of the model '{name}' cannot be unpacked: {problem}. "
+        "Nothing of it was unpacked. Delete the folder '{folder}' and download the "
+        "model again (python -m spacy_elmo download {name}); if it fails the same "
+        "way, unzip the archive by hand and pass the path of the model's folder."
     )
     # Other toolkits' interfaces and files (E8xx)
     E801 = (

@@ -1,4 +1,5 @@
-"""AllenNLP's published ELMo models by name, downloaded into a per-user cache.
+"""The published ELMo models by name, downloaded into a per-user cache:
+AllenNLP's four English models and ELMoForManyLangs' 44 languages.
 
     resolve_model("allennlp-elmo-small")  # (options.json, weights.hdf5) in the cache
     resolve_model("elmo-en-small")        # (its folder in the package, None): shipped, no download
@@ -6,10 +7,13 @@
     model_folder("elmo-en-small")         # the folder of a model's files, for what reads more of them
     fetch_model("allennlp-elmo-small")    # the cached files, downloaded when missing
 
-`CATALOGUE` lists each model's two files (AllenNLP's options.json and
-weights.hdf5) with its size, language, licence and source. The cache holds a
-folder per model, named after it: the two files under their published names,
-and `sha256.json`, the record of each file's size and SHA-256.
+`CATALOGUE` lists each model's files with its size, language, licence and
+source: AllenNLP's options.json and weights.hdf5 (`PublishedModel`), or one
+zip that unpacks to an ELMoForManyLangs model's folder (`PublishedArchive`).
+The cache holds a folder per model, named after it: the files under their
+published names, `sha256.json`, the record of each file's size and SHA-256,
+and for an archive the folder it unpacked to (`UNPACKED`), stamped with the
+archive's SHA-256 so that a changed archive is unpacked again.
 
 Checksums: AllenNLP publishes none for these files. Each file's SHA-256 is
 recorded when it is first downloaded (or first used, when it was put in the
@@ -35,7 +39,12 @@ Environment:
 import json
 import os
 import re
+import shutil
+import stat
 import sys
+import tempfile
+import zipfile
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +66,9 @@ OFFLINE_ENV = "SPACY_ELMO_OFFLINE"
 CACHE_NAME = "spacy-elmo"  # the folder's name in the per-user cache folder
 RECORD = "sha256.json"
 LOCK = ".lock"
+UNPACKED = "model"  # an archive's folder in its model's folder
+UNPACKED_STAMP = ".archive-sha256"  # in UNPACKED: the SHA-256 of the archive it came from
+MAX_UNPACKED_BYTES = 16 * 2**30  # what an archive may unpack to; a published one is well under 1 GiB
 DEFAULT_TIMEOUT = 30.0  # seconds to connect, and between two reads of the body
 DEFAULT_RETRIES = 2  # pooch waits 1 s, then 2 s, before starting again
 _OFF = frozenset({"1", "true", "yes", "on"})
@@ -108,9 +120,39 @@ class PublishedModel:
         return self.parameters * 4 / 1e6
 
 
+@dataclass(frozen=True)
+class PublishedArchive:
+    """A published biLM as one zip that unpacks to its model's folder (an
+    ELMoForManyLangs model: config.json, char.dic, word.dic and its two
+    pickles, read by `spacy_elmo.bilm.efml`)."""
+
+    name: str
+    archive: ModelFile
+    parameters: int  # the weights apart from the word and character tables, whose sizes vary by language
+    language: str
+    licence: str
+    source: str
+    trained_on: str
+
+    @property
+    def files(self) -> Tuple[ModelFile]:
+        return (self.archive,)
+
+    @property
+    def size_mb(self) -> float:
+        """The least the weights take in MB (10^6 bytes) in float32: the tables come on top."""
+        return self.parameters * 4 / 1e6
+
+
+Published = Union[PublishedModel, PublishedArchive]
+
+
 class CachedModel(NamedTuple):
+    """A cached model's files: AllenNLP's two, or for an archive the folder it
+    unpacked to and None (as `resolve_model` gives a folder)."""
+
     options: Path
-    weights: Path
+    weights: Optional[Path]
 
 
 # AllenNLP's URLs as its last release spells them (allennlp 2.10,
@@ -140,22 +182,56 @@ def _allennlp(name: str, folder: str, parameters: int, trained_on: str) -> Publi
     )
 
 
+# ELMoForManyLangs (HIT-SCIR): the language and NLPL repository id of each
+# model, as the README of its last release (elmoformanylangs 0.0.4.post2) lists
+# them, the zips http://vectors.nlpl.eu/repository/11/<id>.zip. Each model was
+# trained on about 20 million words of the CoNLL 2018 shared task's raw text
+# (Wikipedia and Common Crawl) of its language; Chinese is traditional Chinese.
+# Every model has the architecture ELMoForManyLangs ships (`efml.SHIPPED_ARCHITECTURE`):
+# the original biLM's CNN (50-d characters), highways and LSTMs, and 100-d word
+# vectors beside the CNN's features; `EFML_PARAMETERS` counts those weights
+# apart from the two tables (BiLMOptions of that architecture without tables).
+# Neither ELMoForManyLangs nor the repository's listing states a licence for the
+# weights (the code is MIT); no size in bytes nor checksum is published.
+NLPL_REPOSITORY = "http://vectors.nlpl.eu/repository/11"
+EFML_PAGE = "https://github.com/HIT-SCIR/ELMoForManyLangs"
+EFML_LICENCE = "unstated"
+EFML_TRAINED_ON = "CoNLL 2018 shared task raw text (Wikipedia, Common Crawl), 20M words"
+EFML_PARAMETERS = 94_066_752
+EFML_LANGUAGES = {
+    "ar": 136, "bg": 137, "ca": 138, "cs": 139, "cu": 140, "da": 141, "de": 142, "el": 143, "en": 144, "es": 145,
+    "et": 146, "eu": 147, "fa": 148, "fi": 149, "fr": 150, "ga": 151, "gl": 152, "grc": 153, "he": 154, "hi": 155,
+    "hr": 156, "hu": 157, "id": 158, "it": 159, "ja": 160, "ko": 161, "la": 162, "lv": 163, "nl": 164, "nb": 165,
+    "nn": 166, "pl": 167, "pt": 168, "ro": 169, "ru": 170, "sk": 171, "sl": 172, "sv": 173, "tr": 174, "ug": 175,
+    "uk": 176, "ur": 177, "vi": 178, "zh": 179,
+}
+
+
+def _efml(language: str, repository_id: int) -> PublishedArchive:
+    return PublishedArchive(
+        name=f"efml-{language}", archive=ModelFile(f"{NLPL_REPOSITORY}/{repository_id}.zip"),
+        parameters=EFML_PARAMETERS, language=language, licence=EFML_LICENCE, source=EFML_PAGE,
+        trained_on=EFML_TRAINED_ON,
+    )
+
+
 # Parameters: BiLMOptions(...).n_parameters of each model's options (LSTM
 # 1024/128, 2048/256, 4096/512; 1, 1, 2 highway layers; the same 2048 CNN
 # filters), which round to allennlp.org/elmo's 13.6, 28.0 and 93.6 million; at
 # 4 bytes each the original's weights are 374 MB, the size a mirror of its
 # weights.hdf5 lists (huggingface.co/lysandre/elmo-2x4096_512_2048cnn_2xhighway).
 # No size in bytes nor checksum is published: the record keeps the first download's.
-CATALOGUE: Mapping[str, PublishedModel] = MappingProxyType({model.name: model for model in (
+CATALOGUE: Mapping[str, Published] = MappingProxyType({model.name: model for model in (
     _allennlp("allennlp-elmo-small", "2x1024_128_2048cnn_1xhighway", 13_593_312, ONE_BILLION_WORDS),
     _allennlp("allennlp-elmo-medium", "2x2048_256_2048cnn_1xhighway", 28_027_744, ONE_BILLION_WORDS),
     _allennlp("allennlp-elmo-original", "2x4096_512_2048cnn_2xhighway", 93_600_864, ONE_BILLION_WORDS),
     _allennlp("allennlp-elmo-original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B", 93_600_864, WIKIPEDIA_AND_NEWS),
+    *(_efml(language, repository_id) for language, repository_id in EFML_LANGUAGES.items()),
 )})
 
 
 def resolve_model(
-    name_or_path: Union[str, Path], *, catalogue: Optional[Mapping[str, PublishedModel]] = None, **fetch_options
+    name_or_path: Union[str, Path], *, catalogue: Optional[Mapping[str, Published]] = None, **fetch_options
 ) -> Tuple[Path, Optional[Path]]:
     """The options and weights files a name or a path stands for, to hand to
     ``BiLM.from_allennlp(*resolve_model(x))``.
@@ -179,7 +255,7 @@ def resolve_model(
     raise InputError("E709", found=name_or_path, names=", ".join((*SHIPPED_MODELS, *table)))
 
 
-def is_model_name(name_or_path: Union[str, Path], *, catalogue: Optional[Mapping[str, PublishedModel]] = None) -> bool:
+def is_model_name(name_or_path: Union[str, Path], *, catalogue: Optional[Mapping[str, Published]] = None) -> bool:
     """Whether `name_or_path` is a model's name, shipped or published (a str, never a Path)."""
     table = CATALOGUE if catalogue is None else catalogue
     return is_shipped(name_or_path) or (isinstance(name_or_path, str) and name_or_path in table)
@@ -200,7 +276,7 @@ def model_folder(name_or_path: Union[str, Path], **fetch_options) -> Path:
 def fetch_model(
     name: str,
     *,
-    catalogue: Optional[Mapping[str, PublishedModel]] = None,
+    catalogue: Optional[Mapping[str, Published]] = None,
     cache: Optional[Union[str, Path]] = None,
     offline: Optional[bool] = None,
     progress: bool = True,
@@ -220,12 +296,12 @@ def fetch_model(
     """
     model = _lookup(name, catalogue)
     folder = model_dir(model.name, cache)
-    paths = CachedModel(*(folder / file.name for file in model.files))
     if _is_complete(model, folder):
-        _check_files(model, folder, model.files, _read_record(model, folder))
-        return paths
+        digests = _check_files(model, folder, model.files, _read_record(model, folder))
+        if not isinstance(model, PublishedArchive) or _is_unpacked(folder, digests):
+            return _cached(model, folder)
     switch = "offline=True" if offline else _offline_switch() if offline is None else None
-    if switch and not all(path.is_file() for path in paths):
+    if switch and not all((folder / file.name).is_file() for file in model.files):
         raise _not_cached(model, folder, switch)
     _make_folder(folder)
     with _taking_turns(folder, model.name, progress):
@@ -238,7 +314,75 @@ def fetch_model(
         digests.update(_download(model, folder, missing, progress=progress, timeout=timeout, retries=retries))
         if digests != record:
             _write_record(model, folder, digests)
-    return paths
+        if isinstance(model, PublishedArchive) and not _is_unpacked(folder, digests):
+            _unpack(model, folder, digests[model.archive.name]["sha256"])
+    return _cached(model, folder)
+
+
+def _cached(model: Published, folder: Path) -> CachedModel:
+    if isinstance(model, PublishedArchive):
+        return CachedModel(_model_root(model, folder / UNPACKED, folder), None)
+    return CachedModel(folder / model.options.name, folder / model.weights.name)
+
+
+def _is_unpacked(folder: Path, digests: Dict[str, Dict[str, object]]) -> bool:
+    """Whether the archive in `folder` (of the SHA-256 in `digests`) was unpacked whole."""
+    stamp = folder / UNPACKED / UNPACKED_STAMP
+    return stamp.is_file() and stamp.read_text(encoding="utf8") in {str(d["sha256"]) for d in digests.values()}
+
+
+def _unpack(model: PublishedArchive, folder: Path, sha256: str) -> None:
+    """Unpack the model's archive into `folder`/UNPACKED, whole or not at all
+    (the caller holds the lock): into a temporary folder first, stamped with
+    the archive's SHA-256, then moved into place over any older copy. Members
+    that would land outside the folder, links, and more than
+    MAX_UNPACKED_BYTES in all are refused (E711)."""
+    path = folder / model.archive.name
+    scratch = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=folder))
+    try:
+        with writing(folder / UNPACKED):
+            try:
+                with zipfile.ZipFile(path) as archive:
+                    archive.extractall(scratch, members=_safe_members(archive))
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError) as err:
+                raise DamagedFileError("E711", path=path, name=model.name, problem=err, folder=folder) from err
+            (scratch / UNPACKED_STAMP).write_text(sha256, encoding="utf8")
+            _model_root(model, scratch, folder)
+            shutil.rmtree(folder / UNPACKED, ignore_errors=True)
+            os.replace(scratch, folder / UNPACKED)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _safe_members(archive: zipfile.ZipFile) -> List[zipfile.ZipInfo]:
+    """The archive's members, each checked to land inside the folder it is
+    unpacked into and to be a file or folder (ValueError otherwise)."""
+    members = archive.infolist()
+    for member in members:
+        parts = Path(member.filename.replace("\\", "/")).parts
+        if member.filename.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+            raise ValueError(f"its member '{member.filename}' would land outside the model's folder")
+        if stat.S_ISLNK(member.external_attr >> 16):
+            raise ValueError(f"its member '{member.filename}' is a link")
+    total = sum(member.file_size for member in members)
+    if total > MAX_UNPACKED_BYTES:
+        raise ValueError(f"it unpacks to {total:,} bytes, more than the {MAX_UNPACKED_BYTES:,} allowed")
+    return members
+
+
+def _model_root(model: PublishedArchive, unpacked: Path, folder: Path) -> Path:
+    """The model's folder in what its archive unpacked to: that folder, or the
+    one folder inside it holding an ELMoForManyLangs model (E711 otherwise)."""
+    from .bilm.efml import is_efml_folder  # torch is imported only where a model loads
+
+    candidates = [unpacked, *sorted(path for path in unpacked.iterdir() if path.is_dir())]
+    found = [path for path in candidates if is_efml_folder(path)]
+    if len(found) != 1:
+        what = "no" if not found else f"{len(found)}"
+        raise DamagedFileError("E711", path=folder / model.archive.name, name=model.name, folder=folder,
+                               problem=f"it holds {what} ELMoForManyLangs model folder (config.json and encoder.pkl)"
+                               " at its top or one folder down, expected one")
+    return found[0]
 
 
 def cache_dir() -> Path:
@@ -252,10 +396,10 @@ def model_dir(name: str, cache: Optional[Union[str, Path]] = None) -> Path:
     return (cache_dir() if cache is None else Path(cache)) / name
 
 
-def is_cached(name: str, *, catalogue: Optional[Mapping[str, PublishedModel]] = None,
+def is_cached(name: str, *, catalogue: Optional[Mapping[str, Published]] = None,
               cache: Optional[Union[str, Path]] = None) -> bool:
-    """Whether both files of the model and their record are in the cache
-    (their checksums are checked when the model loads, not here)."""
+    """Whether the model's files and their record are in the cache (their
+    checksums are checked, and an archive unpacked, when the model loads)."""
     model = _lookup(name, catalogue)
     return _is_complete(model, model_dir(model.name, cache))
 
@@ -272,28 +416,28 @@ def _offline_switch() -> Optional[str]:
     raise ConfigError("E707", variable=OFFLINE_ENV, found=value)
 
 
-def _lookup(name: str, catalogue: Optional[Mapping[str, PublishedModel]]) -> PublishedModel:
+def _lookup(name: str, catalogue: Optional[Mapping[str, Published]]) -> Published:
     table = CATALOGUE if catalogue is None else catalogue
     if name not in table:
         raise InputError("E701", found=name, names=", ".join(table))
     return table[name]
 
 
-def _is_complete(model: PublishedModel, folder: Path) -> bool:
+def _is_complete(model: Published, folder: Path) -> bool:
     return all((folder / name).is_file() for name in (RECORD, *(file.name for file in model.files)))
 
 
-def _not_cached(model: PublishedModel, folder: Path, switch: str) -> DownloadError:
+def _not_cached(model: Published, folder: Path, switch: str) -> DownloadError:
     files, urls = _listing(model)
     return DownloadError("E702", name=model.name, switch=switch, files=files, folder=folder, urls=urls)
 
 
-def _listing(model: PublishedModel) -> Tuple[str, str]:
+def _listing(model: Published) -> Tuple[str, str]:
     """The model's file names and URLs, as the errors list them."""
     return " and ".join(f"'{file.name}'" for file in model.files), ", ".join(file.url for file in model.files)
 
 
-def _read_record(model: PublishedModel, folder: Path) -> Dict[str, Dict[str, object]]:
+def _read_record(model: Published, folder: Path) -> Dict[str, Dict[str, object]]:
     """{file name: {"size", "sha256"}} as recorded at the first download; {} before it."""
     path = folder / RECORD
     if not path.exists():
@@ -305,7 +449,7 @@ def _read_record(model: PublishedModel, folder: Path) -> Dict[str, Dict[str, obj
         raise DamagedFileError("E706", path=path, name=model.name, reason=err, folder=folder) from err
 
 
-def _write_record(model: PublishedModel, folder: Path, digests: Dict[str, Dict[str, object]]) -> None:
+def _write_record(model: Published, folder: Path, digests: Dict[str, Dict[str, object]]) -> None:
     path = folder / RECORD
     files = {file.name: {"url": file.url, **digests[file.name]} for file in model.files}
     with writing(path), atomic_path(path) as tmp:
@@ -313,7 +457,7 @@ def _write_record(model: PublishedModel, folder: Path, digests: Dict[str, Dict[s
 
 
 def _check_files(
-    model: PublishedModel, folder: Path, files: Sequence[ModelFile], record: Dict[str, Dict[str, object]]
+    model: Published, folder: Path, files: Sequence[ModelFile], record: Dict[str, Dict[str, object]]
 ) -> Dict[str, Dict[str, object]]:
     """Each file's size and SHA-256, checked against the catalogue's and the
     record's (E705). RETURNS: {file name: {"size", "sha256"}}."""
@@ -374,7 +518,7 @@ def _taking_turns(folder: Path, name: str, progress: bool) -> Iterator[None]:
 
 
 def _download(
-    model: PublishedModel, folder: Path, files: List[ModelFile], *, progress: bool, timeout: float, retries: int
+    model: Published, folder: Path, files: List[ModelFile], *, progress: bool, timeout: float, retries: int
 ) -> Dict[str, Dict[str, object]]:
     """Download `files` into `folder` (the caller holds the lock). RETURNS:
     {file name: {"size", "sha256"}}. On a failure, nothing this call

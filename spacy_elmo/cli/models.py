@@ -11,8 +11,8 @@ from ..errors import ElmoError
 from . import app
 
 CHECKSUMS = (
-    "AllenNLP publishes no checksums: each file's SHA-256 is recorded at its first "
-    "download and checked at every later load."
+    "AllenNLP and ELMoForManyLangs publish no checksums: each file's SHA-256 is "
+    "recorded at its first download and checked at every later load."
 )
 
 
@@ -31,7 +31,10 @@ def download_cli(
         paths = published_models.fetch_model(name, progress=progress, timeout=timeout, retries=retries)
     except ElmoError as err:
         msg.fail(f"Cannot download '{name}'", str(err), exits=1)
-    msg.good(f"'{name}' is in {paths.options.parent}", f"{paths.options.name}\n{paths.weights.name}")
+    if paths.weights is None:
+        msg.good(f"'{name}' is in {paths.options}", "\n".join(sorted(path.name for path in paths.options.iterdir())))
+    else:
+        msg.good(f"'{name}' is in {paths.options.parent}", f"{paths.options.name}\n{paths.weights.name}")
 
 
 @app.command("models")
@@ -50,10 +53,12 @@ def models_cli() -> None:
              f"With {published_models.OFFLINE_ENV}=1 nothing is downloaded.")
 
 
-def _row(model: published_models.PublishedModel) -> list:
+def _row(model: published_models.Published) -> list:
     cached = published_models.is_cached(model.name)
     where = published_models.model_dir(model.name) if cached else "-"
     size = f"{model.size_mb:,.0f} MB ({model.parameters / 1e6:.1f}M weights)"
+    if isinstance(model, published_models.PublishedArchive):
+        size = f">{model.size_mb:,.0f} MB ({model.parameters / 1e6:.1f}M weights + tables)"
     return [model.name, size, model.language, model.licence, "yes" if cached else "no", str(where)]
 
 

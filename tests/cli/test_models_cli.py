@@ -77,8 +77,13 @@ def test_spacy_elmo_runs_the_same_commands(monkeypatch, tmp_path):
     result = CliRunner().invoke(spacy_app, ["elmo", "models"], terminal_width=200)
     assert result.exit_code == 0, result.output
     for name, model in published_models.CATALOGUE.items():
-        assert row_of(result.output, name)[1:] == [f"{model.size_mb:,.0f}", "MB", f"({model.parameters / 1e6:.1f}M",
-                                                   "weights)", "en", "Apache-2.0", "no", "-"]
+        if isinstance(model, published_models.PublishedArchive):
+            assert row_of(result.output, name)[1:] == [f">{model.size_mb:,.0f}", "MB", "(94.1M", "weights", "+",
+                                                       "tables)", model.language, "unstated", "no", "-"]
+        else:
+            assert row_of(result.output, name)[1:] == [f"{model.size_mb:,.0f}", "MB",
+                                                       f"({model.parameters / 1e6:.1f}M", "weights)", "en",
+                                                       "Apache-2.0", "no", "-"]
     result = CliRunner().invoke(spacy_app, ["elmo", "download", "--help"])
     assert result.exit_code == 0 and "SPACY_ELMO_CACHE" in result.output
 
@@ -91,3 +96,23 @@ def test_models_lists_the_shipped_model_first_with_its_folder(server):
     row = row_of(result.output, "elmo-en-small")
     assert row[1:] == ["15", "MB", "en", "MIT", "shipped", str(pretrained_dir() / "elmo-en-small")]
     assert result.output.index("elmo-en-small") < result.output.index("tiny")
+
+
+def test_download_of_an_archive_names_the_folder_it_unpacked_to(server, monkeypatch, tmp_path):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in ("config.json", "encoder.pkl", "token_embedder.pkl", "char.dic", "word.dic"):
+            archive.writestr(f"xx.model/{name}", b"{}")
+    server.routes["/repository/11/999.zip"] = Route(buffer.getvalue())
+    entry = published_models.PublishedArchive(
+        name="efml-xx", archive=published_models.ModelFile(server.url("/repository/11/999.zip")), parameters=1,
+        language="xx", licence="unstated", source=server.url("/"), trained_on="nothing")
+    monkeypatch.setattr(published_models, "CATALOGUE", {"efml-xx": entry})
+    result = CliRunner().invoke(app, ["download", "efml-xx", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "cache" / "efml-xx" / published_models.UNPACKED / "xx.model"
+    assert str(folder) in result.output and "encoder.pkl" in result.output
+    assert (folder / "config.json").read_bytes() == b"{}"
