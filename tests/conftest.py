@@ -7,6 +7,20 @@ FIXTURE_DIR = Path(__file__).parent / "fixtures" / "allennlp_elmo"
 TORCH_DEVICES = ["cpu"] + (["cuda:0"] if torch.cuda.is_available() else [])
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption("--slow", action="store_true", help="also run the tests marked slow (CI runs every test)")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked slow run only with --slow: the inner loop leaves them out."""
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: pass --slow to run it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def fixture_dir() -> Path:
     return FIXTURE_DIR

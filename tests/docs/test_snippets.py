@@ -1,5 +1,6 @@
-"""The front door never rots: every Python and shell snippet of README.md and
-docs/ runs here, and every link and path in them resolves.
+"""The front door never rots: every Python and shell snippet of README.md, the
+CHANGELOG, docs/ (the studies' records in docs/results/ too) and the benchmark
+pages runs here, and every link and path in them resolves.
 
 A fenced ``python`` or ``bash`` block runs in a fresh process, in an empty
 folder that holds the repository's ``pretrained/``, ``configs/`` and
@@ -23,7 +24,8 @@ from typing import Iterator, List, NamedTuple, Optional
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md")),
+         *sorted((ROOT / "docs" / "results").glob("*/README.md")), *sorted((ROOT / "benchmarks").glob("*.md"))]
 LINKED_INTO_THE_FOLDER = ("pretrained", "configs", "tests")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _MARK = re.compile(r"^<!-- test: (skip|needs data) \((.+)\) -->$")
