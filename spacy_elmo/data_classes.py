@@ -25,12 +25,12 @@ class ElmoDocData:
     token_offsets: (n_tokens, 2) int32, each token's character offset and
         length in the doc the layers were computed for: a doc retokenized
         since then no longer matches them (see `extensions.check_tokens`).
-        None for data written before they were recorded (then only the number
-        of tokens is checked).
+        None where the data does not record them (then only the number of
+        tokens is checked).
     sentence_starts: (n_sentences,) int32, the tokens where the biLM started
         reading a sentence ([0] for a doc read as one text, before windowing):
         what a listener's copy after `nlp.replace_listeners` reads the doc by.
-        None for data written before they were recorded.
+        None where the data does not record them.
     """
 
     layers: Floats3d

@@ -1,6 +1,6 @@
 """ELMo vectors of a text file, in HDF5: what ``python -m spacy_elmo embed`` runs.
 
-`embed_file` is the replacement for ``allennlp elmo``, with the same output
+`embed_file` does what ``allennlp elmo`` does, with the same output
 layout. Under ``torchrun`` the processes share the work and write one file
 together. The command itself (its arguments, messages and exit codes) is in
 `spacy_elmo.cli.embed`.

@@ -106,7 +106,7 @@ def check_tokens(doc: Doc, data: Any, start: int = 0, end: Optional[int] = None)
             "E410", text=doc.text[:40], difference=f"they are {data.n_tokens} rows, the doc has {len(doc)} tokens",
         )
     recorded = getattr(data, "token_offsets", None)
-    if recorded is None:  # data from before offsets were recorded: the count is all there is
+    if recorded is None:  # data without offsets: the count is all there is
         return
     end = len(doc) if end is None else end
     if start == 0 and end == len(doc):

@@ -28,11 +28,10 @@ def ScalarMix(
 
     layer_norm: normalise each layer before mixing, as bilm-tf and AllenNLP
         do: one mean and one variance per layer, over every token of the batch
-        and every feature (no learned scale), so the layers' scales no longer
-        weigh in the mix. (Earlier versions normalised each token's features
-        on their own, which also removed what sets tokens apart in a layer's
-        scale; a model trained with that layer norm predicts differently
-        now.) The statistics are the batch's, so with layer_norm a token's
+        and every feature (no learned scale), so the layers' scales do not
+        weigh in the mix. Each token's features are not normalised on their
+        own: that would also remove what sets tokens apart in a layer's
+        scale. The statistics are the batch's, so with layer_norm a token's
         vector depends on the other docs of its batch, as in the paper.
     layer_dropout: in training, drop each layer from the mix with this
         probability (its weight is renormalised away; one layer is always kept).

@@ -284,7 +284,7 @@ class Elmo(TrainablePipe):
         if options_file is not None:
             set_bilm(self.model, BiLM.from_allennlp(options_file, weights_file))
         bilm = self._require_bilm()
-        fixed_mix_weights(self.vector_mix, bilm.n_layers)  # E401 now, not at the first doc or the next load
+        fixed_mix_weights(self.vector_mix, bilm.n_layers)  # E401 here, not at the first doc or the next load
         self.train_cache.clear()
         for listener in self.listeners:
             listener.set_upstream_dims(bilm.n_layers, bilm.output_dim)
@@ -320,10 +320,9 @@ class Elmo(TrainablePipe):
 
         A missing or damaged file is a coded error naming it (E507); a
         `vector_mix` that does not fit the loaded biLM is E401. The training
-        cache of the old weights' layers is emptied. A `cfg` file,
-        which earlier versions saved beside the model, is not read: the
-        settings are those of the pipeline's config (and of any override
-        given to `spacy.load`), which held the same values when it was saved.
+        cache of the old weights' layers is emptied. A `cfg` file in the
+        folder is not read: the settings are those of the pipeline's config
+        (and of any override given to `spacy.load`).
         """
         path = Path(path)
 
