@@ -2,10 +2,11 @@
 
     python benchmarks/bench_compiled_step.py            # one thread; needs a C++ compiler (inductor)
 
-The eager step is the wide form of `BiLSTMStack._inference_layer` (spacy_elmo/bilm/lstm.py),
-its eleven torch calls on buffers made once: the recurrent product added to the
-input's, one tanh over the four gates, the sigmoid gates' 1/2 + t/2, the cell
-update and its clip, the cell's output, the projection and its clip. The
+The eager step is the wide form of the recurrence without gradients
+(spacy_elmo/bilm/recurrence/inference.py), its eleven torch calls on buffers
+made once: the recurrent product added to the input's, one tanh over the four
+gates, the sigmoid gates' 1/2 + t/2, the cell update and its clip, the cell's
+output, the projection and its clip. The
 compiled step is the same arithmetic written as one function for torch.compile
 (inductor fuses the element-wise part into one kernel; the two products stay
 library calls), once with a graph per row count (``dynamic=False``) and once
@@ -32,7 +33,7 @@ def cpu_name() -> str:
 
 
 def eager_step(step_x, h, c, W_hidden, W_proj, product, cell_out, half, clip):
-    """As `_inference_layer` issues it (wide form, gates ordered i, f, o, j, sigmoid gates pre-halved)."""
+    """As inference.py issues it (wide form, gates ordered i, f, o, j, sigmoid gates pre-halved)."""
     cells = c.shape[2]
     torch.baddbmm(step_x, h, W_hidden, out=product)
     product.tanh_()

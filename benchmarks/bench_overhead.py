@@ -223,12 +223,12 @@ def worker(args) -> None:
 
 def chunk_rows(texts) -> None:
     """How many rows the CUDA graphs' chunks compute for each row of the packed
-    layout (lstm_graphs.py), on these texts' sentences in length-sorted batches."""
+    layout (recurrence/graphs.py), on these texts' sentences in length-sorted batches."""
     import spacy
     import torch
 
     from spacy_elmo.bilm import length_sorted_batches
-    from spacy_elmo.bilm.lstm_graphs import chunk_layout
+    from spacy_elmo.bilm.recurrence.graphs import chunk_layout
     from spacy_elmo.bilm.packing import TimeMajor
 
     nlp = spacy.blank("en")

@@ -23,7 +23,7 @@ gives, over the steps after the first --warmup:
   reference's fp32 row, or without a reference the current code's first precision and LSTM path;
 
 --lstm-paths runs the current code's LSTM layers as its own step-by-step code ("own") and, for a
-biLM without clipping, as torch.nn.LSTM ("torch": cuDNN on a GPU; spacy_elmo/bilm/lstm_torch.py);
+biLM without clipping, as torch.nn.LSTM ("torch": cuDNN on a GPU; spacy_elmo/bilm/recurrence/torch_lstm.py);
 --set KEY=VALUE overrides a config setting in every run (model.cell_clip=0 and model.proj_clip=0
 for the torch path).
 - the performed FLOPs (flops.py: the encoder over each batch's distinct words and the positions
@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -50,7 +51,7 @@ from flops import training_step_flops  # noqa: E402
 REPOSITORY = Path(__file__).parent.parent
 CONFIGS = REPOSITORY / "configs"
 RESULTS = Path(__file__).parent / "results" / "bench_pretrain.json"
-# The last revision before the hand-written LSTM backward pass (spacy_elmo/bilm/lstm_backward.py).
+# The last revision before the hand-written LSTM backward pass (spacy_elmo/bilm/recurrence/backward.py).
 REFERENCE = "47f61f1"
 
 
@@ -90,18 +91,27 @@ def worker(args) -> None:
         tokens.append(state.tokens - last[1])
         last[0], last[1] = now, state.tokens
 
-    from spacy_elmo.bilm import lstm
-
     torch_lstm_layers = [0]  # layers run as torch.nn.LSTM, to show which path ran
-    if hasattr(lstm.BiLSTMStack, "torch_lstm_devices"):  # a reference from before has only its own steps
-        lstm.BiLSTMStack.torch_lstm_devices = (torch.device(args.device).type,) if args.lstm_path == "torch" else ()
-        layer = lstm.lstm_layer_torch
+    try:
+        from spacy_elmo.bilm.recurrence import stack as recurrence
+    except ImportError:  # a reference from before the recurrence package has only its own steps
+        recurrence = None
+    if recurrence is not None:
+        devices = (torch.device(args.device).type,) if args.lstm_path == "torch" else ()
+        make_stack = recurrence.BiLSTMStack.__init__
+
+        def made_with_paths(stack, *init_args, **init_kwargs):  # every stack pretrain() makes
+            make_stack(stack, *init_args, **init_kwargs)
+            stack.use_paths(replace(stack.paths, torch_lstm_devices=devices))
+
+        recurrence.BiLSTMStack.__init__ = made_with_paths
+        layer = recurrence.lstm_layer_torch
 
         def counted_layer(*layer_args):
             torch_lstm_layers[0] += 1
             return layer(*layer_args)
 
-        lstm.lstm_layer_torch = counted_layer
+        recurrence.lstm_layer_torch = counted_layer
     overrides = {**json.loads(args.settings), "paths.train": args.train, "paths.dev": None, "training.max_steps": args.steps,
                  "training.max_epochs": 0, "training.eval_every": 0, "training.checkpoint_every": args.steps,
                  "training.precision": args.precision, "system.threads": args.threads,
@@ -114,7 +124,8 @@ def worker(args) -> None:
     options, head = result.model.bilm.options, result.model.softmax
     softmax = {"n_classes": head.n_classes, "kind": head.kind, "cutoffs": head.cutoffs, "div_value": head.div_value}
     # Before the hand-written backward pass, LSTM steps of 1 to 3 rows ran as 4 (products.py).
-    min_rows = 1 if hasattr(result.model.bilm.lstm, "hand_written_backward") else 4
+    stack = result.model.bilm.lstm
+    min_rows = 1 if hasattr(stack, "paths") or hasattr(stack, "hand_written_backward") else 4
     flops = [training_step_flops(options, n_words, longest, batch_sizes, softmax, targets, min_rows)
              for n_words, longest, batch_sizes, targets in shapes]
     timed, counted, performed = times[args.warmup:], tokens[args.warmup:], flops[args.warmup:]

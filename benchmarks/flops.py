@@ -29,7 +29,7 @@ from spacy_elmo.bilm import BiLMOptions, words_to_ids
 from spacy_elmo.bilm.char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR
 import itertools
 
-from spacy_elmo.bilm.lstm import MIN_STEP_ROWS, _input_blocks
+from spacy_elmo.bilm.recurrence.layout import MIN_STEP_ROWS, input_blocks
 from spacy_elmo.bilm.products import block_layout
 from spacy_elmo.bilm.token_encoder import MIN_ENCODER_ROWS
 
@@ -72,8 +72,8 @@ def _blocked(rows: int) -> int:
 def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = MIN_STEP_ROWS) -> float:
     """Both directions of every layer over sequences of `lengths` steps each (boundaries
     included), packed time-major as BiLSTMStack runs them: at inference, steps of fewer than
-    MIN_STEP_ROWS rows computed as MIN_STEP_ROWS (lstm.py); in training (the hand-written backward
-    pass, lstm_backward.py) as they are (`min_rows` 1)."""
+    MIN_STEP_ROWS rows computed as MIN_STEP_ROWS (recurrence/layout.py); in training (the hand-written
+    backward pass, recurrence/backward.py) as they are (`min_rows` 1)."""
     lengths = sorted(lengths, reverse=True)
     if not lengths:
         return 0.0
@@ -84,7 +84,7 @@ def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = MIN_STEP_
     # products over the running rows
     batch_sizes = [sum(1 for n in lengths if n > t) for t in range(lengths[0])]
     offsets = [0] + list(itertools.accumulate(batch_sizes))
-    input_rows = sum(max(offsets[end] - offsets[first], min_rows) for first, end in _input_blocks(offsets))
+    input_rows = sum(max(offsets[end] - offsets[first], min_rows) for first, end in input_blocks(offsets))
     return 2 * o.n_layers * (input_rows * 2 * p * 4 * c + sum(step_rows) * (2 * p * 4 * c + 2 * c * p))
 
 

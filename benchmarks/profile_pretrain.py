@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -45,7 +46,7 @@ def build(args, prepared: Path):
     from spacy_elmo.training.data.lm_batches import CorpusBatches
     from spacy_elmo.training.data.prepared import PreparedCorpus
     from spacy_elmo.training.data.vocab import LMVocab
-    from spacy_elmo.training.run.config import load_config, softmax_factory
+    from spacy_elmo.training.run.config import load_config, resolve
 
     config = load_config(CONFIGS / f"{args.config}.cfg", {"paths.train": str(args.text)})
     corpus = PreparedCorpus.load(prepared / "train")
@@ -56,9 +57,9 @@ def build(args, prepared: Path):
     else:
         vocab = LMVocab.from_counts(corpus.words, corpus.counts, config.vocab.size, config.vocab.min_count)
         bilm = BiLM(config.model.options)
-        softmax = softmax_factory(config.softmax)(config.model.projection_dim, len(vocab))
+        softmax = resolve(config.softmax)(config.model.projection_dim, len(vocab))
     lm = PretrainingLM(bilm, softmax, config.training.dropout)
-    lm.bilm.lstm.hand_written_backward = not args.stepwise
+    lm.bilm.lstm.use_paths(replace(lm.bilm.lstm.paths, hand_written_backward=not args.stepwise))
     batches = CorpusBatches(corpus, vocab, config.corpus.max_length, config.training.tokens_per_batch,
                             config.model.options.max_characters_per_token)
     plan, epoch = [], 0

@@ -12,13 +12,12 @@ Each row is quantised on its own and the integer product is exact, so a row's
 result does not depend on the other rows of its product: a token's values stay
 independent of its batch, as in float32. On a CPU, ``torch._int_mm`` takes any
 shape (torch 2.13: 1 row and up, any inner and outer size), so nothing is padded.
-Its speed depends on the CPU: on an AVX2 AMD EPYC without AVX-512 or VNNI, torch
-2.13's CPU kernel ran the biLM's products 30 to 45 times slower than float32 and
-the shipped biLM 9 to 12 times slower end to end (benchmarks/int8_speed.py).
+Its speed against float32 depends on the CPU (benchmarks/int8_speed.py measures both).
 
-`int8_products` turns the int8 recurrence on for a block (lstm.py reads
-`int8_enabled`); `int8_pays` says whether this CPU's int8 products beat its
-float32 ones (`precision(device, "int8")` stays in float32 where they do not).
+`int8_products` turns the int8 recurrence (recurrence/quantized.py) on for a
+block (`BiLSTMStack.forward` reads `int8_enabled`); `int8_pays` says whether this
+CPU's int8 products beat its float32 ones (`precision(device, "int8")` stays in
+float32 where they do not).
 """
 import contextlib
 import contextvars

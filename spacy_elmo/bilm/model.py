@@ -4,8 +4,7 @@
 Thinc model over Docs, and `spacy_elmo.training.PretrainingLM` adds the
 softmax to train it.
 """
-import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Callable, Hashable, List, Optional, Sequence, Tuple, Union
@@ -16,11 +15,11 @@ from torch import nn
 
 from ..device import to_device
 from ..errors import ConfigError, InputError
+from .carried_state import CarriedState, CopyableLock
 from .char_ids import BOS_TOKEN, EOS_TOKEN, batch_to_ids, distinct_words
-from .lstm import BiLSTMStack, LayerState
-from .lstm_graphs import RecurrenceGraphs
 from .options import BiLMOptions
 from .packing import SentencePacking, TimeMajor, reversed_steps
+from .recurrence import BiLSTMStack, RecurrenceGraphs
 from .token_cache import TokenCache, distinct_rows
 from .token_encoder import CharCNNTokenEncoder
 
@@ -91,17 +90,16 @@ class BiLM(nn.Module):
         self.token_encoder = CharCNNTokenEncoder(options)
         self.lstm = BiLSTMStack(options)
         self.token_cache = TokenCache(token_cache_size)
-        self._states: Optional[List[LayerState]] = None
-        self._lock = _Lock()  # the carried-over state and the CUDA graphs' setting
+        self._carried = CarriedState()  # a stateful biLM's
+        self._graphs_lock = CopyableLock()  # the CUDA graphs' setting
         boundaries = torch.from_numpy(self.token_encoder.token_ids.words_to_ids([BOS_TOKEN, EOS_TOKEN]))
         self.register_buffer("boundary_ids", boundaries, persistent=False)
         # Loading weights, into the biLM or into any of its parts alone, empties the
-        # token cache and makes the CUDA graphs' weights again. A module's
-        # load_state_dict runs its own hooks and its descendants', never its
-        # parents': every part of the token encoder gets the hook.
+        # token cache (and makes the CUDA graphs' weights again: the LSTMs' own hook).
+        # A module's load_state_dict runs its own hooks and its descendants', never
+        # its parents': every part of the token encoder gets the hook.
         for part in self.token_encoder.modules():
             part.register_load_state_dict_post_hook(partial(_forget_token_vectors, self.token_cache))
-        self.lstm.register_load_state_dict_post_hook(_forget_graph_weights)
 
     @property
     def n_layers(self) -> int:
@@ -160,23 +158,24 @@ class BiLM(nn.Module):
     def use_cuda_graphs(self, enabled: bool = True, max_graphs: int = 16) -> None:
         """On a GPU, run the LSTMs without gradients from CUDA graphs, a few
         steps a replay, one graph per bucket of row counts, at most `max_graphs`
-        kept (see lstm_graphs.py: faster where the step-by-step recurrence waits
+        kept (see recurrence/graphs.py: faster where the step-by-step recurrence waits
         on Python, at the cost of each graph's GPU memory, and of a float32 copy
         of the LSTMs' weights on the GPU); ``enabled=False`` drops them and frees
         that memory (moving the biLM to the CPU does not). On a CPU, with
         gradients, and in another dtype than float32, nothing changes. Called
         from several threads at once with the same settings, it makes the
         graphs once."""
-        with self._lock:
+        with self._graphs_lock:
+            graphs = self.lstm.graphs
             if not enabled:
-                self.lstm.graphs = None
-            elif self.lstm.graphs is None or self.lstm.graphs.max_graphs != max_graphs:
-                self.lstm.graphs = RecurrenceGraphs(max_graphs)
+                graphs = None
+            elif graphs is None or graphs.max_graphs != max_graphs:
+                graphs = RecurrenceGraphs(max_graphs)
+            self.lstm.use_paths(replace(self.lstm.paths, graphs=graphs))
 
     def reset_states(self) -> None:
         """Forget the carried-over state (stateful mode)."""
-        with self._lock:
-            self._states = None
+        self._carried.reset()
 
     def encode_tokens(self, char_ids: torch.Tensor, longest: Optional[int] = None) -> torch.Tensor:
         """The context-insensitive representation of tokens.
@@ -232,7 +231,7 @@ class BiLM(nn.Module):
         # the LSTMs are what autocast makes cheaper).
         inputs = nn.functional.embedding(packed_index, distinct.float())  # (2, n_packed, p)
         if self.stateful:
-            outputs = self._run_carrying_state(inputs, packing.batch_sizes, order)
+            outputs = self._carried.run(self.lstm, inputs, packing.batch_sizes, order)
         else:
             outputs, _ = self.lstm(inputs, packing.batch_sizes)
         # Gather every real token's vectors, in the caller's row order: the
@@ -480,48 +479,6 @@ class BiLM(nn.Module):
             if weight.dtype != torch.float32:
                 raise ConfigError("E107", part=part, dtype=weight.dtype)
 
-    def _run_carrying_state(
-        self, inputs: torch.Tensor, batch_sizes: List[int], order: torch.Tensor
-    ) -> List[torch.Tensor]:
-        """The LSTMs' packed outputs from the state each row carried over from
-        the last call, whose final state the next call starts from. One call at
-        a time: the state is shared by every thread's calls.
-
-        inputs: (2, n_packed, projection_dim); order: (rows,) the caller's row
-            at each sorted position (`TimeMajor.order`).
-        """
-        with self._lock:
-            initial = self._initial_state(order, order.shape[0])
-            outputs, final = self.lstm(inputs, batch_sizes, initial, return_final_state=True)
-            self._store_state(final, order)
-        return outputs
-
-    def _initial_state(self, order: torch.Tensor, batch: int) -> Optional[List[LayerState]]:
-        if self._states is None:
-            return None
-        states = []
-        for h, c in self._states:
-            h_new = h.new_zeros(2, batch, h.shape[2])
-            c_new = c.new_zeros(2, batch, c.shape[2])
-            keep = min(batch, h.shape[1])
-            h_new[:, :keep], c_new[:, :keep] = h[:, :keep], c[:, :keep]
-            states.append((h_new[:, order], c_new[:, order]))
-        return states
-
-    def _store_state(self, final: List[LayerState], order: torch.Tensor) -> None:
-        unsort = torch.argsort(order)
-        new = [(h[:, unsort].detach(), c[:, unsort].detach()) for h, c in final]
-        if self._states is not None:
-            # Rows beyond this batch keep what they had.
-            merged = []
-            for (h_old, c_old), (h, c) in zip(self._states, new):
-                if h_old.shape[1] > h.shape[1]:
-                    h = torch.cat([h, h_old[:, h.shape[1]:]], dim=1)
-                    c = torch.cat([c, c_old[:, c.shape[1]:]], dim=1)
-                merged.append((h, c))
-            new = merged
-        self._states = new
-
 
 def _integers(values: numpy.ndarray, name: str) -> numpy.ndarray:
     """`values` as an int64 array; E109 if they are not integers (a float would
@@ -538,30 +495,6 @@ def _first_row(flags: torch.Tensor) -> torch.Tensor:
     return torch.where(hit.any(), hit.int().argmax(), -1).long()
 
 
-class _Lock:
-    """A mutex for state a module's calls share, which a copy or a pickle of the
-    module gets anew and free (being held is no state to copy)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        self._lock.acquire()
-
-    def __exit__(self, *exc_info) -> None:
-        self._lock.release()
-
-    def __getstate__(self) -> dict:
-        return {}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__()  # type: ignore[misc]
-
-
 def _forget_token_vectors(cache: TokenCache, module: nn.Module, incompatible_keys) -> None:
     cache.clear()
 
-
-def _forget_graph_weights(module: BiLSTMStack, incompatible_keys) -> None:
-    if module.graphs is not None:
-        module.graphs.forget_weights()

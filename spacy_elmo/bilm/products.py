@@ -19,7 +19,7 @@ a matrix of at least MIN_ROWS rows gives each row the same bits whatever the
 matrix's size. So `pad_rows` makes a product's rows up to MIN_ROWS with copies
 of a row (their results dropped), and `addmm_by_blocks` computes a product on a
 CPU as a batch of blocks of rows; the batched products of the recurrence
-(`lstm.py`) write contiguous outputs, which MKL's batched path needs.
+(recurrence/) write contiguous outputs, which MKL's batched path needs.
 tests/bilm/test_products.py checks both at several row and thread counts.
 """
 from typing import Tuple

@@ -7,8 +7,8 @@ input-to-gate product inside the time loop. `BiLM.forward` must agree with it.
 It runs in the model's dtype: on a float64 copy of a model it gives the values
 that float32 computations approximate.
 
-It is a second implementation of the LSTM step on purpose (lstm.py holds the
-one the model runs): an oracle has to be written independently of what it
+It is a second implementation of the LSTM step on purpose (recurrence/ holds
+the ones the model runs): an oracle has to be written independently of what it
 checks. It ships in the package, not under tests/, because the benchmarks
 (`benchmarks/bench_bilm.py`, `bench_bilm_gpu.py`) and their README use it
 too, and anyone can run it to check the model on their own hardware; it is

@@ -83,7 +83,7 @@ def BiLMModel(
         (unset: the same) or `spacy-elmo.windows.v1` (windows across sentence
         boundaries, which may overlap); see models/segmenters.py.
     cuda_graphs: at prediction on a GPU, run the LSTMs from CUDA graphs, one per
-        bucket of row counts (`BiLM.use_cuda_graphs`, spacy_elmo/bilm/lstm_graphs.py):
+        bucket of row counts (`BiLM.use_cuda_graphs`, spacy_elmo/bilm/recurrence/graphs.py):
         the same values within float32 rounding, fewer launches from Python,
         each kept graph's GPU memory held. false leaves the biLM as it is (no
         graphs, unless turned on in Python). Nothing changes on a CPU or in training.

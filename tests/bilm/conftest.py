@@ -1,6 +1,6 @@
 import pytest
 
-from spacy_elmo.bilm import lstm
+from spacy_elmo.bilm.recurrence import weight_forms
 
 from ..numeric import torch_threads
 
@@ -11,7 +11,7 @@ def gate_form(request, monkeypatch) -> str:
     (`BiLSTMStack.inference_weights`) for the small test LSTMs: "wide" as they
     run, "per gate" as large LSTMs run on a CPU."""
     if request.param == "per gate":
-        monkeypatch.setattr(lstm, "PER_GATE_MIN_CELLS", 1)
+        monkeypatch.setattr(weight_forms, "PER_GATE_MIN_CELLS", 1)
     return request.param
 
 

@@ -4,11 +4,12 @@ kernels); here its arithmetic, written with torch's operations, stands in for
 it on the CPU, to check what the recurrence does around it: a new cell tensor
 each step, the rows that finish dropped, the running rows' cell handed back to
 a chunk's state."""
+from dataclasses import replace
+
 import pytest
 import torch
 
-from spacy_elmo.bilm import lstm
-from spacy_elmo.bilm.lstm_graphs import RecurrenceGraphs
+from spacy_elmo.bilm.recurrence import RecurrenceGraphs, inference
 
 from .test_lstm_graphs import BATCH_LENGTHS, STACK_CHANGES, packed_inputs, scaled_stack
 
@@ -32,8 +33,8 @@ def test_a_cell_updated_out_of_place_gives_the_in_place_values_bit_for_bit(monke
     with torch.inference_mode():
         inputs = [packed_inputs(model, lengths) for lengths in BATCH_LENGTHS]
         in_place = [model.lstm._inference(x, batch_sizes) for x, batch_sizes in inputs]
-        monkeypatch.setattr(lstm, "fused_cell_update", cell_update_in_torch)
-        monkeypatch.setattr(lstm.BiLSTMStack, "fused_cell_devices", ("cpu",))
+        monkeypatch.setattr(inference, "fused_cell_update", cell_update_in_torch)
+        model.lstm.use_paths(replace(model.lstm.paths, fused_cell_devices=("cpu",)))
         graphs = RecurrenceGraphs()  # off a GPU, its chunks run eagerly: the state carried between them
         CALLS.clear()
         for (x, batch_sizes), expected in zip(inputs, in_place):

@@ -1,5 +1,6 @@
 """The biLM on CUDA agrees with the CPU: outputs, gradients, reduced precision."""
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -223,7 +224,7 @@ def test_copies_to_the_host_come_one_behind_intact_and_wait_once_each():
 def test_the_cell_kernel_gives_the_eight_kernels_values(clip):
     """cell_kernel.py against the step-by-step update it replaces, on
     pre-activations that saturate the gates and cells that the clip bites."""
-    from spacy_elmo.bilm.cell_kernel import fused_cell_update
+    from spacy_elmo.bilm.recurrence.cell_kernel import fused_cell_update
 
     torch.manual_seed(0)
     gates = torch.randn(2, 300, 4 * 1024, device="cuda") * 4
@@ -246,10 +247,9 @@ def test_the_cell_kernel_gives_the_eight_kernels_values(clip):
         assert bool(same.all()), f"{int((~same).sum())} values differ, by up to {relative_error(found, expected)}"
 
 
-def test_the_cell_kernel_changes_no_layer(fixture_paths, monkeypatch):
+def test_the_cell_kernel_changes_no_layer(fixture_paths):
     """The biLM's layers with the cell in one kernel and in eight, eager and from CUDA graphs."""
     from spacy_elmo.bilm.char_ids import distinct_words
-    from spacy_elmo.bilm.lstm import BiLSTMStack
 
     def layers(model, graphs):
         model.use_cuda_graphs(graphs)  # captured again: for the cell as it is now
@@ -260,9 +260,8 @@ def test_the_cell_kernel_changes_no_layer(fixture_paths, monkeypatch):
         model = model.cuda().eval()
         with torch.inference_mode():
             one = [layers(model, False), layers(model, True)]
-            with monkeypatch.context() as patch:
-                patch.setattr(BiLSTMStack, "fused_cell_devices", ())
-                eight = [layers(model, False), layers(model, True)]
+            model.lstm.use_paths(replace(model.lstm.paths, fused_cell_devices=()))  # the eight kernels
+            eight = [layers(model, False), layers(model, True)]
         # Each against its own kind: eager and graphed differ by rounding (graphs compute padded rows).
         for found, expected in zip(one, eight):
             for a, b in zip(found, expected):

@@ -2,13 +2,14 @@
 autograd through `BiLSTMStack`'s steps: the same values, the same gradients,
 and the same weights after a few optimiser steps of pretraining."""
 from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
-from spacy_elmo.bilm.lstm import BiLSTMStack
 from spacy_elmo.bilm.precision import cpu_has_bf16
+from spacy_elmo.bilm.recurrence import BiLSTMStack
 from spacy_elmo.training import PretrainingLM, SoftmaxHead
 from spacy_elmo.training.data.lm_batches import collate
 
@@ -20,11 +21,12 @@ OPTIONS = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highwa
 
 @contextmanager
 def stepwise(stack: BiLSTMStack):
-    stack.hand_written_backward = False
+    before = stack.paths
+    stack.use_paths(replace(before, hand_written_backward=False))
     try:
         yield
     finally:
-        del stack.hand_written_backward  # back to the class's setting
+        stack.use_paths(before)
 
 
 def values_and_gradients(stack, x, batch_sizes, weights, dropout=0.0, seed=0):
@@ -104,7 +106,7 @@ def test_pretraining_steps_give_the_same_weights():
     def train(hand_written: bool):
         torch.manual_seed(0)
         lm = PretrainingLM(BiLM(BiLMOptions(**OPTIONS)), SoftmaxHead(10, len(WORDS) + 2), dropout=0.1)
-        lm.bilm.lstm.hand_written_backward = hand_written
+        lm.bilm.lstm.use_paths(replace(lm.bilm.lstm.paths, hand_written_backward=hand_written))
         optimizer = torch.optim.Adam(lm.parameters(), lr=0.01)
         for batch in batches:
             loss = -lm(batch).mean()

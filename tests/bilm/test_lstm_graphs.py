@@ -5,6 +5,7 @@ values. Off a GPU the chunks run eagerly through the same buffers and calls;
 tests/bilm/test_gpu.py replays them as graphs."""
 import copy
 import pickle
+from dataclasses import replace
 
 import numpy
 import pytest
@@ -12,8 +13,9 @@ import torch
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.bilm.char_ids import distinct_words
-from spacy_elmo.bilm.lstm_graphs import RecurrenceGraphs, bucket, chunk_layout
 from spacy_elmo.bilm.packing import SentencePacking
+from spacy_elmo.bilm.recurrence import RecurrenceGraphs
+from spacy_elmo.bilm.recurrence.graphs import bucket, chunk_layout
 from spacy_elmo.errors import ConfigError
 
 
@@ -80,7 +82,7 @@ def test_the_chunks_follow_changed_weights():
         with torch.no_grad():
             model.lstm.W_hidden[1].mul_(0.5)  # in place: its version counter moves
         after = graphs(model.lstm, inputs, batch_sizes)
-        model.lstm.graphs = graphs
+        model.lstm.use_paths(replace(model.lstm.paths, graphs=graphs))
         model.lstm.W_proj[0].data.mul_(0.5)  # through .data: no trace, until told
         model.clear_token_cache()
         told = graphs(model.lstm, inputs, batch_sizes)

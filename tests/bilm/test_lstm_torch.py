@@ -3,14 +3,15 @@ against `BiLSTMStack`'s own steps: the same values and gradients, the same weigh
 pretraining steps, and weights that export and load as any others. The CPU runs the path too
 when asked (`torch_lstm_devices`), which is how these tests check it without a GPU."""
 from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 import torch
 from torch import nn
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
-from spacy_elmo.bilm import lstm as lstm_module
-from spacy_elmo.bilm.lstm import BiLSTMStack
+from spacy_elmo.bilm.recurrence import BiLSTMStack
+from spacy_elmo.bilm.recurrence import stack as stack_module
 from spacy_elmo.training import PretrainingLM, SoftmaxHead
 
 from ..numeric import assert_close_to_scale
@@ -23,29 +24,28 @@ OPTIONS = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highwa
 @contextmanager
 def path(stack: BiLSTMStack, torch_lstm: bool, device: str):
     """Run `stack`'s layers on `device` as torch.nn.LSTM (True) or as its own steps under autograd."""
+    before = stack.paths
     if torch_lstm:
-        stack.torch_lstm_devices = (torch.device(device).type,)
+        stack.use_paths(replace(before, torch_lstm_devices=(torch.device(device).type,)))
     else:
-        stack.torch_lstm_devices = ()
-        stack.hand_written_backward = False
+        stack.use_paths(replace(before, torch_lstm_devices=(), hand_written_backward=False))
     try:
         yield
     finally:
-        for name in ("torch_lstm_devices", "hand_written_backward"):
-            stack.__dict__.pop(name, None)  # back to the class's settings
+        stack.use_paths(before)
 
 
 @pytest.fixture
 def torch_lstm_calls(monkeypatch):
     """How many layers ran as torch.nn.LSTM."""
     calls = []
-    layer = lstm_module.lstm_layer_torch
+    layer = stack_module.lstm_layer_torch
 
     def counted(*args):
         calls.append(1)
         return layer(*args)
 
-    monkeypatch.setattr(lstm_module, "lstm_layer_torch", counted)
+    monkeypatch.setattr(stack_module, "lstm_layer_torch", counted)
     return calls
 
 

@@ -119,13 +119,13 @@ def test_the_per_gate_and_wide_products_give_the_same_bits(model, fixture_dir, m
     an 8-column matrix with another kernel than by a 32-column one, which rounds otherwise on
     some CPUs (an AVX2 EPYC); only the wide form runs such LSTMs, and there the two agree
     to float32 rounding carried through the recurrence."""
-    from spacy_elmo.bilm import lstm
+    from spacy_elmo.bilm.recurrence import weight_forms
 
     sentences = fixture_sentences(fixture_dir) + [["x"], [], ["a", "b", "c"] * 9]
     for threads in (1, 2):
         layers = {}
         for form, min_cells in (("per gate", 1), ("wide", 10**9)):
-            monkeypatch.setattr(lstm, "PER_GATE_MIN_CELLS", min_cells)
+            monkeypatch.setattr(weight_forms, "PER_GATE_MIN_CELLS", min_cells)
             with torch.inference_mode(), torch_threads(threads):
                 assert model.lstm.inference_weights(0)[1].shape[0] == (8 if form == "per gate" else 2)
                 model.clear_token_cache()

@@ -1,5 +1,5 @@
 """The LSTM cell's update on a GPU in one kernel, for the recurrence without
-gradients (`BiLSTMStack._inference_layer`).
+gradients (inference.py).
 
 Step by step from Python the update is eight elementwise kernels (the gates'
 activation, the sigmoid's half-and-add, forget, input times new input, the
@@ -19,7 +19,7 @@ from typing import Callable, Optional, Tuple
 
 import torch
 
-# The gates' pre-activations come as `inference_weights` makes them: the
+# The gates' pre-activations come as `weight_forms.inference_weights` makes them: the
 # sigmoid gates' halved, so that sigmoid(x) = 1/2 + tanh(x / 2) / 2 (t / 2 exact).
 _SOURCE = r"""
 template <typename T> void elmo_cell_update(T i, T f, T o, T j, T c, T clip, T& cell, T& out) {
@@ -34,6 +34,7 @@ template <typename T> void elmo_cell_update(T i, T f, T o, T j, T c, T clip, T& 
     out = __fmul_rn(tanhf(updated), output_gate);
 }
 """
+
 
 def fused_cell_update(
     input_gate: torch.Tensor, forget_gate: torch.Tensor, output_gate: torch.Tensor, new_input: torch.Tensor,

@@ -14,7 +14,7 @@ cell, output), bilm-tf (input, new input, forget, output); `weight_ih` is
 transposed; `weight_hh` likewise from ``W_hidden[d]``; `weight_hr` (p, c) is
 ``W_proj[d]`` transposed; `bias_ih` carries the bias and the constant forget
 bias of 1, `bias_hh` is zero. The two directions are two calls: the backward
-direction's input is already reversed (`lstm.py`), and each direction has its
+direction's input is already reversed (layout.py), and each direction has its
 own input above the first layer, which a bidirectional `torch.nn.LSTM` would not
 allow.
 
@@ -65,9 +65,9 @@ def lstm_layer_torch(
     batch_sizes: Sequence[int],
 ) -> torch.Tensor:
     """One layer of both directions from the zero state, without clipping, as
-    `BiLSTMStack` computes it (before the skip connection), in x's type even under autocast.
+    the step-by-step path computes it (before the skip connection), in x's type even under autocast.
 
-    x: (2, n_packed, p), packed time-major (`lstm.py`); W_input and W_hidden
+    x: (2, n_packed, p), packed time-major (layout.py); W_input and W_hidden
     (2, 4, p, c); bias (2, 4, c); forget_bias (4, c), not trained; W_proj
     (2, c, p). RETURNS: (2, n_packed, p).
     """

@@ -9,7 +9,7 @@ one call.
 A graph runs fixed shapes, so a batch runs as chunks of `CHUNK_STEPS` steps,
 each chunk a replay of the graph of its number of rows: the rows still running
 at the chunk's first step, rounded up to a `bucket` size. The graph runs every
-layer over the chunk's steps (`BiLSTMStack._inference`, the eager path's own
+layer over the chunk's steps (`inference.run_layers`, the eager path's own
 code, every step that many rows wide), from the state the previous chunk left,
 copied in for the rows that go on, or from zeros for a batch's first chunk.
 Rows that hold no token at a step (their sentence ended within the chunk, or
@@ -24,7 +24,7 @@ by shape): the values agree with the eager path's within float32 rounding, not
 bit for bit.
 
 The graphs read the weights from buffers of their own, made once in the form
-the recurrence takes them (`BiLSTMStack.inference_weights`) and made again when
+the recurrence takes them (`weight_forms.inference_weights`) and made again when
 a parameter moves or changes in place (its memory or version counter; an edit
 through ``.data`` leaves no trace: call `BiLM.clear_token_cache` after one).
 
@@ -40,14 +40,19 @@ import gc
 import threading
 from collections import OrderedDict
 from contextlib import nullcontext
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Tuple
 
 import numpy
 import torch
 
-from ..device import to_device
-from ..errors import ConfigError
-from .lstm import BiLSTMStack, InferenceWeights, LayerState, _offsets, parameters_stamp
+from ...device import to_device
+from ...errors import ConfigError
+from .inference import run_layers
+from .layout import LayerState, step_offsets
+from .weight_forms import InferenceWeights, parameters_stamp
+
+if TYPE_CHECKING:
+    from .stack import BiLSTMStack
 
 # The steps a graph runs: fewer, less scratch after each sentence's end; more,
 # fewer replays and copies between them (`bench_overhead.py --chunk-rows`).
@@ -64,20 +69,28 @@ def bucket(n: int) -> int:
     return size
 
 
-def chunk_layout(batch_sizes: List[int], steps: int = CHUNK_STEPS) -> Tuple[List[int], numpy.ndarray]:
-    """Each chunk's rows, and where each packed row lies in its chunk's input.
+class ChunkLayout(NamedTuple):
+    """How a batch runs in chunks of `steps` steps (`chunk_layout`).
 
-    RETURNS: (rows, index): rows[q], the bucketed row count of chunk q (steps
-        ``q * steps`` to ``(q + 1) * steps - 1``); index (n_packed,), each packed
-        row's position in its chunk's ``steps x rows[q]`` input, flattened step
-        after step: step t's row j at ``(t - q * steps) * rows[q] + j``.
+    rows: rows[q], the bucketed row count of chunk q (steps ``q * steps`` to
+        ``(q + 1) * steps - 1``).
+    index: (n_packed,), each packed row's position in its chunk's
+        ``steps x rows[q]`` input, flattened step after step: step t's row j at
+        ``(t - q * steps) * rows[q] + j``.
     """
+
+    rows: List[int]
+    index: numpy.ndarray
+
+
+def chunk_layout(batch_sizes: List[int], steps: int = CHUNK_STEPS) -> ChunkLayout:
+    """Each chunk's rows, and where each packed row lies in its chunk's input."""
     sizes = numpy.asarray(batch_sizes, dtype=numpy.int64)
     rows = [bucket(int(n)) for n in sizes[::steps]]
     step = numpy.repeat(numpy.arange(len(sizes), dtype=numpy.int64), sizes)
     row = numpy.arange(len(step), dtype=numpy.int64) - numpy.repeat(numpy.cumsum(sizes) - sizes, sizes)
     chunk_rows = numpy.asarray(rows, dtype=numpy.int64)[step // steps]
-    return rows, (step % steps) * chunk_rows + row
+    return ChunkLayout(rows, (step % steps) * chunk_rows + row)
 
 
 class _Graph:
@@ -89,7 +102,7 @@ class _Graph:
     dropped: a graph freed by Python's cycle collector in the middle of another
     graph's capture would end that capture with an error."""
 
-    def __init__(self, stack: BiLSTMStack, weights: List[InferenceWeights], rows: int, device: torch.device):
+    def __init__(self, stack: "BiLSTMStack", weights: List[InferenceWeights], rows: int, device: torch.device):
         p, c = stack.W_proj[0].shape[2], stack.W_proj[0].shape[1]
         self.rows = rows
         self.weights = weights
@@ -106,7 +119,7 @@ class _Graph:
             else:
                 self.outputs = self._run(stack)
 
-    def _capture(self, stack: BiLSTMStack, device: torch.device) -> None:
+    def _capture(self, stack: "BiLSTMStack", device: torch.device) -> None:
         # A warm-up on a side stream first, as CUDA graphs need (cuBLAS's workspaces, lazy set-up).
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))
@@ -123,10 +136,10 @@ class _Graph:
             if collecting:
                 gc.enable()
 
-    def _run(self, stack: BiLSTMStack) -> List[torch.Tensor]:
-        return stack._inference(self.inputs, [self.rows] * CHUNK_STEPS, self.weights, self.states)
+    def _run(self, stack: "BiLSTMStack") -> List[torch.Tensor]:
+        return run_layers(stack, self.inputs, [self.rows] * CHUNK_STEPS, self.weights, self.states)
 
-    def replay(self, stack: BiLSTMStack) -> None:
+    def replay(self, stack: "BiLSTMStack") -> None:
         if self.graph is not None:
             self.graph.replay()
         else:
@@ -178,17 +191,17 @@ class RecurrenceGraphs:
         """Make the weights' buffers again at the next call."""
         self._stamp = None
 
-    def __call__(self, stack: BiLSTMStack, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
-        """Every layer's packed output (2, n_packed, p), as `BiLSTMStack._inference`
+    def __call__(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+        """Every layer's packed output (2, n_packed, p), as `inference.run_layers`
         gives it; inputs float32 on a CUDA device."""
         with self._lock, torch.cuda.device(inputs.device) if inputs.is_cuda else nullcontext():
             return self._run(stack, inputs, batch_sizes)
 
-    def _run(self, stack: BiLSTMStack, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+    def _run(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
         weights = self._weights_for(stack, inputs.device)
         rows, index = chunk_layout(batch_sizes)
         index = to_device(index, inputs.device)
-        offsets = _offsets(batch_sizes)
+        offsets = step_offsets(batch_sizes)
         # A graph is captured for the device and arithmetic it saw.
         kind = (inputs.device, torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
         pieces: List[List[torch.Tensor]] = [[] for _ in range(stack.n_layers)]
@@ -204,7 +217,7 @@ class RecurrenceGraphs:
             previous = graph
         return [layer[0] if len(layer) == 1 else torch.cat(layer, dim=1) for layer in pieces]
 
-    def _weights_for(self, stack: BiLSTMStack, device: torch.device) -> List[InferenceWeights]:
+    def _weights_for(self, stack: "BiLSTMStack", device: torch.device) -> List[InferenceWeights]:
         stamp = (device, parameters_stamp(stack.parameters()))
         if stamp == self._stamp:
             return self._weights
@@ -212,8 +225,7 @@ class RecurrenceGraphs:
             made = [stack.inference_weights(layer) for layer in range(stack.n_layers)]
             if not self._weights or self._weights[0][0].device != device:
                 self._graphs.clear()  # they read the buffers they were captured with
-                self._weights = [(W_input.clone(), W_hidden.clone(), bias.clone(), W_proj.clone())
-                                 for W_input, W_hidden, bias, W_proj in made]
+                self._weights = [InferenceWeights(*(w.clone() for w in layer)) for layer in made]
             else:
                 for buffers, layer in zip(self._weights, made):
                     for buffer, w in zip(buffers, layer):
@@ -221,7 +233,7 @@ class RecurrenceGraphs:
         self._stamp = stamp
         return self._weights
 
-    def _graph(self, stack: BiLSTMStack, weights: List[InferenceWeights], rows: int, kind: Tuple) -> _Graph:
+    def _graph(self, stack: "BiLSTMStack", weights: List[InferenceWeights], rows: int, kind: Tuple) -> _Graph:
         key = (rows, *kind)
         graph = self._graphs.get(key)
         if graph is None:

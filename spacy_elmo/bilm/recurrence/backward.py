@@ -1,12 +1,11 @@
 """One LSTM layer with projection whose backward pass is written out by hand.
 
-`BiLSTMStack` computes a layer one time step at a time. Under autograd that
-leaves about fifteen recorded operations per step, and their backward pass
-pays for the step's small size: the gradient of each step's slice of the
-input-to-gate products is scattered into a zero-filled copy of the whole
-block, the per-gate copies of the recurrent state are summed back, and the
-weight gradients come as one small product per step. On a 2-core CPU that
-was a third of a pretraining step.
+The step-by-step path (step.py) under autograd records about fifteen
+operations per step, and their backward pass pays for the step's small size:
+the gradient of each step's slice of the input-to-gate products is scattered
+into a zero-filled copy of the whole block, the per-gate copies of the
+recurrent state are summed back, and the weight gradients come as one small
+product per step (a third of a pretraining step on a 2-core CPU).
 
 `lstm_layer` computes the same function with the same weights, and its
 backward pass does per step only what must be sequential (the gradient
@@ -19,7 +18,7 @@ backward pass overwrites those buffers as it goes (the gates with their
 gradients, tanh(c) with the product it fed to the projection), so the memory
 of a layer is that of its forward pass.
 
-Conventions as in `lstm.py`: both directions side by side on a leading axis,
+Conventions as in layout.py: both directions side by side on a leading axis,
 rows packed time-major and sorted longest first, so step t runs rows
 ``0 .. batch_sizes[t] - 1``; gates in bilm-tf's order (input, new input,
 forget, output) in the weights. Inside, each row's four gates lie side by
@@ -27,11 +26,13 @@ side in one (4 * lstm_dim) vector, ordered (input, forget, output, new
 input), so that the three sigmoid gates are one slice and each direction's
 recurrent product is one (rows, p) x (p, 4 * lstm_dim) matrix product.
 `tests/bilm/test_lstm_backward.py` checks values and gradients against
-autograd through `BiLSTMStack`'s steps.
+autograd through the step-by-step path.
 """
 from typing import List, Optional, Sequence
 
 import torch
+
+from .layout import step_offsets
 
 # bilm-tf's gate order is (input, new input, forget, output); inside this
 # module it is (input, forget, output, new input).
@@ -51,8 +52,8 @@ def lstm_layer(
     proj_clip: Optional[float],
     product_dtype: Optional[torch.dtype] = None,
 ) -> torch.Tensor:
-    """One layer of both directions from the zero state, as `BiLSTMStack`
-    computes it (before the skip connection).
+    """One layer of both directions from the zero state, as the step-by-step
+    path computes it (before the skip connection).
 
     x: (2, n_packed, p), packed time-major; W_input and W_hidden
     (2, 4, p, c); bias (2, 4, c); forget_bias (4, c), not trained; W_proj
@@ -87,13 +88,6 @@ def _within(x: torch.Tensor, clip: float) -> torch.Tensor:
     return (x >= -clip) & (x <= clip)
 
 
-def _offsets(batch_sizes: List[int]) -> List[int]:
-    offsets = [0]
-    for n in batch_sizes:
-        offsets.append(offsets[-1] + n)
-    return offsets
-
-
 def _product(a: torch.Tensor, b: torch.Tensor, work: torch.dtype) -> torch.Tensor:
     """a @ b (batched), `a` cast to `b`'s type, the result in `work`."""
     return torch.bmm(a.to(b.dtype), b).to(work)
@@ -105,7 +99,7 @@ class _ProjectedLSTM(torch.autograd.Function):
         with torch.autocast(x.device.type, enabled=False):  # the types are chosen here
             _, n_packed, p = x.shape
             c_dim = W_input.shape[3]
-            offsets = _offsets(batch_sizes)
+            offsets = step_offsets(batch_sizes)
             Wi, Wh, Wp = _inside(W_input).to(low), _inside(W_hidden).to(low), W_proj.to(low)
             # Every row's input-to-gate products at once; each step then adds its
             # recurrent share and activates its gates in place.

@@ -1,0 +1,144 @@
+"""The stack's weights in the form each path of the recurrence takes them.
+
+`BiLSTMStack` holds bilm-tf's weights with a leading direction axis and one matrix per gate
+(``W_input[l]``, ``W_hidden[l]`` (2, 4, p, c), ``bias[l]`` (2, 4, c), ``W_proj[l]`` (2, c, p)):
+
+- `layer_weights`: as they are, or cast once per call under autocast (the step-by-step path);
+- `inference_weights`: the recurrence without gradients' (inference.py, graphs.py), wide or per gate;
+- `int8_weights`: the wide form quantised (quantized.py), made once per version of the parameters.
+"""
+from typing import TYPE_CHECKING, Dict, Iterable, NamedTuple, Optional, Tuple
+
+import torch
+
+from ..int8 import Int8Weight, quantize_weight
+from .layout import N_GATES
+
+if TYPE_CHECKING:
+    from .stack import BiLSTMStack
+
+# `inference_weights` on `RecurrencePaths.per_gate_devices`: LSTMs of at least
+# this many cells take one product per gate from their weights as they are;
+# smaller ones, one wide product from a copy of the weights.
+PER_GATE_MIN_CELLS = 512
+
+
+class LayerWeights(NamedTuple):
+    """A layer's weights as the step-by-step products take them (`layer_weights`)."""
+
+    W_input: torch.Tensor
+    W_hidden: torch.Tensor
+    W_proj: torch.Tensor
+
+
+class InferenceWeights(NamedTuple):
+    """A layer's weights as the recurrence without gradients takes them (`inference_weights`)."""
+
+    W_input: torch.Tensor
+    W_hidden: torch.Tensor
+    bias: torch.Tensor
+    W_proj: torch.Tensor
+
+
+class Int8LayerWeights(NamedTuple):
+    """A layer's weights as the int8 recurrence takes them (`int8_weights`): W_hidden in the wide form."""
+
+    W_input: Int8Weight
+    W_hidden: Int8Weight
+    bias: torch.Tensor
+    W_proj: Int8Weight
+
+
+# Per layer: (the parameters' `parameters_stamp`, their int8 form).
+Int8Cache = Dict[int, Tuple[tuple, Int8LayerWeights]]
+
+
+def parameters_stamp(parameters: Iterable[torch.Tensor]) -> tuple:
+    """What changes when any of `parameters` moves or changes in place: each
+    one's device, memory and version counter (torch bumps it at each change in
+    place: an optimiser's step, ``load_state_dict``, ``copy_``; an edit through
+    ``.data`` leaves no trace). Parameters made under inference mode keep no
+    counter: they cannot change outside it."""
+    return tuple((p.device, p.data_ptr(), 0 if p.is_inference() else p._version) for p in parameters)
+
+
+def layer_weights(stack: "BiLSTMStack", layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:
+    """W_input, W_hidden and W_proj of `layer`, cast to `dtype` when given.
+
+    Under autocast each product would cast its weights anew, at every time
+    step: for the original model 67 MB of W_hidden a step, more than the
+    bfloat16 product itself costs. Cast once per call instead, autocast
+    leaves them as they are (a differentiable cast: gradients still reach
+    the float32 weights).
+    """
+    weights = LayerWeights(stack.W_input[layer], stack.W_hidden[layer], stack.W_proj[layer])
+    if dtype is None:
+        return weights
+    return LayerWeights(*(w.to(dtype) for w in weights))
+
+
+def inference_weights(stack: "BiLSTMStack", layer: int) -> InferenceWeights:
+    """`layer`'s weights as the recurrence without gradients takes them. Each
+    gate's pre-activation comes out halved for the sigmoid gates (exact: a
+    power of two), so that one tanh activates every gate, then sigmoid(x) =
+    1/2 + tanh(x / 2) / 2. Two forms:
+
+    - wide: the four gates' weights side by side, (2, p, 4 * c) each,
+      ordered (input, forget, output, new input) so that the sigmoid gates
+      are contiguous, the sigmoid gates' weights halved: one product per
+      direction, from a copy made here.
+    - per gate, on `per_gate_devices` for LSTMs of PER_GATE_MIN_CELLS cells
+      or more: W_input and W_hidden as they are, one (p, c) matrix per
+      direction and gate in bilm-tf's order, (8, p, c) views of the
+      parameters; the products take the input and the hidden state halved
+      for the sigmoid gates instead. For large LSTMs on a CPU the copy (128
+      MiB of fresh memory a layer and call for the original model) costs more
+      than the per-gate products lose to the wide one.
+
+    Either way the biases come with the forget gate's 1 added and the
+    sigmoid gates' halved, (2, 1, 4 * c) or (8, 1, c); W_proj (2, c, p).
+    """
+    p, c_dim = stack.W_proj[layer].shape[2], stack.W_proj[layer].shape[1]
+    if stack.W_proj[layer].device.type not in stack.paths.per_gate_devices or c_dim < PER_GATE_MIN_CELLS:
+        return wide_weights(stack, layer)
+    bias = (stack.bias[layer] + stack.forget_bias) * stack.gate_scale[:, :, :, 0]
+    return InferenceWeights(
+        stack.W_input[layer].view(2 * N_GATES, p, c_dim), stack.W_hidden[layer].view(2 * N_GATES, p, c_dim),
+        bias.view(2 * N_GATES, 1, c_dim), stack.W_proj[layer],
+    )
+
+
+def wide_weights(stack: "BiLSTMStack", layer: int) -> InferenceWeights:
+    """`inference_weights`' wide form of `layer`'s weights."""
+    p, c_dim = stack.W_proj[layer].shape[2], stack.W_proj[layer].shape[1]
+    # Reordered and scaled by buffers on the device: an index or a scale copied
+    # from a host list would make the host wait for the GPU.
+    order, scale = stack.wide_gate_order, stack.gate_scale.index_select(1, stack.wide_gate_order)
+    bias = stack.bias[layer] + stack.forget_bias
+
+    def wide(w: torch.Tensor) -> torch.Tensor:  # (2, 4, p, c) -> (2, p, 4 * c)
+        out = w.new_empty(2, p, N_GATES, c_dim)
+        torch.mul(w.index_select(1, order), scale, out=out.permute(0, 2, 1, 3))
+        return out.view(2, p, N_GATES * c_dim)
+
+    W_input, W_hidden = wide(stack.W_input[layer]), wide(stack.W_hidden[layer])
+    wide_bias = (bias.index_select(1, order) * scale[:, :, :, 0]).view(2, 1, -1)
+    return InferenceWeights(W_input, W_hidden, wide_bias, stack.W_proj[layer])
+
+
+def int8_weights(stack: "BiLSTMStack", layer: int, cache: Int8Cache) -> Int8LayerWeights:
+    """`layer`'s weights as the int8 recurrence takes them: the wide form of
+    `inference_weights` with W_input, W_hidden and W_proj quantised per output
+    column (int8.py), the bias as it is. Made once per version of the layer's
+    parameters: kept in `cache` under their `parameters_stamp`, made again
+    after ``to(...)`` or any change."""
+    parameters = (stack.W_input[layer], stack.W_hidden[layer], stack.bias[layer], stack.W_proj[layer])
+    stamp = parameters_stamp(parameters)
+    cached = cache.get(layer)
+    if cached is None or cached[0] != stamp:
+        with torch.no_grad():
+            W_input, W_hidden, bias, W_proj = wide_weights(stack, layer)
+            made = Int8LayerWeights(quantize_weight(W_input), quantize_weight(W_hidden), bias, quantize_weight(W_proj))
+        cached = stamp, made
+        cache[layer] = cached
+    return cached[1]
