@@ -1,4 +1,4 @@
-"""The LSTM layers' hand-written backward pass (bilm/lstm_backward.py) against
+"""The LSTM layers' hand-written backward pass (bilm/recurrence/backward.py) against
 autograd through `BiLSTMStack`'s steps: the same values, the same gradients,
 and the same weights after a few optimiser steps of pretraining."""
 from contextlib import contextmanager

@@ -1,4 +1,4 @@
-"""The CUDA graphs' layout (lstm_graphs.py), checked where no GPU is: a batch
+"""The CUDA graphs' layout (recurrence/graphs.py), checked where no GPU is: a batch
 run in chunks of a few steps and bucketed rows, scratch beyond each sentence,
 the state carried from chunk to chunk, gives every token the packed layout's
 values. Off a GPU the chunks run eagerly through the same buffers and calls;

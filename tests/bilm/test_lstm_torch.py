@@ -1,4 +1,4 @@
-"""The `torch.nn.LSTM` path of a biLM without clipping (bilm/lstm_torch.py, cuDNN on a GPU)
+"""The `torch.nn.LSTM` path of a biLM without clipping (bilm/recurrence/torch_lstm.py, cuDNN on a GPU)
 against `BiLSTMStack`'s own steps: the same values and gradients, the same weights after
 pretraining steps, and weights that export and load as any others. The CPU runs the path too
 when asked (`torch_lstm_devices`), which is how these tests check it without a GPU."""
