@@ -49,12 +49,12 @@ start)
   tar czf "$3/start.tgz" -C "$work" bench_bilm_gpu.json bench_bilm_gpu.log pytest_gpu.log pytest_cuda_params.log
   ;;
 trainings)
-  python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg "$work/release" --minutes "${RELEASE_MINUTES:-10}" \
+  python3 -m experiments.pretrain_for_budget configs/bilm_release.cfg "$work/release" --minutes "${RELEASE_MINUTES:-10}" \
     --device "${DEVICE:-cuda}" --paths.train corpus/release/pretrain/train.txt --paths.dev corpus/release/pretrain/dev.txt \
     --score corpus/release/pretrain/dev_wiki.txt --score corpus/release/pretrain/dev_bbc.txt \
     --score corpus/release/pretrain/dev_reviews.txt --score corpus/release/pretrain/dev_oanc.txt \
     --score corpus/release/pretrain/dev.txt >"$work/release.log" 2>&1 &
-  python3 -m experiments.run.pretrain_for_budget configs/bilm_ptb_gpu.cfg "$work/ptb" --minutes "${PTB_MINUTES:-9}" \
+  python3 -m experiments.pretrain_for_budget configs/bilm_ptb_gpu.cfg "$work/ptb" --minutes "${PTB_MINUTES:-9}" \
     --max-epochs 25 --device "${DEVICE:-cuda}" --score assets/ptb/valid.txt --score assets/ptb/test.txt >"$work/ptb.log" 2>&1 &
   wait
   touch "$work/DONE"
@@ -102,9 +102,9 @@ v2-start)
           --model.cell_clip 0 --model.proj_clip 0 --training.tokens_per_batch "${V2_TOKENS:-16000}"
           --training.eval_every 1000 --training.checkpoint_every 1000 --training.log_every 200)
   rm -f "$work/DONE_v2"
-  setsid nohup bash -c "python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_base' \
+  setsid nohup bash -c "python3 -m experiments.pretrain_for_budget configs/bilm_release.cfg '$work/v2_base' \
       ${common[*]} --paths.init elmo-en-small --training.optimizer.learn_rate 0.001 ${scores[*]} >'$work/v2_base.log' 2>&1 &
-    python3 -m experiments.run.pretrain_for_budget configs/bilm_release.cfg '$work/v2_large' \
+    python3 -m experiments.pretrain_for_budget configs/bilm_release.cfg '$work/v2_large' \
       ${common[*]} --model.lstm_dim 1024 --model.projection_dim 256 ${scores[*]} >'$work/v2_large.log' 2>&1 &
     wait; touch '$work/DONE_v2'" >/dev/null 2>&1 < /dev/null &
   sleep 90

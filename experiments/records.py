@@ -3,7 +3,7 @@
 Two kinds of file hold a study's results:
 
 * a **seed's metrics**, ``METRICS/<run>/seedN.json``: spaCy's ``evaluate`` output for one
-  trained seed (``experiments.run.evaluate_seeds``), a JSON object of scores in [0, 1]
+  trained seed (``experiments.demo.evaluate_seeds``), a JSON object of scores in [0, 1]
   (``ents_f``, ``cats_macro_f``, ...) beside other entries (``speed``, per-type tables);
   `read_seed_score` reads the one score a report needs (`SeedMetrics`);
 * a **record**, ``RECORD.json`` (``experiments.report.paired --json``): the score's name,
@@ -114,7 +114,7 @@ def _first_error(err: ValidationError) -> str:
 
 def read_seed_score(path: Union[str, Path], key: str) -> float:
     """The score ``key`` of a seedN.json, a finite number, in percent (100 × the file's value)."""
-    what = "a seed's scores (a JSON object as `experiments.run.evaluate_seeds` writes)"
+    what = "a seed's scores (a JSON object as `experiments.demo.evaluate_seeds` writes)"
     content = read_json(Path(path), what)
     try:
         metrics = SeedMetrics.model_validate(content).root

@@ -1,30 +1,36 @@
-"""Run the runs of a plan that are not done: each a job (``experiments.run.jobs``) of its own.
+"""Launch a study's plan: its jobs (``experiments.engine.jobs``), under the lock of the folder it trains in.
 
     summary = run_plan(runs, records=Path("docs/results/cv/records"), work=Path("training/cv"),
-                       logs=Path("logs/cv"), jobs=1)
+                       logs=Path("logs/cv"), jobs=1)               # a plan of engine runs alone
+    summary = launch(planned, work=Path("training/full"), n_jobs=2)  # engine runs beside other jobs
 
-Runs start in the plan's order, ``jobs`` at a time, each in its own process on one thread
-(``experiments.engine.execute``); a run whose record holds its current fingerprint is skipped
-(``experiments.engine.run.is_done``), so the same call after a stop does only what is left. Each
-line a run prints (spaCy's progress table among them) goes to its log and, after the run's id, to
-this process's output.
+A plan is a list of jobs in the order they start. Each run of the engine is one (``run_job``: trained,
+scored and recorded by ``experiments.engine.execute`` in a process of its own, on one thread, and done
+when its record holds its current fingerprint, ``experiments.engine.run.is_done``); a study adds the
+other steps it needs (a conversion, a tuning, the score files, a report) as jobs with their own checks
+and the jobs they wait for. ``launch`` runs the jobs not done, ``n_jobs`` at a time, so the same call
+after a stop does only what is left; each line a job prints (spaCy's progress table among them) goes to
+its log and, after the job's name, to this process's output. ``show_plan`` lists the jobs and which are
+done.
 
-One runner at a time trains into a work folder: a second one started on the same folder (the
+One launcher at a time trains into a work folder: a second one started on the same folder (the
 same command run twice) is refused while the first holds the folder's lock, rather than both
 training the same runs into the same places.
 """
 import fcntl
 import os
+import shlex
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
+from experiments.engine.jobs import Job, Summary, is_done as job_is_done, run_jobs
 from experiments.engine.run import Run, is_done
 from experiments.errors import ExperimentError
-from experiments.run.jobs import Job, Summary, run_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
+POLL_SECONDS = 0.5  # how often the launcher looks at its running jobs (they run for minutes)
 
 
 def check_unique(runs: Sequence[Run]) -> None:
@@ -75,12 +81,38 @@ def work_lock(work: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def run_plan(runs: Sequence[Run], records: Path, work: Path, logs: Path, jobs: int = 1,
-             minutes: Optional[float] = None, keep_model: bool = False, follow: bool = True,
-             echo: Callable[[str], None] = print) -> Summary:
-    """Every run not done, ``jobs`` at a time; no run starts after ``minutes`` (None: no deadline)."""
+def launch(jobs: Sequence[Job], work: Path, n_jobs: int = 1, minutes: Optional[float] = None,
+           cwd: Optional[Path] = None, echo: Callable[[str], None] = print) -> Summary:
+    """The one launcher: every job not done, ``n_jobs`` at a time, while this process holds ``work``'s lock;
+    no job starts after ``minutes`` (None or 0: no deadline)."""
+    with work_lock(Path(work)):
+        return run_jobs(jobs, n_jobs=n_jobs, minutes=minutes, cwd=cwd, env=importable(), echo=echo, follow=True,
+                        poll_seconds=POLL_SECONDS)
+
+
+def jobs_of_runs(runs: Sequence[Run], records: Path, work: Path, logs: Path, keep_model: bool = False) -> List[Job]:
+    """A plan of engine runs alone: each run a job (``run_job``), in the runs' order; one run per id."""
     check_unique(runs)
-    planned: List[Job] = [run_job(run, records, work, logs, keep_model) for run in runs]
-    with work_lock(work):
-        return run_jobs(planned, n_jobs=jobs, minutes=minutes, env=importable(), echo=echo, follow=follow,
-                        poll_seconds=0.5)
+    return [run_job(run, records, work, logs, keep_model) for run in runs]
+
+
+def run_plan(runs: Sequence[Run], records: Path, work: Path, logs: Path, jobs: int = 1,
+             minutes: Optional[float] = None, keep_model: bool = False,
+             echo: Callable[[str], None] = print) -> Summary:
+    """Every run not done, ``jobs`` at a time (``launch``); no run starts after ``minutes`` (None: no deadline)."""
+    return launch(jobs_of_runs(runs, records, work, logs, keep_model), work, jobs, minutes, echo=echo)
+
+
+def show_plan(jobs: Sequence[Job], echo: Callable[[str], None] = print, commands: bool = False) -> int:
+    """One line per job: done, todo, or always (a job without a done-check runs every time), the jobs it
+    waits for, and with ``commands`` its command line; then how many are done. Returns that number."""
+    n_done = 0
+    for job in jobs:
+        done = job_is_done(job, echo)
+        n_done += done
+        state = "always" if job.done is None else "done" if done else "todo"
+        needs = f"  (after {', '.join(job.needs)})" if job.needs else ""
+        command = f"\n        {shlex.join(['python', *job.command[1:]])}" if commands else ""
+        echo(f"{state:6}  {job.name}{needs}{command}")
+    echo(f"{n_done} of {len(jobs)} jobs done")
+    return n_done

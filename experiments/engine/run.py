@@ -19,8 +19,11 @@ Its fingerprint is everything the trained model and its scores depend on:
 A run is done when its record (``RECORDS/<id>.json``) exists, is a valid record, and holds the
 fingerprint of what would be trained now (``is_done``); the model itself need not be kept. A
 record is written atomically once the run has been trained and scored (``experiments.engine.execute``,
-for the demo's seeds through ``experiments.run.train_seeds --test``; for a model trained earlier without
-a test split, by ``experiments.run.evaluate_seeds`` through the same ``execute.score``).
+for the demo's seeds through ``experiments.demo.train_seeds --test``; for a model trained earlier without
+a test split, by ``experiments.demo.evaluate_seeds`` through the same ``execute.score``).
+
+A study names a run's overrides as ``spacy train`` reads them from its command line (``overrides_from_args``:
+``["--training.max_steps", "1000"]`` is ``{"training.max_steps": 1000}``).
 """
 import hashlib
 import json
@@ -28,15 +31,16 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import spacy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from weasel.util import parse_config_overrides
 
 import spacy_elmo
 from experiments.errors import ExperimentError
-from spacy_elmo.shipped_models import is_shipped, shipped_model
 from experiments.files import write_atomic
+from spacy_elmo.shipped_models import is_shipped, shipped_model
 
 RECORD_SUFFIX = ".json"
 
@@ -95,6 +99,14 @@ class _RunJson(BaseModel):
     test: str
     inputs: List[str]
     labels: Dict[str, str] = {}
+
+
+def overrides_from_args(args: Sequence[str]) -> Dict[str, Any]:
+    """The ``--section.key value`` settings of a command line (and of $SPACY_CONFIG_OVERRIDES), as spaCy
+    reads them."""
+    from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV  # (imports torch: only where it is asked)
+
+    return parse_config_overrides(list(args), env_var=CONFIG_OVERRIDES_ENV)
 
 
 def check_run_id(run_id: str) -> str:
@@ -273,7 +285,7 @@ class RunRecord(BaseModel):
     dev_curve: List[Dict[str, float]] = []
     mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
     sizes: Dict[str, int] = {}  # docs in the training and test splits
-    # None: a model trained before it was scored (experiments.run.evaluate_seeds)
+    # None: a model trained before it was scored (experiments.demo.evaluate_seeds)
     train_minutes: Optional[float] = Field(None, ge=0, allow_inf_nan=False)
     cpu: str = ""  # the CPU model that trained it (train_minutes are its minutes, on a machine maybe shared)
     finished: str

@@ -1,4 +1,4 @@
-"""Collate the runs of ``run_curves.py``: learning curves, the four-row tables, the layer probe.
+"""Collate the runs of ``experiments.studies.curves``: learning curves, the four-row tables, the layer probe.
 
     python -m experiments.report.curves metrics/curves reports/curves [--cost benchmarks/results/bench_tasks.json]
 
@@ -14,13 +14,14 @@ from typing import Dict, Optional
 
 import typer
 
+from experiments.errors import run_main
 from experiments.report.comparison import TASKS as REPORT_TASKS
 from experiments.report.comparison import gains, mean_std, mean_text, md_table, reduction_text
-from experiments.run.curves import TASKS
-from experiments.errors import run_main
 from spacy_elmo.inspect import layer_names, mean_over_runs, plot_mixes
 
 TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
+# task: the component whose listener learns the task's layer mix (as the task's configs name it)
+LISTENERS = {"ner": "ner", "sentiment5": "textcat", "pos": "tagger"}
 ROWS = {  # the four-row tables: (row, its baseline)
     "baseline": ("baseline", None),
     "elmo": ("+ ELMo", "baseline"),
@@ -47,10 +48,10 @@ def collect(metrics_dir: Path):
             labels = record["labels"]
             task, variant, share, seed = labels["task"], labels["variant"], float(labels["share"]), int(labels["seed"])
             train_docs = record["sizes"]["train"]
-        else:  # a record of the curves runner before the engine
+        else:  # a flat record: task, variant, share, seed and train_docs at the top
             task, variant, share, seed = record["task"], record["variant"], record["share"], record["seed"]
             train_docs = record["train_docs"]
-        _, component, key = TASKS[task]
+        component, (key, _) = LISTENERS[task], REPORT_TASKS[task]
         by_seed[task][share][variant][f"seed{seed}"] = 100.0 * float(record["scores"][key])
         docs[task][share] = train_docs
         if share == 1.0 and component in record.get("mixes", {}):

@@ -12,7 +12,7 @@ over the (fold, seed) pairs both arms have run:
   Monte-Carlo estimate from ``SIGN_FLIP_DRAWS`` patterns beyond, its standard error given;
 * the relative error reduction, (error A - error B) / error A, error = 100 - pooled score.
 
-    python -m experiments.run.cv report          # docs/results/cv/results.{md,json}
+    python -m experiments.studies.cv report          # docs/results/cv/results.{md,json}
 """
 import json
 from pathlib import Path
@@ -113,7 +113,7 @@ def check_records(runs: Sequence[Run], records: Path) -> None:
     """``records`` is a folder holding the record of at least one of ``runs``: a mistyped folder would
     otherwise report a study where nothing has run."""
     where = "RECORDS/<task>/<arm>/fold<i>/seed<s>.json"
-    fix = "name the folder `python -m experiments.run.cv run` writes the records to (--records)"
+    fix = "name the folder `python -m experiments.studies.cv run` writes the records to (--records)"
     if not Path(records).is_dir():
         raise ExperimentError(records, expected="the folder of the study's records",
                               found="a file" if Path(records).exists() else "nothing", fix=fix)
@@ -192,8 +192,8 @@ def markdown(report: Dict[str, Any]) -> str:
     cpus = sorted({cpu for arm in report["arms"].values() for cpu in arm.get("cpus", [])})
     lines += ["", f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one thread a run, one or two runs "
               "at a time, on machines shared with other work (the minutes are wall-clock). Runs: "
-              "`python -m experiments.run.cv run --jobs N` (resumes; records in docs/results/cv/records); this page: "
-              "`python -m experiments.run.cv report`."]
+              "`python -m experiments.studies.cv run --jobs N` (resumes; records in docs/results/cv/records); this page: "
+              "`python -m experiments.studies.cv report`."]
     return "\n".join(lines) + "\n"
 
 
@@ -241,8 +241,11 @@ def write_report(runs: Sequence[Run], records: Path, output: Path, comparisons: 
 
 
 # The README's results open with this block, between these two lines; `report --readme README.md`
-# writes it again from the report.
-README_START = "<!-- cv results: the figures of docs/results/cv/results.md (python -m experiments.run.cv report) -->"
+# writes it again from the report. The block is found by how its first line opens (the rest of that line
+# says where the figures come from, and is written as README_START says).
+README_OPENING = "<!-- cv results:"
+README_START = (f"{README_OPENING} the figures of docs/results/cv/results.md "
+                "(python -m experiments.studies.cv report) -->")
 README_END = "<!-- cv results end -->"
 _TASK_NAMES = {"ner": ("NER", "NER (WNUT-16 tweets)"), "sentiment5": ("sentiment", "5-class sentiment (RT snippets)")}
 _METRIC_NAMES = {"f1": "F1", "macro_f": "macro-F", "accuracy": "accuracy"}
@@ -271,7 +274,7 @@ def readme_block(report: Dict[str, Any], day: str) -> str:
         "snippets, 10 folds × 2 seeds, 3,000 steps a run, paired by (fold, seed); pooled scores, a bootstrap 95% "
         f"interval over pairs, a sign-flip p (MC: Monte Carlo, beyond {EXACT_MAX_PAIRS} pairs) and the per-run gain's "
         "mean ± std "
-        "([record, commands, folds](docs/results/cv/results.md): `python -m experiments.run.cv run`, then "
+        "([record, commands, folds](docs/results/cv/results.md): `python -m experiments.studies.cv run`, then "
         f"`report --readme README.md`; one thread a run, 2-core {', '.join(f'`{c}`' for c in cpus) or 'CPUs'}):",
         width=99, break_on_hyphens=False, break_long_words=False)
     rows, words = [], []
@@ -303,9 +306,10 @@ def readme_block(report: Dict[str, Any], day: str) -> str:
 
 
 def readme_around(path: Path) -> Tuple[str, str]:
-    """The text of the README ``path`` before and after its results block (README_START to README_END)."""
+    """The text of the README ``path`` before and after its results block (the line opening with
+    README_OPENING to README_END)."""
     text = read_utf8(path, "a README with the cv results block")
-    start, end = text.find(README_START), text.find(README_END)
+    start, end = text.find(README_OPENING), text.find(README_END)
     if start < 0 or end < start:
         raise ExperimentError(path, expected=f"a block from {README_START!r} to {README_END!r}", found="none",
                               fix="put the two lines where the summary belongs")

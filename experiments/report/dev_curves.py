@@ -3,7 +3,7 @@
     python -m experiments.report.dev_curves OUTPUT.png ents_f training/v2eval/ner_baseline_converged \\
         training/v2eval/ner_elmo_v2_converged
 
-Reads RUN_DIR/seed*/train_log.jsonl (one line per evaluation, as ``experiments.run.train_seeds``
+Reads RUN_DIR/seed*/train_log.jsonl (one line per evaluation, as ``experiments.demo.train_seeds``
 keeps it), prints a table of the mean dev score per step (and over how many seeds: spaCy stops a run
 early after ``training.patience`` steps without a better dev score) and, for each run, the step at
 which its mean curve over all seeds first came within ``--within`` points of its own best (where it
@@ -35,7 +35,7 @@ def dev_scores(run_dir: Path, key: str) -> Dict[str, Dict[int, float]]:
                 steps[int(entry["step"])] = float(entry["scores"][key])
         curves[log.parent.name] = steps
     if not curves:
-        raise typer.BadParameter(f"{run_dir} has no seed*/{TRAIN_LOG}: train it with experiments.run.train_seeds")
+        raise typer.BadParameter(f"{run_dir} has no seed*/{TRAIN_LOG}: train it with experiments.demo.train_seeds")
     return curves
 
 

@@ -9,7 +9,7 @@
 Each point is ``LABEL=PERPLEXITY_JSON:METRICS_DIR``: the perplexity file is what ``python -m
 spacy_elmo perplexity … --output`` writes (``{"mean": …}``) or a pretraining run's ``pretrain.json``
 (its dev perplexity, ``{"dev": {"mean": …}}``), on the task's dev text; the metrics folder holds
-the ELMo runs' ``seedN.json`` (``experiments.run.evaluate_seeds``). Gains are paired by seed with
+the ELMo runs' ``seedN.json`` (``experiments.demo.evaluate_seeds``). Gains are paired by seed with
 the baseline's folder (bootstrap 95% interval, sign-flip p; ``comparison.gains``). Prints the table
 and writes the plot (perplexity on a log scale).
 """

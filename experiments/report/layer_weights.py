@@ -3,7 +3,7 @@
     python -m experiments.report.layer_weights docs/results/v2eval/layer_weights_ner.png \\
         training/v2eval/ner_elmo_v2 training/v2eval/ner_elmo_v2_converged
 
-Reads every RUN_DIR/seed*/model-best (``experiments.run.train_seeds``), finds each listener's mix
+Reads every RUN_DIR/seed*/model-best (``experiments.demo.train_seeds``), finds each listener's mix
 (``spacy_elmo.inspect.listener_mixes``), prints a table whose columns are the layers as the chart
 names them (``spacy_elmo.inspect.layer_names``: tokens, LSTM 1, …) and draws the means, with their
 standard deviation as error bars over two seeds or more. A run folder is named by its last part; a
@@ -25,7 +25,7 @@ def run_mixes(run_dir: Path) -> Dict[str, List[Dict[str, object]]]:
     """{label: [the mix of each seed's best model]}; exits with a message if no seed has a model."""
     models = sorted(run_dir.glob("seed*/model-best"))
     if not models:
-        raise typer.BadParameter(f"{run_dir} has no seed*/model-best: train it with experiments.run.train_seeds")
+        raise typer.BadParameter(f"{run_dir} has no seed*/model-best: train it with experiments.demo.train_seeds")
     found: Dict[str, List[Dict[str, object]]] = {}
     for model in models:
         mixes = {name: mix for name, mix in listener_mixes(load_pipeline(model)).items() if mix["weights"] is not None}

@@ -2,7 +2,7 @@
 
     python -m experiments.report.paired ents_f metrics/v2eval/ner_baseline metrics/v2eval/ner_elmo_v2 ...
 
-Each folder holds one ``seedN.json`` per seed (``experiments.run.evaluate_seeds``). A run may
+Each folder holds one ``seedN.json`` per seed (``experiments.demo.evaluate_seeds``). A run may
 also be named in a record an earlier ``--json`` wrote, ``RECORD.json:RUN`` (the run's seeds as
 that record keeps them: how a new run is paired with one whose models are no longer kept, once a
 rerun of some of its seeds has reproduced the record's scores). Scores are
@@ -27,12 +27,12 @@ def scores(folder: Path, key: str) -> Dict[str, float]:
     """{seed name: 100 × the score} of a folder's seedN.json files (each checked: ``experiments.records``)."""
     if not folder.is_dir():
         raise ExperimentError(folder, found="a file" if folder.exists() else "nothing",
-                              expected="a folder of seedN.json (experiments.run.evaluate_seeds) or "
+                              expected="a folder of seedN.json (experiments.demo.evaluate_seeds) or "
                               "RECORD.json:RUN (a record --json wrote)")
     files = sorted(folder.glob("seed*.json"))
     if not files:
         raise ExperimentError(folder, expected="seedN.json files", found="none",
-                              fix="score the runs with experiments.run.evaluate_seeds")
+                              fix="score the runs with experiments.demo.evaluate_seeds")
     return {path.stem: read_seed_score(path, key) for path in files}
 
 

@@ -1,4 +1,4 @@
-"""The report of the downstream evaluation (``experiments.run.v2eval``): one table of every
+"""The report of the downstream evaluation (``experiments.studies.v2eval``): one table of every
 comparison, the dev curves of the converged runs and the learned layer weights.
 
     python -m experiments.report.v2eval [--metrics metrics/v2eval] [--training training/v2eval] [--output reports/v2eval]
@@ -126,7 +126,7 @@ def main(
             rows += [{"task": task, "key": key, **comparison._asdict(), "run": run.name[len(task) + 1:],
                       **compare(reference, run, key)} for key in keys]
     if not rows:
-        raise typer.BadParameter(f"{metrics} holds no pair of scored runs: run experiments.run.v2eval first")
+        raise typer.BadParameter(f"{metrics} holds no pair of scored runs: run experiments.studies.v2eval first")
     output.mkdir(parents=True, exist_ok=True)
     plots = write_plots(training, output)
     lines = ["# ELMo against the baseline, and the ablations", "",

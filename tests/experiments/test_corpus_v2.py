@@ -8,7 +8,6 @@ import hashlib
 import io
 import json
 import tarfile
-import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +20,8 @@ from experiments.data import fetch
 from experiments.data import sources as corpus_sources
 from experiments.data.archive import read_members
 from experiments.errors import ExperimentError
-from tests.experiments.test_data_steps import make_assets
+
+from .helpers import make_assets, zip_bytes
 
 WIKITEXT = (
     " \n = Lobster = \n \n The lobster is a well @-@ known animal of 1 @,@ 000 g and 0 @.@ 7 m . \n"
@@ -38,14 +38,6 @@ def csv_bytes(header: list[str], rows: list[list[str]]) -> bytes:
     writer.writerow(header)
     writer.writerows(rows)
     return out.getvalue().encode("utf-8")
-
-
-def zip_bytes(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out.getvalue()
 
 
 def tgz_bytes(members: dict[str, bytes]) -> bytes:

@@ -9,6 +9,7 @@ import zipfile
 import numpy
 import pytest
 import spacy
+import typer
 from spacy.tokens import Doc, DocBin
 
 from experiments.convert import pos as convert_pos
@@ -17,9 +18,9 @@ from experiments.data import fetch as fetch_data
 from experiments.data import glove as glove_vectors
 from experiments.errors import ExperimentError
 from experiments.report import curves as report_curves
-from experiments.run import curves as run_curves
+from experiments.studies import curves as run_curves
 
-from .test_data_steps import make_assets, read_docbin
+from .helpers import make_assets, read_docbin
 
 
 def write_oanc(assets, n_sentences=100):
@@ -165,47 +166,57 @@ def splits(corpus, task="ner", words=("doc",)):
 
 
 def test_plan_and_runs(tmp_path):
-    runs = run_curves.plan_runs([0, 1, 2], [0, 1, 2, 3, 4])
-    assert len({r.name for r in runs}) == len(runs) == 2 * 4 * 5 + 5 * 3 + 2 * 2 * 4 * 3
-    curve = {(r.task, r.variant) for r in runs if r.share < 1}
-    assert curve == {(t, v) for t in ("ner", "sentiment5") for v in ("baseline", "elmo")}
+    study = run_curves.Study(corpus=tmp_path, curve_seeds=(0, 1, 2), full_seeds=(0, 1, 2, 3, 4))
     with pytest.raises(ExperimentError, match="convert-curves"):
-        run_curves.engine_run(run_curves.Run("ner", "baseline", 1.0, 0), tmp_path, 1000, 200)
-    splits(tmp_path)
-    splits(tmp_path, task="pos")
-    glove_elmo = run_curves.engine_run(run_curves.Run("ner", "glove_elmo", 1.0, 2), tmp_path, 1000, 200)
+        run_curves.make_run(study, "ner", "baseline", 1.0, 0)
+    for task in run_curves.TASKS:
+        splits(tmp_path, task=task)
+    runs = run_curves.plan_runs(study)
+    assert len({r.id for r in runs}) == len(runs) == 2 * 4 * 5 + 5 * 3 + 2 * 2 * 4 * 3
+    curve = {(r.labels["task"], r.labels["variant"]) for r in runs if float(r.labels["share"]) < 1}
+    assert curve == {(t, v) for t in ("ner", "sentiment5") for v in ("baseline", "elmo")}
+    study = run_curves.Study(corpus=tmp_path, steps=1000, eval_frequency=200)
+    glove_elmo = run_curves.make_run(study, "ner", "glove_elmo", 1.0, 2)
     settings = glove_elmo.settings
     assert glove_elmo.id == "ner/glove_elmo/f1_seed2" and glove_elmo.config.endswith("ner_elmo.cfg")
     assert settings["system.seed"] == 2 and settings["paths.elmo"].endswith(run_curves.BILM)
     assert settings["components.ner.model.tok2vec.embed.include_static_vectors"] is True
     assert glove_elmo.test == str(tmp_path / "ner" / "test.spacy")
-    probe = run_curves.engine_run(run_curves.Run("pos", "probe_layer1", 1.0, 0), tmp_path, 10, 5)
+    probe = run_curves.make_run(run_curves.Study(corpus=tmp_path, steps=10, eval_frequency=5), "pos", "probe_layer1",
+                                1.0, 0)
     assert probe.config.endswith("pos_probe.cfg") and probe.settings["components.tagger.model.tok2vec.mix.layer"] == 1
     assert "paths.vectors" not in probe.settings
 
 
 def test_a_result_counts_as_done_only_for_the_same_steps_and_data(tmp_path):
-    from experiments.engine.run import RunRecord, write_record
+    from experiments.engine.run import RunRecord, fingerprint, is_done, write_record
 
     splits(tmp_path)
-    run = run_curves.Run("ner", "baseline", 0.5, 0)
     metrics = tmp_path / "metrics"
-    result = metrics / f"{run.name}.json"
+
+    def done(steps: int) -> bool:
+        study = run_curves.Study(corpus=tmp_path, records=metrics, steps=steps, eval_frequency=10)
+        return is_done(run_curves.make_run(study, "ner", "baseline", 0.5, 0), metrics)
+
+    run = run_curves.make_run(run_curves.Study(corpus=tmp_path, steps=20, eval_frequency=10), "ner", "baseline", 0.5, 0)
+    result = metrics / f"{run.id}.json"
     result.parent.mkdir(parents=True)
     result.write_text(json.dumps({"scores": {}}))  # a result without a fingerprint is not trusted
-    assert not run_curves.is_done(run, tmp_path, metrics, 20, 10)
-    fingerprint = run_curves.current_fingerprint(run, tmp_path, 20, 10)
-    write_record(metrics, RunRecord(run=run.name, config="c", overrides={}, seed=0, test="t", fingerprint=fingerprint,
-                                 evaluated={}, scores={}, counts={"tp": 0, "fp": 0, "fn": 0}, train_minutes=1.0,
-                                 finished="x"))
-    assert run_curves.is_done(run, tmp_path, metrics, 20, 10)
-    assert not run_curves.is_done(run, tmp_path, metrics, 50, 10)  # other steps: a stale result
+    assert not done(20)
+    write_record(metrics, RunRecord(run=run.id, config="c", overrides={}, seed=0, test="t",
+                                    fingerprint=fingerprint(run), evaluated={}, scores={},
+                                    counts={"tp": 0, "fp": 0, "fn": 0}, train_minutes=1.0, finished="x"))
+    assert done(20)
+    assert not done(50)  # other steps: a stale result
     splits(tmp_path, words=("changed",))
-    assert not run_curves.is_done(run, tmp_path, metrics, 20, 10)  # other data
+    assert not done(20)  # other data
 
 
 @pytest.mark.slow
 def test_a_probe_run_is_trained_scored_and_recorded_by_the_engine(tmp_path, monkeypatch):
+    from experiments.engine.execute import execute
+    from experiments.engine.run import is_done, read_record, record_path
+
     nlp = spacy.blank("en")
     (tmp_path / "pos").mkdir()
     for split in ("train", "dev", "test"):
@@ -213,9 +224,11 @@ def test_a_probe_run_is_trained_scored_and_recorded_by_the_engine(tmp_path, monk
                 for _ in range(6)]
         DocBin(docs=docs).to_disk(tmp_path / "pos" / f"{split}.spacy")
     monkeypatch.chdir(tmp_path)
-    run = run_curves.Run("pos", "probe_mix", 1.0, 0)
-    minutes = run_curves.do_run(run, tmp_path, tmp_path / "metrics", tmp_path / "work", 3, 1)
-    assert minutes is not None and run_curves.do_run(run, tmp_path, tmp_path / "metrics", tmp_path / "work", 3, 1) is None
+    run = run_curves.make_run(run_curves.Study(corpus=tmp_path, steps=3, eval_frequency=1), "pos", "probe_mix", 1.0, 0)
+    assert not is_done(run, tmp_path / "metrics")
+    execute(run, tmp_path / "metrics", tmp_path / "work")
+    assert read_record(record_path(tmp_path / "metrics", run.id)).train_minutes is not None
+    assert is_done(run, tmp_path / "metrics")
     scores, mixes, docs = report_curves.collect(tmp_path / "metrics")
     assert docs["pos"] == {1.0: 6} and len(mixes["pos"]["probe_mix"][0]) == 3
     assert 0 <= scores["pos"][1.0]["probe_mix"]["mean"] <= 100
@@ -223,7 +236,7 @@ def test_a_probe_run_is_trained_scored_and_recorded_by_the_engine(tmp_path, monk
 
 def test_report_pairs_seeds_and_tables(tmp_path):
     def write(task, variant, share, seed, score, weights=None):
-        _, component, key = run_curves.TASKS[task]
+        component, (key, _) = report_curves.LISTENERS[task], report_curves.REPORT_TASKS[task]
         record = {"task": task, "variant": variant, "share": share, "seed": seed, "train_docs": int(100 * share),
                   "scores": {key: score / 100}, "mixes": {component: {"weights": weights}} if weights else {}}
         path = tmp_path / task / variant / f"f{share:g}_seed{seed}.json"
@@ -256,25 +269,34 @@ def test_report_pairs_seeds_and_tables(tmp_path):
 def test_each_run_is_a_job_of_the_shared_runner(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    run = run_curves.Run("sentiment5", "glove_elmo", 0.05, 2)
-    job = run_curves.run_job(run, tmp_path / "corpus", tmp_path / "metrics", tmp_path / "work", 30, 10)
-    assert job.name == run.name and job.log == tmp_path / "metrics" / "logs" / f"{run.name}.log"
-    assert job.command[1:4] == ("-m", "experiments.run.curves", "one")
+    from experiments.engine import execute as execute_module
+    from experiments.engine import plan
+
+    splits(tmp_path / "corpus", task="sentiment5")
+    study = run_curves.Study(corpus=tmp_path / "corpus", records=tmp_path / "metrics", work=tmp_path / "work",
+                             steps=30, eval_frequency=10)
+    run = run_curves.make_run(study, "sentiment5", "glove_elmo", 0.05, 2)
+    (job,) = plan.jobs_of_runs([run], study.records, study.work, study.logs)
+    assert job.name == run.id and job.log == tmp_path / "metrics" / "logs" / f"{run.id}.log"
+    assert job.command[1:3] == ("-m", "experiments.engine.execute")
     done_checks = []
-    monkeypatch.setattr(run_curves, "is_done", lambda *args: done_checks.append(args) or True)
-    assert job.done() and done_checks == [(run, tmp_path / "corpus", tmp_path / "metrics", 30, 10)]
+    monkeypatch.setattr(plan, "is_done", lambda *args: done_checks.append(args) or True)
+    assert job.done() and done_checks == [(run, tmp_path / "metrics")]
 
     did = []
-    monkeypatch.setattr(run_curves, "do_run", lambda *args: did.append(args) or 1.0)
-    result = CliRunner().invoke(run_curves.app, list(job.command[3:]))  # the job's command, in this process
+    monkeypatch.setattr(execute_module, "execute", lambda *args: did.append(args))
+    app = typer.Typer(add_completion=False)
+    app.command()(execute_module.main)
+    result = CliRunner().invoke(app, list(job.command[3:]))  # the job's command, in this process
     assert result.exit_code == 0, result.output
-    assert did == [(run, tmp_path / "corpus", tmp_path / "metrics", tmp_path / "work", 30, 10)]
+    assert did == [(run, tmp_path / "metrics", tmp_path / "work", False, -1)]
 
 
 def test_curves_run_hands_its_runs_to_the_runner_and_fails_when_one_failed(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from experiments.run.jobs import Summary
+    from experiments.engine import plan
+    from experiments.engine.jobs import Summary
 
     handed = {}
 
@@ -282,12 +304,33 @@ def test_curves_run_hands_its_runs_to_the_runner_and_fails_when_one_failed(tmp_p
         handed.update(jobs=jobs, n_jobs=n_jobs, minutes=minutes)
         return Summary(ran=[jobs[0].name], failed=[jobs[1].name])
 
-    monkeypatch.setattr(run_curves, "run_jobs", fake_run_jobs)
+    for task in run_curves.TASKS:
+        splits(tmp_path / "corpus", task=task)
+    monkeypatch.setattr(plan, "run_jobs", fake_run_jobs)
     monkeypatch.setattr(run_curves, "is_done", lambda *args: False)
     result = CliRunner().invoke(run_curves.app, ["run", "--jobs", "3", "--minutes", "9", "--only", "pos/",
-                                                 "--curve-seeds", "0 1", "--full-seeds", "0"])
+                                                 "--curve-seeds", "0 1", "--full-seeds", "0",
+                                                 "--corpus", str(tmp_path / "corpus"),
+                                                 "--metrics", str(tmp_path / "metrics"),
+                                                 "--work", str(tmp_path / "work")])
     assert result.exit_code == 1
-    assert [job.name for job in handed["jobs"]] == [r.name for r in run_curves.plan_runs([0, 1], [0])
-                                                   if r.name.startswith("pos/")]
+    study = run_curves.Study(corpus=tmp_path / "corpus", curve_seeds=(0, 1), full_seeds=(0,))
+    assert [job.name for job in handed["jobs"]] == [r.id for r in run_curves.plan_runs(study)
+                                                   if r.id.startswith("pos/")]
     assert handed["n_jobs"] == 3 and handed["minutes"] == 9
     assert "1 failed: pos/probe_mix/f1_seed0" in result.output
+
+
+def test_a_second_curves_run_on_the_same_work_folder_is_refused(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from experiments.engine import plan
+
+    for task in run_curves.TASKS:
+        splits(tmp_path / "corpus", task=task)
+    monkeypatch.setattr(plan, "run_jobs", lambda *args, **kwargs: pytest.fail("ran the runs"))
+    args = ["run", "--only", "pos/", "--curve-seeds", "0", "--full-seeds", "0", "--corpus", str(tmp_path / "corpus"),
+            "--metrics", str(tmp_path / "metrics"), "--work", str(tmp_path / "work")]
+    with plan.work_lock(tmp_path / "work"):  # another runner trains there
+        result = CliRunner().invoke(run_curves.app, args)
+    assert isinstance(result.exception, ExperimentError) and "no other runner training here" in str(result.exception)

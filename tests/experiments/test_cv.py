@@ -1,4 +1,4 @@
-"""The cross-validation study (experiments/run/cv.py) and its report (experiments/report/cv.py) on tiny data."""
+"""The cross-validation study (experiments/studies/cv.py) and its report (experiments/report/cv.py) on tiny data."""
 import itertools
 import json
 from collections import Counter
@@ -13,7 +13,7 @@ from experiments.engine.execute import execute, scratch
 from experiments.engine.run import RunRecord, is_done, record_path
 from experiments.errors import ExperimentError
 from experiments.report import cv as report
-from experiments.run import cv
+from experiments.studies import cv
 
 ROOT = Path(__file__).resolve().parents[2]
 N_TWEETS = 23
@@ -236,3 +236,20 @@ def test_the_readme_block_reports_complete_comparisons_and_says_what_is_left(tmp
     (tmp_path / "plain.md").write_text("no block\n", encoding="utf-8")
     with pytest.raises(ExperimentError, match="plain.md"):
         report.update_readme(tmp_path / "plain.md", built, "2026-01-02")
+
+
+def test_the_readme_block_is_found_by_how_it_opens_and_written_with_todays_first_line(tmp_path):
+    from experiments.engine.run import write_record
+
+    study = cv.Study(k=3, seeds=(0,), tasks=("ner",), arms=("baseline", "elmo"), records=str(tmp_path / "r"))
+    runs = cv.plan_runs(study)
+    for run in runs:
+        write_record(Path(study.records), fake_record(run.id, 10 + (run.labels["arm"] == "elmo"), 5, 5))
+    built = report.build(runs, Path(study.records), cv.COMPARISONS)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{report.README_OPENING} made by another command -->\nold\n{report.README_END}\n",
+                      encoding="utf-8")
+    report.update_readme(readme, built, "2026-01-02")
+    text = readme.read_text(encoding="utf-8")
+    assert text == f"# x\n\n{report.readme_block(built, '2026-01-02')}\n" and text.count(report.README_OPENING) == 1
+    assert "made by another command" not in text and report.README_START in text

@@ -1,4 +1,4 @@
-"""What the cross-validation report (experiments/run/cv.py, experiments/report/cv.py) reads and where it writes
+"""What the cross-validation report (experiments/studies/cv.py, experiments/report/cv.py) reads and where it writes
 (issue 46: D3, D4, D9)."""
 import shutil
 from pathlib import Path
@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from experiments.engine.run import RunRecord, stored_record, write_record
 from experiments.errors import ExperimentError
 from experiments.report import cv as report
-from experiments.run import cv
+from experiments.studies import cv
 
 ROOT = Path(__file__).resolve().parents[2]
 # Folder names of this test's outputs: the report must write them under the caller's folder, never the project's.
@@ -85,8 +85,6 @@ def test_a_records_folder_that_is_not_one_is_refused_and_nothing_written(elsewhe
 
 
 def test_the_run_command_takes_its_paths_from_the_callers_folder(elsewhere, monkeypatch):
-    import experiments.engine.plan
-
     given = {}
 
     def fake_run_plan(runs, records, work, logs, jobs, minutes):
@@ -95,7 +93,7 @@ def test_the_run_command_takes_its_paths_from_the_callers_folder(elsewhere, monk
         return SimpleNamespace(describe=lambda: "done", ok=True)
 
     monkeypatch.setattr(cv, "prepare", lambda study: study)
-    monkeypatch.setattr(experiments.engine.plan, "run_plan", fake_run_plan)
+    monkeypatch.setattr(cv, "run_plan", fake_run_plan)
     result = invoke("run", *NER, "--records", "recs", "--work", "w", "--logs", "l", "--bilm", str(ROOT / cv.BILM))
     assert result.exit_code == 0, result.output
     assert given == {"records": elsewhere / "recs", "work": elsewhere / "w", "logs": elsewhere / "l",

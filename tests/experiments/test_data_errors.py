@@ -15,8 +15,8 @@ import typer
 from experiments.data import corpus, fetch
 from experiments.data.archive import read_members
 from experiments.errors import ExperimentError
-from tests.experiments.test_corpus_v2 import zip_bytes
-from tests.experiments.test_data_steps import fake_wnut_wheel, make_assets
+
+from .helpers import fake_wnut_wheel, make_assets, zip_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 

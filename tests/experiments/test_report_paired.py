@@ -7,11 +7,7 @@ import typer
 from experiments.errors import ExperimentError
 from experiments.report import paired
 
-
-def write(folder, values, key="ents_f"):
-    folder.mkdir()
-    for seed, value in enumerate(values):
-        (folder / f"seed{seed}.json").write_text(json.dumps({key: value}))
+from .helpers import write_seed_scores as write
 
 
 def row_of(**runs):

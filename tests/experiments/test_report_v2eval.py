@@ -35,6 +35,6 @@ def test_the_report_pairs_each_comparison_by_seed_and_lists_what_was_not_run(tmp
 
 
 def test_a_report_with_nothing_scored_is_refused(tmp_path):
-    with pytest.raises(typer.BadParameter, match="run experiments.run.v2eval first"):
+    with pytest.raises(typer.BadParameter, match="run experiments.studies.v2eval first"):
         v2eval.main(metrics=tmp_path / "metrics", training=tmp_path / "training", output=tmp_path / "report")
     assert not (tmp_path / "report" / "results.md").exists()

@@ -5,8 +5,11 @@ from pathlib import Path
 import pytest
 from spacy.util import load_config
 
-from experiments.run import train_seeds as train_seeds_module
+from experiments.demo import train_seeds as train_seeds_module
+from experiments.engine import run as engine_run
 from experiments.engine.run import changed, config_fingerprint
+
+from .helpers import fake_scoring, trained_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "ner_elmo.cfg"
@@ -110,10 +113,10 @@ def test_overrides_come_from_the_command_line_and_the_environment_through_weasel
     import weasel.util
     from typer.testing import CliRunner
 
-    from experiments.run import pretrain_for_budget
+    from experiments import pretrain_for_budget
 
     # spaCy's own CLI parses them with weasel's public function; so do these scripts.
-    assert train_seeds_module.parse_config_overrides is weasel.util.parse_config_overrides
+    assert engine_run.parse_config_overrides is weasel.util.parse_config_overrides
     assert pretrain_for_budget.parse_config_overrides is weasel.util.parse_config_overrides
     app = typer.Typer(add_completion=False)
     app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(train_seeds_module.main)
@@ -141,7 +144,6 @@ def test_a_bilm_named_by_options_file_and_retrained_in_place_trains_the_seed_aga
 
 
 def model_folders(tmp_path: Path, *names: str) -> list:
-    from tests.experiments.test_full_plan import trained_model
 
     runs = []
     for name in names:
@@ -153,8 +155,7 @@ def model_folders(tmp_path: Path, *names: str) -> list:
 def test_two_run_folders_of_one_name_never_share_a_metrics_file(tmp_path, monkeypatch):
     """Issue 37, 6: a/ner_baseline and b/ner_baseline would both be scored into metrics/ner_baseline/seed0.json."""
     from experiments.errors import ExperimentError
-    from experiments.run import evaluate_seeds
-    from tests.experiments.test_full_plan import fake_scoring
+    from experiments.demo import evaluate_seeds
 
     scored = fake_scoring(monkeypatch)
     test = tmp_path / "test.spacy"
@@ -176,8 +177,7 @@ def test_two_run_folders_of_one_name_never_share_a_metrics_file(tmp_path, monkey
 def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path, monkeypatch):
     """The score of a model whose training data changed after train_seeds trained it would be stale."""
     from experiments.errors import ExperimentError
-    from experiments.run import evaluate_seeds
-    from tests.experiments.test_full_plan import fake_scoring
+    from experiments.demo import evaluate_seeds
 
     scored = fake_scoring(monkeypatch)
     (tmp_path / "train.spacy").write_bytes(b"train v1")
@@ -202,7 +202,6 @@ def test_with_a_test_split_each_seed_is_an_engine_run_skipped_exactly_while_its_
     """Each seed is trained, scored and recorded by the engine; its record (beside the seed's folder) is the
     one done-check: unchanged inputs skip it, a changed config file, data file or test split train it again."""
     from experiments.engine.run import is_done, read_record
-    from tests.experiments.test_full_plan import fake_scoring
 
     scored = fake_scoring(monkeypatch)
     overrides = {**inputs(tmp_path), "training.max_steps": 5}
@@ -245,7 +244,6 @@ def test_with_a_test_split_each_seed_is_an_engine_run_skipped_exactly_while_its_
 
 def test_with_a_test_split_a_current_model_trained_without_one_is_scored_not_trained_again(tmp_path, fake_train,
                                                                                            monkeypatch, capsys):
-    from tests.experiments.test_full_plan import fake_scoring
 
     scored = fake_scoring(monkeypatch)
     overrides = {**inputs(tmp_path), "training.max_steps": 5}
@@ -263,8 +261,7 @@ def test_with_a_test_split_a_current_model_trained_without_one_is_scored_not_tra
 
 def test_a_seed_scored_when_it_was_trained_is_not_scored_again_by_evaluate_seeds(tmp_path, fake_train, monkeypatch):
     from experiments.engine.run import read_record
-    from experiments.run import evaluate_seeds
-    from tests.experiments.test_full_plan import fake_scoring
+    from experiments.demo import evaluate_seeds
 
     scored = fake_scoring(monkeypatch)
     overrides = {**inputs(tmp_path), "training.max_steps": 5}
@@ -293,7 +290,6 @@ def test_an_interrupted_training_is_never_found_as_a_seed_and_never_recorded(tmp
 
     from experiments.engine import execute as execute_module
     from experiments.engine.run import Run, is_done
-    from tests.experiments.test_full_plan import fake_scoring
 
     fake_scoring(monkeypatch)
     overrides = inputs(tmp_path)
@@ -339,7 +335,6 @@ def scoring_fails_once(monkeypatch) -> None:
 
 def seeds_with_a_test_split(tmp_path: Path, monkeypatch):
     """train_seeds --test of seed 0 (its fake trainings and scorings noted), and where it keeps the seed."""
-    from tests.experiments.test_full_plan import fake_scoring
 
     scored = fake_scoring(monkeypatch)
     overrides = {**inputs(tmp_path), "training.max_steps": 5}
@@ -374,7 +369,7 @@ def test_a_model_whose_scoring_failed_after_the_swap_is_scored_next_not_trained_
         tmp_path, fake_train, monkeypatch, capsys):
     """The new model in place beside the record of the one it replaced: that record neither makes it
     look trained from the old data (trained again, refused by evaluate_seeds) nor serves its scores."""
-    from experiments.run import evaluate_seeds
+    from experiments.demo import evaluate_seeds
 
     train, scored, test, out = retrained_but_scoring_failed(tmp_path, monkeypatch)
     assert len(fake_train) == 2 and len(scored) == 1

@@ -4,7 +4,7 @@ import pytest
 import spacy
 import typer
 
-from experiments.run import v2eval
+from experiments.studies import v2eval
 
 
 def test_runs_are_listed_seed_by_seed_and_each_group_ends_with_its_test_scores():
@@ -73,9 +73,11 @@ def test_the_bilstm_configs_differ_from_the_task_configs_in_the_encoder_alone(tm
 
 
 def test_a_seed_is_done_only_when_trained_from_the_same_settings(tmp_path, monkeypatch):
+    from experiments.engine.run import is_done
+
     monkeypatch.chdir(tmp_path)
     run = v2eval.ablation_runs()[1]
-    assert not run.is_trained(0)  # nothing trained here
+    assert not is_done(run.run(0), Path(v2eval.RECORDS))  # nothing trained here
 
 
 def test_tasks_limit_the_plan():
@@ -128,5 +130,5 @@ def test_the_glove_runs_are_the_converged_runs_with_static_vectors():
 def test_the_glove_group_without_the_vectors_says_how_to_make_them(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(typer.BadParameter, match="fetch-glove"):
-        v2eval.main(jobs=1, groups="glove", seeds="0", steps=3000, tasks="ner", minutes=0, runs="",
-                    bilm="elmo-en-small", published="")
+        v2eval.run_cli(jobs=1, groups="glove", seeds="0", steps=3000, tasks="ner", minutes=0, runs="",
+                       bilm="elmo-en-small", published="")

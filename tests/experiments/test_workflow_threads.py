@@ -10,19 +10,20 @@ import typer
 from typer.testing import CliRunner
 
 from experiments.engine.execute import dev_log_overrides
-from experiments.run import full, train_seeds
+from experiments.demo import train_seeds, tune
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS = "${vars.threads}"
 # The modules and commands that train or tune in their own process, and the option each takes threads by.
 THREAD_OPTIONS = {
-    "experiments.run.train_seeds": "--threads",
-    "experiments.run.full tune": "--threads",
+    "experiments.demo.train_seeds": "--threads",
+    "experiments.demo.tune": "--threads",
     "spacy_elmo pretrain": "--system.threads",
     "benchmarks/bench_tasks.py": "--threads",
 }
 # The job runners: --jobs jobs of one thread each.
-JOB_RUNNERS = ("experiments.run.curves run", "experiments.run.v2eval", "experiments.run.full --profile")
+JOB_RUNNERS = ("experiments.studies.curves run", "experiments.studies.v2eval", "experiments.studies.v1 --profile",
+               "experiments.studies.cv run")
 
 
 def script_lines():
@@ -44,15 +45,15 @@ def test_every_training_and_tuning_command_passes_vars_threads():
             seen.add("jobs")
             assert "--jobs" in args, f"{name}: {line}"
     assert seen == {*THREAD_OPTIONS, "jobs"}
-    trains = [name for name, line in lines if "experiments.run.train_seeds" in line]
+    trains = [name for name, line in lines if "experiments.demo.train_seeds" in line]
     assert len(trains) == 4 and sum("spacy_elmo pretrain" in line for _, line in lines) == 5
 
 
 def test_no_step_hides_its_progress():
     _, lines = script_lines()
     assert not [name for name, line in lines if "--no-progress" in line]
-    tune = full.tuning_commands(full.Experiment(threads=1), "ner")[1]
-    assert "--no-progress" not in tune and tune[tune.index("--system.threads") + 1] == "1"
+    tuning = tune.tuning_commands(tune.Tuning("ner", threads=1))[1]
+    assert "--no-progress" not in tuning and tuning[tuning.index("--system.threads") + 1] == "1"
     # spaCy's training shows a bar of the steps to the next dev evaluation (on a terminal only)
     assert dev_log_overrides(ROOT / "configs" / "textcat_elmo.cfg", {}, Path("run"))[
         "training.logger.progress_bar"] == "eval"
@@ -83,15 +84,15 @@ def test_train_seeds_trains_on_the_threads_it_is_given(tmp_path, monkeypatch, to
 
 def test_a_tuning_recorded_with_another_progress_display_or_thread_count_is_still_done(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    e = full.Experiment(threads=1)
-    record = full.tuning_record(e, "ner")
+    e = tune.Tuning("ner", threads=1)
+    record = tune.tuning_record(e)
     assert not [c for c in record["commands"] if {"--no-progress", "--system.threads"} & set(c)]
     # as an earlier version wrote it: --no-progress and two threads in the tuning command
     stored = json.loads(json.dumps(record))
     stored["commands"][1][6:6] = ["--no-progress", "--system.threads", "2"]
-    Path(e.tuning_record("ner")).parent.mkdir(parents=True)
-    Path(e.tuning_record("ner")).write_text(json.dumps(stored))
-    assert full.is_tuned(e, "ner") and full.is_tuned(full.Experiment(threads=4), "ner")
+    Path(e.record).parent.mkdir(parents=True)
+    Path(e.record).write_text(json.dumps(stored))
+    assert tune.is_tuned(e) and tune.is_tuned(tune.Tuning("ner", threads=4))
     stored["commands"][1][stored["commands"][1].index("--training.max_steps") + 1] = "7"
-    Path(e.tuning_record("ner")).write_text(json.dumps(stored))
-    assert not full.is_tuned(e, "ner")  # another number of steps is another tuning
+    Path(e.record).write_text(json.dumps(stored))
+    assert not tune.is_tuned(e)  # another number of steps is another tuning

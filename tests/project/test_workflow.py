@@ -119,13 +119,13 @@ FIXTURE = ROOT / "tests" / "fixtures" / "allennlp_elmo"
 
 
 def test_each_published_model_is_an_optional_asset_without_a_checksum():
-    from experiments.run import full
+    from experiments.data.published import PUBLISHED, PUBLISHED_DIR
 
-    assets = [a for a in load_project_config(ROOT)["assets"] if a["dest"].startswith(full.PUBLISHED_DIR + "/")]
-    assert len(assets) == 2 * len(full.PUBLISHED)
-    for name in full.PUBLISHED:
+    assets = [a for a in load_project_config(ROOT)["assets"] if a["dest"].startswith(PUBLISHED_DIR + "/")]
+    assert len(assets) == 2 * len(PUBLISHED)
+    for name in PUBLISHED:
         for file, remote in (("options.json", "options.json"), ("weights.hdf5", "weights.hdf5")):
-            (asset,) = [a for a in assets if a["dest"] == f"{full.PUBLISHED_DIR}/{name}/{file}"]
+            (asset,) = [a for a in assets if a["dest"] == f"{PUBLISHED_DIR}/{name}/{file}"]
             assert asset["url"] == f"https://allennlp.s3.amazonaws.com/elmo/{name}/elmo_{name}_{remote}"
             assert asset["extra"] is True and not asset.get("checksum") and asset["description"]
 
@@ -134,22 +134,22 @@ def test_vars_published_makes_the_elmo_runs_read_the_published_model_untuned():
     config = load_project_config(ROOT, overrides={"vars.published": PUBLISHED})
     commands = {c["name"]: c for c in config["commands"]}
     for task in ("ner", "sentiment5"):
-        (tune,) = [line for line in commands[f"tune-bilm-{task}"]["script"] if "experiments.run.full tune" in line]
+        (tune,) = [line for line in commands[f"tune-bilm-{task}"]["script"] if "experiments.demo.tune" in line]
         args = shlex.split(tune)
         assert args[args.index("--published") + 1] == PUBLISHED and args[args.index("--profile") + 1] == "demo"
         # the folder the tune step fills (with links to the published files) is what the ELMo runs read
         assert f"training/demo/bilm_{task}/model/weights.hdf5" in commands[f"tune-bilm-{task}"]["outputs"]
         train = shlex.split(commands[f"train-{task}-elmo"]["script"][0])
         assert train[train.index("--paths.elmo") + 1] == f"training/demo/bilm_{task}/model"
-    (run_full,) = commands["run-full"]["script"]
-    args = shlex.split(run_full)
+    (run_v1,) = commands["run-v1"]["script"]
+    args = shlex.split(run_v1)
     assert args[args.index("--published") + 1] == PUBLISHED
     (run_v2eval,) = commands["run-v2eval"]["script"]
     args = shlex.split(run_v2eval)
     assert args[args.index("--published") + 1] == PUBLISHED
     unset = load_project_config(ROOT)
-    (run_full,) = [c for c in unset["commands"] if c["name"] == "run-full"][0]["script"]
-    args = shlex.split(run_full)
+    (run_v1,) = [c for c in unset["commands"] if c["name"] == "run-v1"][0]["script"]
+    args = shlex.split(run_v1)
     assert args[args.index("--published") + 1] == ""  # the project's own biLM, tuned
     (run_v2eval,) = [c for c in unset["commands"] if c["name"] == "run-v2eval"][0]["script"]
     args = shlex.split(run_v2eval)
@@ -161,7 +161,7 @@ def test_vars_tune_text_makes_the_tune_steps_read_unlabelled_text():
                                          "corpus/v2/pretrain/train_tweets.txt")):
         commands = {c["name"]: c for c in load_project_config(ROOT, overrides=overrides)["commands"]}
         for task, text in (("ner", expected), ("sentiment5", "")):
-            (tune,) = [line for line in commands[f"tune-bilm-{task}"]["script"] if "experiments.run.full tune" in line]
+            (tune,) = [line for line in commands[f"tune-bilm-{task}"]["script"] if "experiments.demo.tune" in line]
             args = shlex.split(tune)
             assert args[args.index("--tune-text") + 1] == text  # "": the task's training split
 
@@ -215,3 +215,31 @@ def test_the_tune_step_with_vars_published_links_the_model_or_says_what_to_downl
     assert (model / "weights.hdf5").read_bytes() == (folder / "weights.hdf5").read_bytes()
     assert sorted(p.name for p in model.parent.iterdir()) == ["model"]  # no tuning run
     assert not (project / "metrics" / "demo" / "bilm_ner_after.json").exists()
+
+
+def test_the_cv_workflow_runs_the_cross_validated_study_of_the_readme_then_its_report(monkeypatch):
+    from typer.testing import CliRunner
+
+    from experiments.engine.jobs import Summary
+    from experiments.report import cv as cv_report
+    from experiments.studies import cv
+
+    config = load_project_config(ROOT)
+    assert config["workflows"]["cv"] == ["fetch-data", "fetch-glove", "convert-cv", "run-cv", "report-cv"]
+    commands = {c["name"]: c for c in config["commands"]}
+    assert shlex.split(commands["convert-cv"]["script"][0])[-1] == cv.GLOVE.as_posix()
+    (run,) = commands["run-cv"]["script"]
+    args = shlex.split(run)
+    assert args[:4] == ["python", "-m", "experiments.studies.cv", "run"]
+    handed = {}
+    monkeypatch.setattr(cv, "prepare", lambda study: handed.setdefault("study", study))
+    monkeypatch.setattr(cv, "run_plan", lambda runs, *rest, **kwargs: handed.setdefault("runs", runs) and Summary())
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(cv.app, args[3:])
+    assert result.exit_code == 0, result.output
+    assert handed["study"] == cv.Study()  # the README's study: 10 folds, 2 seeds, 3,000 steps, every arm
+    assert [r.id for r in handed["runs"]] == [r.id for r in cv.plan_runs(cv.Study())]
+    (report,) = commands["report-cv"]["script"]
+    assert shlex.split(report)[3:] == ["report", "--readme", "README.md"]
+    before, after = cv_report.readme_around(ROOT / "README.md")  # the block the report rewrites is there
+    assert before and after

@@ -1,5 +1,6 @@
-"""The `full` experiment's plan (experiments/run/full.py): its jobs, their commands and order, and
-when each counts as done. Nothing is trained: training and scoring are replaced by fakes."""
+"""The v1 study's plan (experiments/studies/v1.py) and the tuning it runs (experiments/demo/tune.py): its
+jobs, their commands and order, and when each counts as done. Nothing is trained: training and scoring are
+replaced by fakes."""
 import hashlib
 import json
 import shlex
@@ -11,16 +12,21 @@ import srsly
 import typer
 from typer.testing import CliRunner
 
+from experiments.data import published
+from experiments.demo import evaluate_seeds
+from experiments.demo import tune as demo_tune
+from experiments.engine import plan
 from experiments.engine.execute import TRAIN_LOG, dev_log_overrides
+from experiments.engine.jobs import Summary, check_jobs
 from experiments.engine.run import Run as EngineRun
-from experiments.run import evaluate_seeds
-from experiments.run import full
-from experiments.run.jobs import check_jobs
+from experiments.studies import v1
 from spacy_elmo import shipped_models
 
+from .helpers import fake_scoring, trained_model
+
 ROOT = Path(__file__).resolve().parents[2]
-LONG = full.Experiment(profile="long", steps=3000, eval_frequency=500, seeds=(0, 1, 2),
-                       variants=("baseline", "elmo"), reuse_tuned_from="full")
+LONG = v1.Study(profile="long", steps=3000, eval_frequency=500, seeds=(0, 1, 2),
+                variants=("baseline", "elmo"), reuse_tuned_from="full")
 
 
 def by_name(jobs):
@@ -44,7 +50,7 @@ def args_of(command, flag):
 
 
 def test_the_full_plan_has_every_step_and_seed():
-    jobs = full.plan_jobs(full.Experiment())
+    jobs = v1.plan_jobs(v1.Study())
     check_jobs(jobs)  # unique names, each after what it needs
     names = [job.name for job in jobs]
     assert names[:2] == ["convert_ner", "convert_sentiment5"]
@@ -57,9 +63,9 @@ def test_the_full_plan_has_every_step_and_seed():
 
 
 def test_tuning_comes_before_the_elmo_runs_that_read_it_and_only_those():
-    jobs = full.plan_jobs(full.Experiment())
+    jobs = v1.plan_jobs(v1.Study())
     named = by_name(jobs)
-    for task in full.TASKS:
+    for task in v1.TASKS:
         assert named[f"tune_{task}"].needs == (f"text_{task}_train", f"text_{task}_dev")
         for seed in range(5):
             elmo = named[f"{task}_elmo_seed{seed}"]
@@ -74,10 +80,10 @@ def test_tuning_comes_before_the_elmo_runs_that_read_it_and_only_those():
 
 
 def test_the_score_files_come_after_the_training_they_show_and_the_report_last():
-    jobs = full.plan_jobs(full.Experiment(seeds=(0, 1)))
+    jobs = v1.plan_jobs(v1.Study(seeds=(0, 1)))
     named = by_name(jobs)
-    for task in full.TASKS:
-        for variant in full.VARIANTS:
+    for task in v1.TASKS:
+        for variant in v1.VARIANTS:
             scores = named[f"scores_{task}_{variant}"]
             trains = (f"{task}_{variant}_seed0", f"{task}_{variant}_seed1")
             assert scores.needs == trains
@@ -91,8 +97,8 @@ def test_the_score_files_come_after_the_training_they_show_and_the_report_last()
 
 
 def test_the_commands_are_those_of_the_experiment():
-    e = full.Experiment(gpu_id=0, tune_steps=150)
-    named = by_name(full.plan_jobs(e))
+    e = v1.Study(gpu_id=0, tune_steps=150)
+    named = by_name(v1.plan_jobs(e))
     train = named["sentiment5_elmo_seed3"].command
     assert train[1:5] == ("-m", "experiments.engine.execute", "metrics/full/records", "training/full")
     assert train[-3:] == ("--keep-model", "--gpu-id", "0")
@@ -106,7 +112,7 @@ def test_the_commands_are_those_of_the_experiment():
                                                 "corpus/full/ner")
     assert named["text_ner_dev"].command[2:] == ("experiments.convert.task_text", "corpus/full/ner/dev.spacy",
                                                  "corpus/full/ner/dev.txt")
-    before, tune, after = (command[1:] for command in full.tuning_commands(e, "ner"))
+    before, tune, after = (command[1:] for command in demo_tune.tuning_commands(e.tuning("ner")))
     assert before == ["-m", "spacy_elmo", "perplexity", "elmo-en-small", "corpus/full/ner/dev.txt",
                       "--device", "cuda:0", "--overwrite", "--output", "metrics/full/bilm_ner_before.json"]
     assert tune[:6] == ["-m", "spacy_elmo", "pretrain", "configs/bilm_release.cfg", "training/full/bilm_ner",
@@ -119,12 +125,12 @@ def test_the_commands_are_those_of_the_experiment():
     assert after[3:5] == ["training/full/bilm_ner/model", "corpus/full/ner/dev.txt"]
     assert args_of(after, "--output") == "metrics/full/bilm_ner_after.json"
     tune_job = named["tune_ner"].command
-    assert tune_job[1:5] == ("-m", "experiments.run.full", "tune", "ner")
+    assert tune_job[1:4] == ("-m", "experiments.demo.tune", "ner")
     assert args_of(tune_job, "--tune-steps") == "150" and args_of(tune_job, "--gpu-id") == "0"
 
 
 def test_a_profile_reusing_another_s_corpora_and_tuned_biLMs():
-    jobs = full.plan_jobs(LONG)
+    jobs = v1.plan_jobs(LONG)
     named = by_name(jobs)
     assert not [n for n in named if n.startswith(("convert_", "text_", "tune_"))]
     assert len(named) == 2 * 2 * 3 + 4 + 1
@@ -159,7 +165,7 @@ def project(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
     ship(tmp_path / "package", b"weights v1")
     monkeypatch.setattr(shipped_models, "pretrained_dir", lambda: tmp_path / "package")
-    for task in full.TASKS:
+    for task in v1.TASKS:
         corpus = tmp_path / "corpus" / "full" / task
         corpus.mkdir(parents=True)
         for split in ("train", "dev", "test"):
@@ -204,20 +210,20 @@ def run_job_here(job):
 
 
 def test_a_training_job_is_done_exactly_when_its_record_holds_what_it_would_train_from(project, fake_train):
-    job = by_name(full.plan_jobs(full.Experiment(seeds=(4,))))["ner_elmo_untuned_seed4"]
+    job = by_name(v1.plan_jobs(v1.Study(seeds=(4,))))["ner_elmo_untuned_seed4"]
     assert not job.done()
     run_job_here(job)
     assert job.done() and len(fake_train) == 1
     assert (project / "training" / "full" / "ner_elmo_untuned" / "seed4" / "model-best").is_dir()  # kept
     assert srsly.read_json("metrics/full/records/ner_elmo_untuned/seed4.json")["scores"] == {"ents_f": 0.5}
-    longer = by_name(full.plan_jobs(full.Experiment(seeds=(4,), steps=2000)))["ner_elmo_untuned_seed4"]
+    longer = by_name(v1.plan_jobs(v1.Study(seeds=(4,), steps=2000)))["ner_elmo_untuned_seed4"]
     assert not longer.done()  # another number of steps
     ship(project / "package", b"weights v2")  # another release of the shipped biLM
     assert not job.done()  # another biLM
 
 
 def test_each_run_keeps_its_dev_curve_and_the_logger_is_not_in_the_fingerprint(project, fake_train):
-    job = by_name(full.plan_jobs(full.Experiment(seeds=(4,))))["ner_elmo_untuned_seed4"]
+    job = by_name(v1.plan_jobs(v1.Study(seeds=(4,))))["ner_elmo_untuned_seed4"]
     run_job_here(job)
     (settings,) = fake_train
     assert settings["training.logger.@loggers"] == "spacy.ConsoleLogger.v3"
@@ -235,8 +241,8 @@ def test_a_config_with_its_own_logger_keeps_it(tmp_path):
 
 
 def test_a_tuning_job_is_done_while_its_record_matches_its_inputs_and_outputs(project):
-    e = full.Experiment()
-    job = by_name(full.plan_jobs(e))["tune_ner"]
+    e = v1.Study()
+    job = by_name(v1.plan_jobs(e))["tune_ner"]
     assert not job.done()
     model = project / "training" / "full" / "bilm_ner" / "model"
     model.mkdir(parents=True)
@@ -244,12 +250,13 @@ def test_a_tuning_job_is_done_while_its_record_matches_its_inputs_and_outputs(pr
     for when in ("before", "after"):
         (project / "metrics" / "full").mkdir(parents=True, exist_ok=True)
         (project / f"metrics/full/bilm_ner_{when}.json").write_text('{"mean": 100}')
-    Path(e.tuning_record("ner")).write_text(json.dumps(full.tuning_record(e, "ner")))  # as `full tune` leaves it
+    tuning = e.tuning("ner")
+    Path(tuning.record).write_text(json.dumps(demo_tune.tuning_record(tuning)))  # as the tune step leaves it
     assert job.done()
-    assert not by_name(full.plan_jobs(full.Experiment(tune_steps=300)))["tune_ner"].done()  # other commands
+    assert not by_name(v1.plan_jobs(v1.Study(tune_steps=300)))["tune_ner"].done()  # other commands
     (project / "corpus" / "full" / "ner" / "train.txt").write_text("converted again, other text\n")
     assert not job.done()  # other training text
-    Path(e.tuning_record("ner")).write_text(json.dumps(full.tuning_record(e, "ner")))
+    Path(tuning.record).write_text(json.dumps(demo_tune.tuning_record(tuning)))
     (model / "weights.hdf5").write_bytes(b"changed by hand")
     assert not job.done()  # the tuned biLM is not what the tuning left
 
@@ -263,19 +270,19 @@ def test_the_tune_command_runs_the_three_commands_and_records_them(project, monk
             (project / "training" / "full" / "bilm_ner" / "model").mkdir(parents=True)
         return 0
 
-    monkeypatch.setattr(full.subprocess, "call", call)
-    monkeypatch.setattr(full, "ROOT", project)
-    e = full.Experiment()
-    result = CliRunner().invoke(full.app, ["tune", "ner"])
+    monkeypatch.setattr(demo_tune.subprocess, "call", call)
+    monkeypatch.setattr(demo_tune, "ROOT", project)
+    e = v1.Study()
+    result = CliRunner().invoke(demo_tune.app, ["ner"])
     assert result.exit_code == 0, result.output
     assert ran == [["-m", "spacy_elmo", "perplexity"], ["-m", "spacy_elmo", "pretrain"],
                    ["-m", "spacy_elmo", "perplexity"]]
-    assert full.is_tuned(e, "ner")
-    monkeypatch.setattr(full.subprocess, "call", lambda command: 5 if command[3] == "pretrain" else 0)
-    Path(e.tuning_record("ner")).unlink()
-    result = CliRunner().invoke(full.app, ["tune", "ner"])
+    assert demo_tune.is_tuned(e.tuning("ner"))
+    monkeypatch.setattr(demo_tune.subprocess, "call", lambda command: 5 if command[3] == "pretrain" else 0)
+    Path(e.tuning("ner").record).unlink()
+    result = CliRunner().invoke(demo_tune.app, ["ner"])
     assert result.exit_code == 5 and "exited with status 5" in result.output
-    assert not full.is_tuned(e, "ner")  # a failed tuning is not done
+    assert not demo_tune.is_tuned(e.tuning("ner"))  # a failed tuning is not done
 
 
 def test_a_tuning_of_other_text_starts_afresh_and_an_interrupted_one_resumes(project, monkeypatch):
@@ -289,39 +296,40 @@ def test_a_tuning_of_other_text_starts_afresh_and_an_interrupted_one_resumes(pro
             (tuning / "checkpoint.pt").write_bytes(b"trained on " + Path(args_of(command, "--paths.train")).read_bytes())
         return 0
 
-    monkeypatch.setattr(full.subprocess, "call", call)
-    monkeypatch.setattr(full, "ROOT", project)
-    assert CliRunner().invoke(full.app, ["tune", "ner"]).exit_code == 0
-    assert CliRunner().invoke(full.app, ["tune", "ner"]).exit_code == 0  # the same tuning again: resumed
+    monkeypatch.setattr(demo_tune.subprocess, "call", call)
+    monkeypatch.setattr(demo_tune, "ROOT", project)
+    assert CliRunner().invoke(demo_tune.app, ["ner"]).exit_code == 0
+    assert CliRunner().invoke(demo_tune.app, ["ner"]).exit_code == 0  # the same tuning again: resumed
     assert ran == [[], ["checkpoint.pt", "model"]]
     tweets = project / "tweets.txt"
     tweets.write_text("an unlabelled tweet\n")
-    assert CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "tweets.txt"]).exit_code == 0
+    assert CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "tweets.txt"]).exit_code == 0
     assert ran[2] == []  # other text: the folder of the split's tuning was removed first
     assert (tuning / "checkpoint.pt").read_bytes() == b"trained on an unlabelled tweet\n"
     tweets.write_text("other tweets\n")
-    assert CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "tweets.txt"]).exit_code == 0
+    assert CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "tweets.txt"]).exit_code == 0
     assert ran[3] == []  # the same path with other contents: afresh too
 
-    monkeypatch.setattr(full.subprocess, "call", lambda command: 9 if command[3] == "pretrain" else call(command))
+    monkeypatch.setattr(demo_tune.subprocess, "call",
+                        lambda command: 9 if command[3] == "pretrain" else call(command))
     tweets.write_text("yet other tweets\n")
-    assert CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "tweets.txt"]).exit_code == 9
+    assert CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "tweets.txt"]).exit_code == 9
     (tuning / "model").mkdir(parents=True)  # what the interrupted pretrain left
     (tuning / "checkpoint.pt").write_bytes(b"interrupted")
-    monkeypatch.setattr(full.subprocess, "call", call)
-    assert CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "tweets.txt"]).exit_code == 0
+    monkeypatch.setattr(demo_tune.subprocess, "call", call)
+    assert CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "tweets.txt"]).exit_code == 0
     assert ran[4] == ["checkpoint.pt", "model"]  # an interrupted run of the same tuning: kept, to resume
 
 
 def test_the_biLM_is_tuned_on_unlabelled_text_when_given_one(project, monkeypatch):
     tweets = project / "corpus" / "v2" / "pretrain" / "train_tweets.txt"
-    e = full.Experiment(tune_texts=(("ner", "corpus/v2/pretrain/train_tweets.txt"),))
-    assert e.tuning_text("sentiment5") == "corpus/full/sentiment5/train.txt"  # the other task: its split
-    tune = full.tuning_commands(e, "ner")[1]
+    e = v1.Study(tune_texts=(("ner", "corpus/v2/pretrain/train_tweets.txt"),))
+    assert e.tuning("sentiment5").train_text == "corpus/full/sentiment5/train.txt"  # the other task: its split
+    tune = demo_tune.tuning_commands(e.tuning("ner"))[1]
     assert args_of(tune, "--paths.train") == "corpus/v2/pretrain/train_tweets.txt"
-    job = by_name(full.plan_jobs(e))["tune_ner"]
+    job = by_name(v1.plan_jobs(e))["tune_ner"]
     assert args_of(job.command, "--tune-text") == "corpus/v2/pretrain/train_tweets.txt"
-    assert "corpus/v2/pretrain/train_tweets.txt" in full.tuning_record(e, "ner")["inputs"]
+    assert "corpus/v2/pretrain/train_tweets.txt" in demo_tune.tuning_record(e.tuning("ner"))["inputs"]
 
     ran = []
 
@@ -331,51 +339,29 @@ def test_the_biLM_is_tuned_on_unlabelled_text_when_given_one(project, monkeypatc
             (project / "training" / "full" / "bilm_ner" / "model").mkdir(parents=True, exist_ok=True)
         return 0
 
-    monkeypatch.setattr(full.subprocess, "call", call)
-    monkeypatch.setattr(full, "ROOT", project)
-    missing = CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "corpus/v2/pretrain/train_tweets.txt"])
+    monkeypatch.setattr(demo_tune.subprocess, "call", call)
+    monkeypatch.setattr(demo_tune, "ROOT", project)
+    missing = CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "corpus/v2/pretrain/train_tweets.txt"])
     assert missing.exit_code == 2 and "expected the text to tune on at corpus/v2/pretrain/train_tweets.txt" in missing.output
     assert not ran
     tweets.parent.mkdir(parents=True)
     tweets.write_text("an unlabelled tweet\n")
-    result = CliRunner().invoke(full.app, ["tune", "ner", "--tune-text", "corpus/v2/pretrain/train_tweets.txt"])
+    result = CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "corpus/v2/pretrain/train_tweets.txt"])
     assert result.exit_code == 0, result.output
     assert args_of(ran[1], "--paths.train") == "corpus/v2/pretrain/train_tweets.txt"
-    assert full.is_tuned(e, "ner") and not full.is_tuned(full.Experiment(), "ner")  # the split's tuning is another
+    assert demo_tune.is_tuned(e.tuning("ner"))
+    assert not demo_tune.is_tuned(v1.Study().tuning("ner"))  # the split's tuning is another
     tweets.write_text("other tweets\n")
-    assert not full.is_tuned(e, "ner")  # tuned on other text
+    assert not demo_tune.is_tuned(e.tuning("ner"))  # tuned on other text
 
 
 def test_a_tune_text_names_its_task():
-    assert full._tune_texts(["ner=a.txt", "sentiment5="]) == (("ner", "a.txt"),)
+    assert v1.parse_tune_texts(["ner=a.txt", "sentiment5="]) == (("ner", "a.txt"),)
     for bad in ("a.txt", "pos=a.txt"):
         with pytest.raises(typer.BadParameter, match="expected TASK=PATH"):
-            full._tune_texts([bad])
+            v1.parse_tune_texts([bad])
     with pytest.raises(typer.BadParameter, match="reuses full's tuned biLMs tunes none"):
-        full.experiment("long", "0", 10, 5, 1, "b", -1, "baseline,elmo", "full", None, "", ["ner=a.txt"])
-
-
-def fake_scoring(monkeypatch) -> list:
-    """The engine's scoring, replaced by a fake that notes each model it scores and gives fixed scores."""
-    import spacy
-
-    import spacy_elmo.inspect
-    from experiments.engine import execute as execute_module
-
-    scored = []
-    monkeypatch.setattr(spacy, "load", lambda path: path)
-    monkeypatch.setattr(execute_module, "evaluate",
-                        lambda nlp, test: scored.append(nlp) or ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 1}))
-    monkeypatch.setattr(execute_module, "sizes", lambda run: {})
-    monkeypatch.setattr(spacy_elmo.inspect, "listener_mixes", lambda nlp: {})
-    return scored
-
-
-def trained_model(model: Path, seed: int, weights: bytes) -> None:
-    """A model-best folder as train_seeds leaves it: the config it was trained from, and its weights."""
-    model.mkdir(parents=True)
-    (model / "config.cfg").write_text(f"[system]\nseed = {seed}\n")
-    (model / "model").write_bytes(weights)
+        v1.study_of("long", "0", 10, 5, 1, "b", -1, "baseline,elmo", "full", None, "", ["ner=a.txt"])
 
 
 def test_a_seed_is_scored_again_only_when_its_model_or_the_test_split_changed(project, monkeypatch):
@@ -412,56 +398,53 @@ def test_a_seed_is_scored_again_only_when_its_model_or_the_test_split_changed(pr
 
 
 def test_the_command_line_runs_by_default_and_checks_what_a_reusing_profile_reads(tmp_path, monkeypatch):
-    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.setattr(v1, "ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(full.app, ["--profile", "long", "--reuse-tuned-from", "full", "--seeds", "0"])
+    result = CliRunner().invoke(v1.app, ["--profile", "long", "--reuse-tuned-from", "full", "--seeds", "0"])
     assert result.exit_code == 2
     assert "corpus/full/ner/train.spacy" in result.output and "training/full/bilm_ner/model/weights.hdf5" in result.output
-    assert "python -m experiments.run.full --profile full" in result.output
+    assert "python -m experiments.studies.v1 --profile full" in result.output
     for bad in (["--variants", "baseline,bert"], ["--seeds", "one"]):
-        result = CliRunner().invoke(full.app, bad)
+        result = CliRunner().invoke(v1.app, bad)
         assert result.exit_code == 2 and ("--variants" in result.output or "--seeds" in result.output)
 
 
 def test_the_run_hands_the_plan_to_the_runner_and_fails_when_a_job_failed(tmp_path, monkeypatch):
-    from experiments.run.jobs import Summary
-
     handed = {}
 
     def fake_run_jobs(jobs, n_jobs, minutes=None, cwd=None, **kwargs):
         handed.update(names=[job.name for job in jobs], n_jobs=n_jobs, minutes=minutes, cwd=cwd)
         return Summary(ran=["convert_ner"], failed=["tune_ner"], blocked=["ner_elmo_seed0"])
 
-    monkeypatch.setattr(full, "run_jobs", fake_run_jobs)
-    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.setattr(plan, "run_jobs", fake_run_jobs)
+    monkeypatch.setattr(v1, "ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(full.app, ["--jobs", "4", "--minutes", "30", "--seeds", "0"])
+    result = CliRunner().invoke(v1.app, ["--jobs", "4", "--minutes", "30", "--seeds", "0"])
     assert result.exit_code == 1
-    assert handed == {"names": [job.name for job in full.plan_jobs(full.Experiment(seeds=(0,)))], "n_jobs": 4,
+    assert handed == {"names": [job.name for job in v1.plan_jobs(v1.Study(seeds=(0,)))], "n_jobs": 4,
                       "minutes": 30, "cwd": tmp_path}
     assert "1 failed: tune_ner" in result.output and "ner_elmo_seed0" in result.output
 
 
 def test_project_yml_runs_the_full_experiment_through_this_module(tmp_path, monkeypatch):
-    from experiments.run.jobs import Summary
-
     project = srsly.read_yaml(ROOT / "project.yml")
-    (command,) = [c for c in project["commands"] if c["name"] == "run-full"]
+    (command,) = [c for c in project["commands"] if c["name"] == "run-v1"]
     (script,) = command["script"]
     for key, value in project["vars"].items():
         script = script.replace("${vars.%s}" % key, str(value))
     args = shlex.split(script)
-    assert args[:3] == ["python", "-m", "experiments.run.full"]
+    assert args[:3] == ["python", "-m", "experiments.studies.v1"]
     planned = {}
-    monkeypatch.setattr(full, "plan_jobs", lambda e: planned.setdefault("experiment", e) and [])
-    monkeypatch.setattr(full, "run_jobs", lambda jobs, n_jobs, **kwargs: planned.setdefault("n_jobs", n_jobs) and Summary())
-    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.setattr(v1, "plan_jobs", lambda e: planned.setdefault("experiment", e) and [])
+    monkeypatch.setattr(plan, "run_jobs",
+                        lambda jobs, n_jobs, **kwargs: planned.setdefault("n_jobs", n_jobs) and Summary())
+    monkeypatch.setattr(v1, "ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(full.app, args[3:])
+    result = CliRunner().invoke(v1.app, args[3:])
     assert result.exit_code == 0, result.output
-    assert planned["experiment"] == full.Experiment(gpu_id=project["vars"]["gpu_id"], bilm=project["vars"]["bilm"])
+    assert planned["experiment"] == v1.Study(gpu_id=project["vars"]["gpu_id"], bilm=project["vars"]["bilm"])
     assert planned["n_jobs"] == 2
-    assert not list((ROOT / "experiments" / "run").glob("*.sh"))
+    assert not list((ROOT / "experiments" / "studies").glob("*.sh"))
 
 
 # A published AllenNLP model instead of the project's biLM (vars.published, --published).
@@ -472,7 +455,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "allennlp_elmo"
 
 def lay_out_published(project, name=PUBLISHED):
     """The fixture biLM (AllenNLP's format) under the asset's dest names, as if downloaded."""
-    folder = project / full.PUBLISHED_DIR / name
+    folder = project / published.PUBLISHED_DIR / name
     folder.mkdir(parents=True)
     shutil.copy(FIXTURE / "options.json", folder / "options.json")
     shutil.copy(FIXTURE / "lm_weights.hdf5", folder / "weights.hdf5")
@@ -480,12 +463,12 @@ def lay_out_published(project, name=PUBLISHED):
 
 
 def test_with_a_published_model_nothing_is_tuned_and_the_elmo_runs_read_it():
-    jobs = full.plan_jobs(full.Experiment(published=PUBLISHED, seeds=(0, 1)))
+    jobs = v1.plan_jobs(v1.Study(published=PUBLISHED, seeds=(0, 1)))
     check_jobs(jobs)
     named = by_name(jobs)
     assert not [n for n in named if n.startswith("tune_")]
     assert not [n for n in named if "elmo_untuned" in n]  # the same runs as `elmo` now
-    for task in full.TASKS:
+    for task in v1.TASKS:
         for seed in (0, 1):
             elmo = named[f"{task}_elmo_seed{seed}"]
             assert args_of(elmo.command, "--paths.elmo") == f"assets/published/{PUBLISHED}"
@@ -496,35 +479,36 @@ def test_with_a_published_model_nothing_is_tuned_and_the_elmo_runs_read_it():
 def test_the_tune_step_with_a_published_model_links_it_and_tunes_nothing(project, monkeypatch):
     from spacy_elmo.bilm import BiLM
 
-    monkeypatch.setattr(full, "ROOT", project)
-    monkeypatch.setattr(full.subprocess, "call", lambda command: pytest.fail(f"ran {command}"))
+    monkeypatch.setattr(demo_tune, "ROOT", project)
+    monkeypatch.setattr(demo_tune.subprocess, "call", lambda command: pytest.fail(f"ran {command}"))
     source = lay_out_published(project)
-    e = full.Experiment(published=PUBLISHED)
+    e = v1.Study(published=PUBLISHED)
     stale = project / "training" / "full" / "bilm_ner"  # a tuning of the project's biLM, from before
     (stale / "model").mkdir(parents=True)
     (stale / "model" / "weights.hdf5").write_bytes(b"tuned from the project's biLM")
     (stale / "checkpoint.pt").write_bytes(b"step 100")
     (project / "metrics" / "full").mkdir(parents=True)
     for when in ("before", "after"):
-        Path(e.perplexity_file("ner", when)).write_text('{"mean": 100}')
-    result = CliRunner().invoke(full.app, ["tune", "ner", "--published", PUBLISHED])
+        Path(e.tuning("ner").perplexity_file(when)).write_text('{"mean": 100}')
+    result = CliRunner().invoke(demo_tune.app, ["ner", "--published", PUBLISHED])
     assert result.exit_code == 0, result.output
-    model = project / e.tuned_bilm("ner")
+    model = project / e.tuning("ner").model
     assert sorted(p.name for p in stale.iterdir()) == ["model"]
     for file in ("options.json", "weights.hdf5"):
         assert (model / file).read_bytes() == (source / file).read_bytes()
-    assert not [when for when in ("before", "after") if Path(e.perplexity_file("ner", when)).exists()]
+    assert not [when for when in ("before", "after") if Path(e.tuning("ner").perplexity_file(when)).exists()]
     reference = BiLM.from_allennlp(FIXTURE / "options.json", FIXTURE / "lm_weights.hdf5")
     linked = BiLM.from_allennlp(model)  # what `--paths.elmo training/full/bilm_ner/model` reads
     assert linked.n_layers == reference.n_layers and linked.output_dim == reference.output_dim
 
 
-@pytest.mark.parametrize("command", [["tune", "ner"], ["--seeds", "0"], ["plan"]])
-def test_a_published_model_not_downloaded_fails_in_one_line_saying_what_to_do(tmp_path, monkeypatch, command):
-    monkeypatch.setattr(full, "ROOT", tmp_path)
-    monkeypatch.setattr(full, "run_jobs", lambda *args, **kwargs: pytest.fail("ran the jobs"))
+@pytest.mark.parametrize("app,command", [(demo_tune.app, ["ner"]), (v1.app, ["--seeds", "0"]), (v1.app, ["plan"])])
+def test_a_published_model_not_downloaded_fails_in_one_line_saying_what_to_do(tmp_path, monkeypatch, app, command):
+    monkeypatch.setattr(demo_tune, "ROOT", tmp_path)
+    monkeypatch.setattr(v1, "ROOT", tmp_path)
+    monkeypatch.setattr(plan, "run_jobs", lambda *args, **kwargs: pytest.fail("ran the jobs"))
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(full.app, [*command, "--published", PUBLISHED])
+    result = CliRunner().invoke(app, [*command, "--published", PUBLISHED])
     if command == ["plan"]:  # the plan only lists the jobs
         assert result.exit_code == 0, result.output
         return
@@ -535,18 +519,18 @@ def test_a_published_model_not_downloaded_fails_in_one_line_saying_what_to_do(tm
                            "options.json and weights.hdf5, found neither; run "
                            "`python -m spacy project assets --extra` on a machine with internet access")
     assert "allennlp.s3.amazonaws.com" in line and "copy the two files there" in line
-    (tmp_path / full.PUBLISHED_DIR / PUBLISHED).mkdir(parents=True)
-    shutil.copy(FIXTURE / "options.json", tmp_path / full.PUBLISHED_DIR / PUBLISHED / "options.json")
-    result = CliRunner().invoke(full.app, [*command, "--published", PUBLISHED])
+    (tmp_path / published.PUBLISHED_DIR / PUBLISHED).mkdir(parents=True)
+    shutil.copy(FIXTURE / "options.json", tmp_path / published.PUBLISHED_DIR / PUBLISHED / "options.json")
+    result = CliRunner().invoke(app, [*command, "--published", PUBLISHED])
     assert result.exit_code == 1 and f"error: assets/published/{PUBLISHED}/weights.hdf5: expected" in result.output
     assert "found no such file" in result.output
 
 
 def test_an_unknown_published_model_is_named_with_the_known_ones(tmp_path, monkeypatch):
-    monkeypatch.setattr(full, "ROOT", tmp_path)
+    monkeypatch.setattr(demo_tune, "ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(full.app, ["tune", "ner", "--published", "elmo_large"])
+    result = CliRunner().invoke(demo_tune.app, ["ner", "--published", "elmo_large"])
     assert result.exit_code == 1
     (line,) = result.output.strip().splitlines()
     assert line.startswith("error: --published: expected one of this project's published ELMo models")
-    assert "found 'elmo_large'" in line and all(name in line for name in full.PUBLISHED)
+    assert "found 'elmo_large'" in line and all(name in line for name in published.PUBLISHED)

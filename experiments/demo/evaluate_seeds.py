@@ -1,8 +1,8 @@
 """Score every seed's model-best of some runs on a test set, as runs of the engine.
 
-Usage: python -m experiments.run.evaluate_seeds TEST.spacy METRICS_DIR RUN_DIR [RUN_DIR ...]
+Usage: python -m experiments.demo.evaluate_seeds TEST.spacy METRICS_DIR RUN_DIR [RUN_DIR ...]
 
-Each RUN_DIR/seed{N}/model-best (``experiments.run.train_seeds``) is an engine run
+Each RUN_DIR/seed{N}/model-best (``experiments.demo.train_seeds``) is an engine run
 (``experiments.engine.run.Run``) named ``<run name>/seed{N}``: the config the model was trained
 from (its own ``config.cfg``, seed included), scored on TEST, with the model folder as an input.
 Its fingerprint is the engine's: the resolved config, every file it reads (data, biLM), the
@@ -30,12 +30,12 @@ from typing import Dict, List, Optional
 
 import typer
 
+from experiments.demo.train_seeds import record_of_model_in_place, stored_training_fingerprint, training_fingerprint
 from experiments.engine.execute import score
 from experiments.engine.run import Run, RunRecord, digest, fingerprint, is_done, stored_record, write_record
 from experiments.engine.views import view_of, view_path
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
-from experiments.run.train_seeds import record_of_model_in_place, stored_training_fingerprint, training_fingerprint
 
 RUN = "run"
 FOLDER = "folder"  # the run folder, among a record's labels
@@ -65,7 +65,7 @@ def seed_run(model_dir: Path, test_path: Path) -> Run:
     except (OSError, KeyError, TypeError, ValueError) as err:
         raise ExperimentError(config, expected="the config.cfg spaCy saves with a trained pipeline, with its "
                               "[system] seed", found=f"{type(err).__name__}: {err}".splitlines()[0],
-                              fix="train the run with experiments.run.train_seeds") from None
+                              fix="train the run with experiments.demo.train_seeds") from None
     return Run(id=f"{model_dir.parent.parent.name}/{model_dir.parent.name}", config=str(config), overrides=(),
                seed=seed, test=str(test_path), inputs=(str(model_dir),), labels={FOLDER: run_of(model_dir)})
 
@@ -82,7 +82,7 @@ def check_current(run: Run, model_dir: Path) -> None:
     if stale:
         raise ExperimentError(model_dir, expected="a model trained from the data, biLM and versions there are now",
                               found=f"{', '.join(stale)} changed since it was trained",
-                              fix="train it again with experiments.run.train_seeds (same command), then score it")
+                              fix="train it again with experiments.demo.train_seeds (same command), then score it")
 
 
 def scored_when_trained(run: Run, model_dir: Path) -> Optional[RunRecord]:

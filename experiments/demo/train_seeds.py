@@ -1,6 +1,6 @@
 """Train one spaCy config once per seed, each seed a run of the studies' engine (the demo workflow's runs).
 
-Usage: python -m experiments.run.train_seeds CONFIG OUTPUT_DIR --seeds "0 1 2"
+Usage: python -m experiments.demo.train_seeds CONFIG OUTPUT_DIR --seeds "0 1 2"
     [--gpu-id -1] [--threads 1] [--test TEST.spacy] [--paths.train ... any spacy train override]
 
 ``--threads N`` sets torch's threads for the whole command (``torch.set_num_threads``; 0 leaves torch's
@@ -22,7 +22,7 @@ such a record (trained before without ``--test``, scored on another test split, 
 scoring then failed) is scored (``execute.score``), not trained again. ``evaluate_seeds`` serves a
 recorded seed's scores without scoring the model again.
 
-Without ``--test`` (train now, score later with ``experiments.run.evaluate_seeds``) the seed is the
+Without ``--test`` (train now, score later with ``experiments.demo.evaluate_seeds``) the seed is the
 training half of that run: no test split, so no record (an earlier record of the seed is removed: it
 describes the model replaced).
 
@@ -38,21 +38,14 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import typer
-from weasel.util import parse_config_overrides
-
-from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV
 
 from experiments.engine.execute import TRAINING_FINGERPRINT, execute, keep_in_place, score, scratch, train_into
 from experiments.engine.run import (
-    Run, RunRecord, changed, config_fingerprint, digest, fingerprint, not_done_because, read_record, training_part,
+    Run, RunRecord, changed, config_fingerprint, digest, fingerprint, not_done_because, overrides_from_args,
+    read_record, training_part,
 )
 from experiments.errors import ExperimentError, run_app
 from experiments.records import parse_seeds
-
-
-def overrides_from_args(args: List[str]) -> dict:
-    """The ``--section.key value`` settings of a command line (and of $SPACY_CONFIG_OVERRIDES), as spaCy reads them."""
-    return parse_config_overrides(args, env_var=CONFIG_OVERRIDES_ENV)
 
 
 def seed_run(config: Path, output_dir: Path, seed: int, overrides: Dict[str, object],

@@ -1,8 +1,8 @@
 """k-fold cross-validation: does ELMo pay, measured over every labelled example of a task.
 
-    python -m experiments.run.cv run --jobs 1             # every run not done yet, in order
-    python -m experiments.run.cv plan                     # the runs, and which are done
-    python -m experiments.run.cv report                   # docs/results/cv/results.{md,json}
+    python -m experiments.studies.cv run --jobs 1         # every run not done yet, in order
+    python -m experiments.studies.cv plan                 # the runs, and which are done
+    python -m experiments.studies.cv report               # docs/results/cv/results.{md,json}
 
 A task's labelled data (all 2,394 WNUT-16 tweets; all 10,605 rated RT snippets) is cut once, seeded,
 into k folds (the snippets stratified by class); the assignment is kept in
@@ -22,7 +22,8 @@ glove_elmo  both                                                              ne
 Each run is one ``experiments.engine`` run (``TASK/ARM/foldI/seedS``), trained for ``--steps``
 with a dev score every ``--eval-frequency``; its record (test scores, the counts they come from,
 its fingerprint, the fold assignment's digest among it) goes to ``docs/results/cv/records``, and a
-run whose record matches what it would be trained from now is skipped: the same command resumes.
+run whose record matches what it would be trained from now is skipped: the same command resumes (the
+engine's launcher, under the lock of ``--work``).
 The order is fold-major, so that a stopped study leaves whole pairs: for each fold and seed the
 baseline and ELMo runs of NER, then of sentiment; the GloVe arms after all of those.
 ``experiments.report.cv`` pools the records into the comparisons.
@@ -35,16 +36,18 @@ the planned runs' records, and a ``--readme`` without its results block, before 
 import json
 import os
 import random
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import typer
 
-from experiments.engine.run import Run, digest, is_done
+from experiments.engine.plan import jobs_of_runs, run_plan, show_plan
+from experiments.engine.run import Run, digest
 from experiments.errors import ExperimentError, run_app
 from experiments.files import write_atomic
+from experiments.records import parse_seeds
+from experiments.studies.cli import finish, study_app
 from spacy_elmo.published_models import is_model_name, model_folder
 from spacy_elmo.shipped_models import ELMO_EN_SMALL
 
@@ -255,7 +258,7 @@ def prepare(study: Study, echo=typer.echo) -> Study:
 
 # The command line.
 
-app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
+app = study_app(__doc__)
 WORK = Path("training/cv")
 LOGS = Path("logs/cv")
 
@@ -274,14 +277,9 @@ def from_caller(given: Optional[str], default: Path = Path()) -> str:
 def _study(k: int, seeds: str, steps: int, eval_frequency: int, bilm: Optional[str], glove: Optional[str], tasks: str,
            arms: str, records: Optional[str]) -> Study:
     """The study the options describe, its paths read from the caller's folder (`from_caller`)."""
-    try:
-        seed_list = tuple(int(s) for s in seeds.replace(",", " ").split())
-    except ValueError:
-        raise ExperimentError("--seeds", expected="whole numbers such as \"0 1\"", found=repr(seeds)) from None
+    seed_list = tuple(parse_seeds(seeds))
     task_list = tuple(t for t in tasks.replace(",", " ").split())
     arm_list = tuple(a for a in arms.replace(",", " ").split())
-    if not seed_list:
-        raise ExperimentError("--seeds", expected="at least one seed", found="none")
     if not task_list or any(t not in TASKS for t in task_list):
         raise ExperimentError("--tasks", expected=f"some of {', '.join(TASKS)}", found=repr(tasks))
     if not arm_list or any(a not in ARMS for a in arm_list):
@@ -318,19 +316,14 @@ def run_cli(
     work: Optional[str] = path_option(WORK, "Scratch folder of the trainings"),
     logs: Optional[str] = path_option(LOGS, "Each run's log"),
 ) -> None:
-    """Train and score every run not done yet, in the plan's order."""
-    from experiments.engine.plan import run_plan
-
+    """Train and score every run not done yet, in the plan's order (the default command)."""
     study = _study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records)
     work_dir, log_dir = Path(from_caller(work, WORK)), Path(from_caller(logs, LOGS))
     os.chdir(ROOT)
     study = prepare(study)
     runs = plan_runs(study)
     typer.echo(f"{len(runs)} runs, {jobs} at a time; records in {study.records}, logs in {log_dir}/")
-    summary = run_plan(runs, Path(study.records), work_dir, log_dir, jobs=jobs, minutes=minutes or None)
-    typer.echo(summary.describe())
-    if not summary.ok:
-        raise typer.Exit(1)
+    finish(run_plan(runs, Path(study.records), work_dir, log_dir, jobs=jobs, minutes=minutes or None))
 
 
 @app.command("plan")
@@ -343,13 +336,7 @@ def plan_cli(
     study = _study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records)
     os.chdir(ROOT)
     study = prepare(study)
-    runs = plan_runs(study)
-    done = Counter()
-    for run in runs:
-        state = is_done(run, Path(study.records))
-        done[state] += 1
-        typer.echo(f"{'done' if state else '    '}  {run.id}")
-    typer.echo(f"{done[True]} of {len(runs)} runs done")
+    show_plan(jobs_of_runs(plan_runs(study), Path(study.records), WORK, LOGS), typer.echo)
 
 
 @app.command("report")

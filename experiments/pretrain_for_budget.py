@@ -6,7 +6,7 @@ config on this machine (the corpus is tokenised once, into a shared prepared fol
 ``--max-epochs`` when given), trains and exports, then scores each held-out file given with
 ``--score`` (one JSON of forward/backward/mean perplexity per file).
 
-    python -m experiments.run.pretrain_for_budget configs/bilm_release.cfg training/release \
+    python -m experiments.pretrain_for_budget configs/bilm_release.cfg training/release \
         --minutes 11 --device cuda --paths.train corpus/release/pretrain/train.txt \
         --paths.dev corpus/release/pretrain/dev.txt --score corpus/release/pretrain/dev_wiki.txt
 

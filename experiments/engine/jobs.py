@@ -1,4 +1,4 @@
-"""Run a workflow's jobs side by side, a few at a time, each in its own process on one thread.
+"""The launcher: run a plan's jobs side by side, a few at a time, each in its own process on one thread.
 
 A job is a command line, the file its output goes to, a check that says whether
 it is done already, and the names of earlier jobs it needs. ``run_jobs`` starts

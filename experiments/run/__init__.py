@@ -1,1 +1,0 @@
-"""Training and scoring runs: seeds, learning curves, pretraining for a budget."""
