@@ -411,7 +411,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "The pretraining config {where} has {n} wrong setting(s), listed below: "
         "each with where it is, what was expected and what was found. Fix them "
         "in the .cfg file or override them with --section.key value; every "
-        "setting and its default is in spacy_elmo/training/run/config.py."
+        "setting and registered function, with its defaults, is in docs/configs.md."
     )
     E314 = (
         "The checkpoint '{path}' has format {found}, expected {expected}: it was "

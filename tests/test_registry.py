@@ -1,6 +1,7 @@
 """Every name declared in setup.cfg resolves to the object it points at."""
 import configparser
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,12 @@ def test_every_registered_name_is_declared():
     for reg in REGISTRIES.values():
         ours = {name for name in reg.get_all() if name.startswith("spacy-elmo.")}
         assert ours <= declared
+
+
+def test_every_pretraining_name_of_ours_is_versioned():
+    from spacy_elmo.training.registry import OPTIMIZERS, SCHEDULES, SOFTMAXES, TOKENIZERS
+    from spacy_elmo.training.registry import registry as pretraining
+
+    kinds = (TOKENIZERS, SOFTMAXES, OPTIMIZERS, SCHEDULES)
+    names = [name for kind in kinds for name in getattr(pretraining, kind).get_all()]
+    assert len(names) >= 10 and all(re.fullmatch(r"spacy-elmo\.\w+\.v\d+", name) for name in names), names

@@ -1,9 +1,9 @@
 """Training a biLM on raw text: the function behind ``python -m spacy_elmo pretrain``.
 
 The config names four parts, each a registered function (registry.py): the
-tokenizer, the softmax, the optimiser and the learning-rate schedule. They are
-resolved once, here, into the objects or factories that build them (`Parts`),
-and each consumer is handed only its own.
+tokenizer (or a spaCy pipeline), the softmax, the optimiser and the
+learning-rate schedule. confection resolves them once, here, into the objects
+or factories that build them (`Parts`), and each consumer is handed only its own.
 
 One process, or several under ``torchrun`` (DistributedDataParallel, gloo on
 the CPU, NCCL on GPUs): process 0 prepares the data and writes the run's
@@ -34,9 +34,7 @@ from .data.vocab import LMVocab
 from ..disk import RUN_FILE, writing
 from .objective.lm import PretrainingLM
 from .objective.softmax import SoftmaxFactory, SoftmaxHead
-from .run.config import (
-    ModelSettings, PretrainConfig, load_config, optimizer_factory, schedule_factory, softmax_factory,
-)
+from .run.config import ModelSettings, PretrainConfig, load_config, resolve
 from ..distributed import Distributed
 from .run.export import SOFTMAX_NAME, VOCAB_NAME, check_model_folder, text_info
 from .run.optim import OptimizerFactory, ScheduleFactory
@@ -57,11 +55,10 @@ class Parts:
 
 
 def resolve_parts(config: PretrainConfig) -> Parts:
+    """The config's parts: its tokenizer, and the registered functions its sections name, resolved."""
     return Parts(
         tokenizer=make_tokenizer(config.corpus.tokenizer),
-        softmax=softmax_factory(config.softmax),
-        optimizer=optimizer_factory(config.training),
-        schedule=schedule_factory(config.training),
+        **{name: resolve(section) for name, section in config.parts().items()},
     )
 
 

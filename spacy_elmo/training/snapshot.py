@@ -16,7 +16,7 @@ from ..errors import InputError, OutputError
 from ..util import check_writable
 from .objective.lm import PretrainingLM
 from .run.checkpoint import damaged_checkpoint, load_checkpoint
-from .run.config import softmax_factory
+from .run.config import resolve
 from .run.export import check_model_folder, export_model, text_info, training_info
 from .run.run_dir import RunDir
 from .run.train_log import TrainLog
@@ -50,7 +50,7 @@ def export_checkpoint(run_dir: PathLike, output: PathLike, dtype: str = "float32
     config = run.stored_config()
     vocab = run.read_vocab()
     payload = load_checkpoint(run.checkpoint)
-    softmax = softmax_factory(config.softmax)(config.model.projection_dim, len(vocab))
+    softmax = resolve(config.softmax)(config.model.projection_dim, len(vocab))
     lm = PretrainingLM(BiLM(config.model.options), softmax)
     run.check_checkpoint_vocab(payload, vocab, lm)
     try:

@@ -118,7 +118,7 @@ def render() -> str:
     from spacy.language import Language
 
     from spacy_elmo.pipeline.elmo import Elmo
-    from spacy_elmo.training.registry import OPTIMIZERS, SCHEDULES, SOFTMAXES, TOKENIZERS, registered, registry
+    from spacy_elmo.training.registry import OPTIMIZERS, SCHEDULES, SOFTMAXES, TOKENIZERS, registry
     from spacy_elmo.training.run.config import PARTS, PretrainConfig
 
     out = [
@@ -172,18 +172,17 @@ def render() -> str:
                         "| --- | --- | --- |"]
                 out += list(_section_rows(sub.annotation))
         out.append("")
-    keys = {kind: key for _, key, kind, _ in PARTS}
+    keys = {part.registry: part.key for part in PARTS}
     out += ["## Pretraining's registered functions", "",
-            "Each takes the settings of its section that it names; the section names it by its key.", ""]
+            "A section names its function by its key; its other settings are the function's arguments.", ""]
     for kind, where in ((SOFTMAXES, "[softmax]"), (OPTIMIZERS, "[training.optimizer]"),
                         (SCHEDULES, "[training.schedule]"), (TOKENIZERS, "[corpus] tokenizer")):
         key = keys.get(kind)
         out.append(f"### `{kind}`: {where}" + (f" `{key} = \"…\"`" if key else " (or a spaCy pipeline's name)"))
-        for name in registered(kind):
+        for name in getattr(registry, kind).get_all():
             func = getattr(registry, kind).get(name)
-            params = ", ".join(f"`{p}`" for p in inspect.signature(func).parameters) or "no settings"
             summary = _summary(func)
-            out.append(f"- `{name}`: {params}" + (f". {summary}" if summary else ""))
+            out += ["", f"#### `{name}`", "", *([summary, ""] if summary else []), *_function_table(func)]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 

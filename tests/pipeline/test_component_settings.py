@@ -9,7 +9,7 @@ import srsly
 from spacy_elmo.errors import ElmoError
 
 from ..numeric import assert_close_to_scale
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 TEXTS = ["The cat sat . Then it slept .", "Hello world !"]
 

@@ -14,7 +14,7 @@ from spacy_elmo.errors import DivergedRunError, ElmoError
 from spacy_elmo.models.bilm import get_bilm
 
 from ..numeric import assert_close_to_scale
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 
 @pytest.fixture

@@ -5,44 +5,7 @@ from spacy.tokens import DocBin
 
 from spacy_elmo.errors import ElmoError
 
-from .util import examples_of, make_docs
-
-NER_ELMO = {
-    "@architectures": "spacy.TransitionBasedParser.v2",
-    "state_type": "ner",
-    "hidden_width": 32,
-    "maxout_pieces": 2,
-    "use_upper": True,
-    "tok2vec": {
-        "@architectures": "spacy-elmo.ElmoTok2Vec.v1",
-        "elmo": {"@architectures": "spacy-elmo.ElmoListener.v1", "upstream": "*"},
-        "embed": {
-            "@architectures": "spacy.MultiHashEmbed.v2",
-            "width": 32,
-            "attrs": ["NORM", "SHAPE"],
-            "rows": [500, 100],
-            "include_static_vectors": False,
-        },
-        "encode": {
-            "@architectures": "spacy.MaxoutWindowEncoder.v2",
-            "width": 32,
-            "depth": 1,
-            "window_size": 1,
-            "maxout_pieces": 2,
-        },
-    },
-}
-
-
-def elmo_pipeline(bilm_dir, *, with_ner=True, **elmo_config):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config=elmo_config)
-    if with_ner:
-        nlp.add_pipe("ner", config={"model": NER_ELMO})
-    examples = examples_of(nlp, make_docs(nlp, 20))
-    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(bilm_dir), "weights_file": None}
-    nlp.initialize(lambda: examples)
-    return nlp, examples
+from .pipelines import NER_ELMO, elmo_pipeline
 
 
 def test_building_reads_no_file_and_unloaded_component_says_so():

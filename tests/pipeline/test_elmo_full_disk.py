@@ -10,7 +10,7 @@ import spacy
 
 from spacy_elmo.errors import OutputError
 
-from .test_elmo_threads import tiny_pipeline
+from .pipelines import tiny_pipeline
 
 
 def test_a_full_disk_while_saving_the_model_is_a_coded_error_and_keeps_the_old_file(tmp_path, monkeypatch):

@@ -4,24 +4,8 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy
-import spacy
-import torch
 
-from spacy_elmo.bilm import BiLM, BiLMOptions
-from spacy_elmo.models.bilm import set_bilm
-
-TINY = dict(
-    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=1,
-)
-
-
-def tiny_pipeline(token_cache_size: int):
-    """A blank English pipeline with an `elmo` component around a tiny random biLM."""
-    nlp = spacy.blank("en")
-    elmo = nlp.add_pipe("elmo")
-    torch.manual_seed(0)
-    set_bilm(elmo.model, BiLM(BiLMOptions(**TINY), token_cache_size=token_cache_size).eval())
-    return nlp
+from .pipelines import tiny_pipeline
 
 
 def random_texts(n: int, length: int, n_words: int, seed: int = 0) -> list:

@@ -8,7 +8,7 @@ from spacy_elmo.models.bilm import get_bilm
 from spacy_elmo.pipeline.layer_cache import LayerCache
 
 from ..numeric import assert_close_to_scale
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 FLOAT16_MAX = float(numpy.finfo(numpy.float16).max)  # 65,504
 # The fixture biLM's token layer reaches 7.06 on LARGE and 1.70 on SMALL: its

@@ -8,7 +8,7 @@ import numpy
 import pytest
 import torch
 
-from .test_train_and_load import spacy_train
+from .pipelines import spacy_train
 
 pytestmark = [
     pytest.mark.gpu,
@@ -66,7 +66,7 @@ def test_pipe_under_require_gpu_gives_host_arrays_that_travel(bilm_dir):
     import spacy
     from spacy.tokens import DocBin
 
-    from .test_elmo_component import elmo_pipeline
+    from .pipelines import elmo_pipeline
 
     spacy.require_gpu(0)
     try:
@@ -104,7 +104,7 @@ def test_the_cuda_graphs_setting_gives_the_same_layers(bilm_dir):
 
     from spacy_elmo.models.bilm import get_bilm
 
-    from .test_elmo_component import elmo_pipeline
+    from .pipelines import elmo_pipeline
 
     texts = [*TEXTS, EMPTY, " ".join(TEXTS)] * 6
     spacy.require_gpu(0)
@@ -131,7 +131,7 @@ def test_many_batches_a_call_give_the_cpu_layers(bilm_dir):
     batch's work) gives every doc the layers the CPU gives it."""
     import spacy
 
-    from .test_elmo_component import elmo_pipeline
+    from .pipelines import elmo_pipeline
 
     texts = [*TEXTS, EMPTY, " ".join(TEXTS)] * 5
     model = {"@architectures": "spacy-elmo.BiLM.v1", "max_batch_tokens": 16, "window_size": 8}

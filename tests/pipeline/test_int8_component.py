@@ -8,7 +8,7 @@ import spacy
 
 from spacy_elmo.bilm import precision as precision_module
 
-from .test_model_settings import layers, override, save
+from .pipelines import layers, override, save
 
 MEAN_COSINE, WORST_COSINE = 0.999, 0.99  # per layer, as tests/bilm/test_int8.py
 

@@ -7,7 +7,7 @@ import torch
 from spacy_elmo.models.bilm import get_bilm
 from spacy_elmo.models.listener import ElmoListenerModel
 
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 
 @pytest.mark.parametrize("load", ["from_bytes", "from_disk", "model.from_bytes"])

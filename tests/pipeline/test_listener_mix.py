@@ -7,7 +7,7 @@ import spacy
 from spacy.util import registry
 from thinc.api import Model
 
-from .test_elmo_component import NER_ELMO
+from .pipelines import NER_ELMO
 from .util import examples_of, make_docs
 
 AVERAGE_MIX = "test-spacy-elmo.average_mix.v1"

@@ -6,7 +6,7 @@ import spacy
 
 from spacy_elmo.errors import ElmoError
 
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 TEXTS = ["Bob went to Paris .", "Carol met Dave in Lima ."]
 

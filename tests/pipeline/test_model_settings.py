@@ -17,26 +17,8 @@ from spacy_elmo.models.bilm import _batches, get_bilm
 from spacy_elmo.models.listener import ELMO_DROPOUT_NAME
 
 from ..numeric import assert_close_to_scale
-from .test_elmo_component import NER_ELMO, elmo_pipeline
+from .pipelines import BILM, NER_ELMO, elmo_pipeline, layers, override, save
 from .util import examples_of, make_docs
-
-BILM = "spacy-elmo.BiLM.v1"
-# 14 tokens, no sentence boundaries: read as windows of window_size tokens.
-TEXTS = ["One two three four five six seven eight nine ten eleven twelve thirteen .", "Short one ."]
-
-
-def save(tmp_path, bilm_dir, **model):
-    nlp, _ = elmo_pipeline(bilm_dir, with_ner=False, model={"@architectures": BILM, **model})
-    nlp.to_disk(tmp_path / "pipeline")
-    return tmp_path / "pipeline"
-
-
-def override(**model):
-    return {"components": {"elmo": {"model": model}}}
-
-
-def layers(nlp, texts=TEXTS):
-    return [doc._.elmo.layers for doc in nlp.pipe(texts)]
 
 
 def differ(a, b):

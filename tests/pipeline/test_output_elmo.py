@@ -12,7 +12,7 @@ from thinc.api import Model
 
 from spacy_elmo.inspect import listener_mixes
 
-from .test_elmo_component import NER_ELMO
+from .pipelines import NER_ELMO
 from .util import examples_of, make_docs
 
 CONFIGS = Path(__file__).parent.parent.parent / "configs"

@@ -6,7 +6,7 @@ import sys
 
 from spacy.tokens import DocBin
 
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 # In a fresh interpreter that never imports spacy_elmo itself: the doc
 # extensions appear when spaCy builds the `elmo` component (or a listener).

@@ -12,7 +12,7 @@ from spacy.training import Example
 
 from spacy_elmo.models.bilm import get_bilm
 
-from .test_elmo_component import NER_ELMO
+from .pipelines import NER_ELMO
 from .util import examples_of, make_docs
 
 TOK2VEC = NER_ELMO["tok2vec"]

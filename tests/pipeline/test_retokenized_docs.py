@@ -6,7 +6,7 @@ from spacy.tokens import DocBin
 
 from spacy_elmo.errors import ElmoError
 
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 TEXT = "The big black cat sat on the mat and then it slept ."
 

@@ -12,7 +12,7 @@ from spacy_elmo.models.bilm import _segments, sentence_starts
 from spacy_elmo.models.segmenters import overlapping_windows, read_sentences, window_segmenter
 
 from ..numeric import assert_close_to_scale
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 BILM = {"@architectures": "spacy-elmo.BiLM.v1", "max_batch_tokens": 40, "window_size": 6}
 LONG = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen ."

@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from spacy.tokens import DocBin
 from spacy.util import fix_random_seed
 
-from .test_elmo_component import NER_ELMO, elmo_pipeline
+from .pipelines import NER_ELMO, elmo_pipeline
 from .util import make_docs
 
 PACKAGE = "en_elmo_test"

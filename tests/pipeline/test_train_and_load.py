@@ -3,7 +3,6 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy
 import pytest
@@ -11,23 +10,7 @@ import spacy
 
 from spacy_elmo.inspect import listener_mixes, plot_mixes
 
-from .test_elmo_component import elmo_pipeline
-
-CONFIGS = Path(__file__).parent.parent.parent / "configs"
-
-
-def spacy_train(config, output, corpus_dir, bilm_dir, steps=40, extra=()):
-    cmd = [
-        sys.executable, "-m", "spacy", "train", str(CONFIGS / config), "--output", str(output),
-        "--paths.train", str(corpus_dir / "train.spacy"), "--paths.dev", str(corpus_dir / "dev.spacy"),
-        "--paths.elmo", str(bilm_dir), "--training.max_steps", str(steps), "--training.eval_frequency", "20",
-        "--nlp.batch_size", "16",
-        # Small and quick: the tiny fixture biLM and narrow encoders.
-        "--training.batcher.size.start", "200", "--training.batcher.size.stop", "200", *extra,
-    ]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return json.loads((output / "model-last" / "meta.json").read_text())
+from .pipelines import elmo_pipeline, spacy_train
 
 
 def uniform_distance(mix):

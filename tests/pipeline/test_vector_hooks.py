@@ -5,7 +5,7 @@ from spacy.tokens import DocBin
 
 from spacy_elmo.errors import ElmoError
 
-from .test_elmo_component import elmo_pipeline
+from .pipelines import elmo_pipeline
 
 TEXTS = ["The cat sat on the mat .", "A dog ran .", ""]
 

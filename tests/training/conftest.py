@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from spacy_elmo.training import PretrainConfig
+from spacy_elmo.training.data.tokenizers import WHITESPACE
 
 WORDS = (
     "the a cat dog sat on mat and ran to house big small red blue saw ate fish bird "
@@ -30,7 +31,7 @@ def tiny_settings(train, dev=None, **sections) -> dict:
     settings = {
         "paths": {"train": str(train), "dev": str(dev) if dev else None},
         "system": {"seed": 0, "threads": 1},
-        "corpus": {"tokenizer": "whitespace", "max_length": 20},
+        "corpus": {"tokenizer": WHITESPACE, "max_length": 20},
         "vocab": {"size": 100},
         "model": {
             "char_embedding_dim": 4,
@@ -54,6 +55,20 @@ def tiny_settings(train, dev=None, **sections) -> dict:
     for section, values in sections.items():
         settings.setdefault(section, {}).update(values)
     return settings
+
+
+class Stop(Exception):
+    """Raised by `stop_at`'s hook: a run killed at a step."""
+
+
+def stop_at(step):
+    """An `on_step` hook that stops the run after `step`."""
+
+    def hook(state, lm):
+        if state.step == step:
+            raise Stop()
+
+    return hook
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,11 @@ from confection import ConfigValidationError
 
 from spacy_elmo.training import PretrainConfig, load_config
 
+LINEAR = """
+[training.schedule]
+@pretrain_schedules = "spacy-elmo.linear.v1"
+max_steps = ${training.max_steps}
+"""
 CONFIG = """
 [paths]
 train = "corpus/train.txt"
@@ -28,7 +33,7 @@ def write(tmp_path, text):
 def test_left_out_settings_take_defaults_and_any_can_be_overridden(tmp_path):
     config = load_config(write(tmp_path, CONFIG), {"system.seed": 7, "softmax.@pretrain_softmaxes": "spacy-elmo.FullSoftmax.v1"})
     assert config.model.lstm_dim == 64 and config.model.n_layers == 2
-    assert config.system.seed == 7 and config.softmax.kind == "spacy-elmo.FullSoftmax.v1"
+    assert config.system.seed == 7 and config.softmax.function == "spacy-elmo.FullSoftmax.v1"
     assert config.training.optimizer.learn_rate == 0.01
     assert PretrainConfig.from_dict(config.to_dict()) == config
 
@@ -46,15 +51,20 @@ def test_left_out_settings_take_defaults_and_any_can_be_overridden(tmp_path):
          "expected 'spacy-elmo.FullSoftmax.v1' or 'spacy-elmo.AdaptiveSoftmax.v1'; found 'sampled'"),
         (CONFIG + "@pretrain_optimizers = \"adamw\"\n", "training -> optimizer -> @pretrain_optimizers",
          "expected 'spacy-elmo.Adam.v1', 'spacy-elmo.SGD.v1' or 'spacy-elmo.Adagrad.v1'; found 'adamw'"),
-        (CONFIG + "name = \"adamw\"\n", "training -> optimizer -> @pretrain_optimizers", "found 'adamw'"),
+        (CONFIG + "momentum = 0.9\n", "training -> optimizer -> momentum",
+         "unknown setting (expected one of: learn_rate"),
         (CONFIG + "[training.schedule]\n@pretrain_schedules = \"step\"\n", "training -> schedule -> @pretrain_schedules",
          "expected 'spacy-elmo.constant.v1', 'spacy-elmo.linear.v1', 'spacy-elmo.cosine.v1' or 'spacy-elmo.plateau.v1'; "
          "found 'step'"),
-        (CONFIG + "name = \"adam\"\n@pretrain_optimizers = \"spacy-elmo.Adam.v1\"\n", "training -> optimizer -> name",
-         "the old key of @pretrain_optimizers, which the section has too: keep only @pretrain_optimizers"),
         (CONFIG.replace("learn_rate = 0.01", "learn_rate = 0"), "training -> optimizer -> learn_rate", "expected greater than 0; found 0"),
+        (CONFIG + "[softmax]\ncutoffs = [8, 4]\n", "softmax -> cutoffs",
+         "must be positive and increasing; found [8, 4]"),
+        (CONFIG + "[training.schedule]\n@pretrain_schedules = \"spacy-elmo.plateau.v1\"\ndecay = 1.5\n",
+         "training -> schedule -> decay", "expected less than or equal to 1; found 1.5"),
         (CONFIG.replace('train = "corpus/train.txt"', "train = null"), "paths -> train", "no training text"),
-        (CONFIG + "[training.schedule]\n@pretrain_schedules = \"spacy-elmo.linear.v1\"\n", "training", "needs max_steps > 0"),
+        (CONFIG + "[training.schedule]\n@pretrain_schedules = \"spacy-elmo.linear.v1\"\n",
+         "training -> schedule -> max_steps", "missing: 'spacy-elmo.linear.v1' takes it and has no default for it"),
+        (CONFIG + LINEAR, "training -> schedule -> max_steps", "must be above 0: the decay ends at this step"),
     ],
 )
 def test_a_wrong_setting_is_a_clear_config_error(tmp_path, text, location, message):
@@ -73,38 +83,40 @@ def test_an_override_of_an_unknown_section_is_refused(tmp_path):
 def test_the_shipped_configs_are_valid():
     from pathlib import Path
 
-    configs = Path(__file__).parents[2] / "configs"
-    for name in ("bilm_demo.cfg", "bilm_small.cfg", "bilm_ptb.cfg"):
-        config = load_config(configs / name, {"paths.train": "corpus/train.txt"})
+    configs = sorted((Path(__file__).parents[2] / "configs").glob("bilm_*.cfg"))
+    assert len(configs) >= 5
+    for path in configs:
+        config = load_config(path, {"paths.train": "corpus/train.txt"})
         assert config.model.n_layers >= 1
 
 
-LEGACY = CONFIG + """
-[softmax]
-kind = "full"
+def test_a_decay_ends_where_the_run_does_whatever_max_steps_it_is_given():
+    from pathlib import Path
 
-[training.schedule]
-name = "cosine"
-warmup_steps = 2
-"""
-
-
-def test_a_config_in_the_unversioned_names_reads_as_the_versioned_one(tmp_path):
-    new = (LEGACY.replace('kind = "full"', '@pretrain_softmaxes = "spacy-elmo.FullSoftmax.v1"')
-           .replace('name = "cosine"', '@pretrain_schedules = "spacy-elmo.cosine.v1"'))
-    old_config, new_config = load_config(write(tmp_path, LEGACY)), load_config(write(tmp_path, new))
-    assert old_config == new_config and old_config.training.schedule.name == "spacy-elmo.cosine.v1"
-    assert "name" not in old_config.to_dict()["training"]["optimizer"]
-    assert old_config.to_dict()["training"]["optimizer"]["@pretrain_optimizers"] == "spacy-elmo.Adam.v1"
-    # An override in the old spelling too.
-    overridden = load_config(write(tmp_path, new), {"training.optimizer.name": "sgd", "softmax.kind": "adaptive"})
-    assert overridden.training.optimizer.name == "spacy-elmo.SGD.v1"
-    assert overridden.softmax.kind == "spacy-elmo.AdaptiveSoftmax.v1"
+    demo = Path(__file__).parents[2] / "configs" / "bilm_demo.cfg"
+    config = load_config(demo, {"paths.train": "corpus/train.txt", "training.max_steps": 1234})
+    assert config.training.schedule.function == "spacy-elmo.linear.v1"
+    assert config.training.schedule.max_steps == config.training.max_steps == 1234
 
 
-def test_a_section_naming_another_function_still_takes_the_default_settings(tmp_path):
-    # confection merges no defaults into a section whose function differs from the
-    # defaults'; every setting of it must still be there to override.
+@pytest.mark.parametrize("section, old", [
+    ("[softmax]", 'kind = "full"'), ("[training.optimizer]", 'name = "adam"'),
+    ("[training.schedule]", 'name = "cosine"'),
+])
+def test_a_part_named_by_an_unversioned_name_is_an_unknown_setting(tmp_path, section, old):
+    text = CONFIG + (f"{old}\n" if section == "[training.optimizer]" else f"\n{section}\n{old}\n")
+    with pytest.raises(ConfigValidationError) as err:
+        load_config(write(tmp_path, text))
+    location = " -> ".join([*section.strip("[]").split("."), old.split()[0]])
+    errors = {" -> ".join(e["loc"]): e["msg"] for e in err.value.errors}
+    assert list(errors) == [location] and errors[location].startswith("unknown setting"), errors
+
+
+def test_a_section_naming_another_function_takes_that_functions_defaults(tmp_path):
+    # confection merges no defaults into a section whose function differs from the defaults':
+    # the section is filled in from the function it names, and any of its settings can be overridden.
     text = CONFIG + '@pretrain_optimizers = "spacy-elmo.SGD.v1"\n'
     config = load_config(write(tmp_path, text), {"training.optimizer.momentum": 0.9})
-    assert config.training.optimizer.name == "spacy-elmo.SGD.v1" and config.training.optimizer.momentum == 0.9
+    assert config.to_dict()["training"]["optimizer"] == {
+        "@pretrain_optimizers": "spacy-elmo.SGD.v1", "learn_rate": 0.01, "momentum": 0.9, "weight_decay": 0.0,
+    }

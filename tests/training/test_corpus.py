@@ -7,6 +7,7 @@ import pytest
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training.data.prepared import PreparedCorpus, prepare_corpus
 from spacy_elmo.training.data.reader import ReadStats, find_files, read_lines
+from spacy_elmo.training.data.tokenizers import WHITESPACE
 from spacy_elmo.util import split_lines
 
 
@@ -25,7 +26,7 @@ def test_bad_bytes_are_counted_and_skipped_never_fatal(tmp_path):
     assert lines == ["the first line", "the last line without a newline"]
     assert (stats.lines, stats.empty_lines, stats.skipped_lines) == (2, 2, 3)
     assert stats.skipped_bytes == len(b"caf\xe9 latin-1 is not utf-8\n") + len(b"binary \x00\x01\x02 data\n") + 4
-    corpus = prepare_corpus([path], "whitespace", tmp_path / "prepared", progress=False, log=lambda m: None)
+    corpus = prepare_corpus([path], WHITESPACE, tmp_path / "prepared", progress=False, log=lambda m: None)
     assert corpus.meta["read"]["skipped_lines"] == 3
     assert corpus.n_sentences == 2
 
@@ -38,7 +39,7 @@ def test_a_10_mb_line_streams_in_pieces(tmp_path):
     assert b"".join(pieces) == words
     assert max(len(p) for p in pieces) <= 100_000
     assert all(p.endswith(b" ") for p in pieces[:-1])  # cut at whitespace, no word split
-    corpus = prepare_corpus([path], "whitespace", tmp_path / "prepared", progress=False, log=lambda m: None)
+    corpus = prepare_corpus([path], WHITESPACE, tmp_path / "prepared", progress=False, log=lambda m: None)
     assert corpus.n_tokens == 2_000_000
     assert sorted(corpus.words) == ["alpha", "beta", "délta", "gamma"]
 
@@ -74,17 +75,17 @@ def test_prepared_data_is_reused_until_the_text_changes(tmp_path):
     path = tmp_path / "text.txt"
     path.write_text("a b c\nd e\n")
     messages = []
-    first = prepare_corpus([path], "whitespace", tmp_path / "prepared", progress=False, log=messages.append)
-    again = prepare_corpus([path], "whitespace", tmp_path / "prepared", progress=False, log=messages.append)
+    first = prepare_corpus([path], WHITESPACE, tmp_path / "prepared", progress=False, log=messages.append)
+    again = prepare_corpus([path], WHITESPACE, tmp_path / "prepared", progress=False, log=messages.append)
     assert messages[1].startswith("Reusing") and again.n_tokens == first.n_tokens == 5
     path.write_text("a b c\nd e f g\n")
-    changed = prepare_corpus([path], "whitespace", tmp_path / "prepared", progress=False, log=messages.append)
+    changed = prepare_corpus([path], WHITESPACE, tmp_path / "prepared", progress=False, log=messages.append)
     assert changed.n_tokens == 7
     numpy.testing.assert_array_equal(PreparedCorpus.load(tmp_path / "prepared").counts, changed.counts)
     (tmp_path / "not_ours").mkdir()
     (tmp_path / "not_ours" / "file").write_text("keep")
     with pytest.raises(ElmoError, match="E302"):
-        prepare_corpus([path], "whitespace", tmp_path / "not_ours", progress=False, log=messages.append)
+        prepare_corpus([path], WHITESPACE, tmp_path / "not_ours", progress=False, log=messages.append)
 
 
 @pytest.mark.parametrize("end", ["\r\n", "\r"])
@@ -95,8 +96,8 @@ def test_crlf_and_cr_text_is_read_and_prepared_as_lf_text(tmp_path, end):
     lf_stats, other_stats = ReadStats(), ReadStats()
     assert list(read_lines([tmp_path / "other.txt"], other_stats)) == list(read_lines([tmp_path / "lf.txt"], lf_stats))
     assert (other_stats.lines, other_stats.empty_lines) == (lf_stats.lines, lf_stats.empty_lines) == (3, 1)
-    lf = prepare_corpus([tmp_path / "lf.txt"], "whitespace", tmp_path / "p_lf", progress=False, log=lambda m: None)
-    other = prepare_corpus([tmp_path / "other.txt"], "whitespace", tmp_path / "p_other", progress=False,
+    lf = prepare_corpus([tmp_path / "lf.txt"], WHITESPACE, tmp_path / "p_lf", progress=False, log=lambda m: None)
+    other = prepare_corpus([tmp_path / "other.txt"], WHITESPACE, tmp_path / "p_other", progress=False,
                            log=lambda m: None)
     assert other.words == lf.words and other.tokens.tolist() == lf.tokens.tolist()
     assert other.offsets.tolist() == lf.offsets.tolist() and other.n_sentences == 3

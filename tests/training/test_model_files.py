@@ -39,12 +39,12 @@ def set_attribute(model, name, value):
 
 
 @pytest.mark.parametrize("content,field,found", [
-    ('{"tokenizer": "whitespace", "max_len', "the file", "unreadable"),
+    ('{"tokenizer": "spacy-elmo.WhitespaceTokenizer.v1", "max_len', "the file", "unreadable"),
     ("[1, 2]", "the file", "[1, 2]"),
-    ('{"tokenizer": "whitespace", "max_length": -1}', "'max_length'", "-1"),
-    ('{"tokenizer": "whitespace", "max_length": "abc"}', "'max_length'", '"abc"'),
-    ('{"tokenizer": "whitespace", "max_length": null}', "'max_length'", "null"),
-    ('{"tokenizer": "whitespace", "max_length": 2.5}', "'max_length'", "2.5"),
+    ('{"tokenizer": "spacy-elmo.WhitespaceTokenizer.v1", "max_length": -1}', "'max_length'", "-1"),
+    ('{"tokenizer": "spacy-elmo.WhitespaceTokenizer.v1", "max_length": "abc"}', "'max_length'", '"abc"'),
+    ('{"tokenizer": "spacy-elmo.WhitespaceTokenizer.v1", "max_length": null}', "'max_length'", "null"),
+    ('{"tokenizer": "spacy-elmo.WhitespaceTokenizer.v1", "max_length": 2.5}', "'max_length'", "2.5"),
     ('{"tokenizer": 7, "max_length": 20}', "'tokenizer'", "7"),
 ])
 def test_a_damaged_pretrain_json_is_named_with_its_field(model_copy, exported, content, field, found):

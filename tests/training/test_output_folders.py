@@ -16,6 +16,7 @@ from spacy_elmo.cli import app
 from spacy_elmo.errors import DamagedFileError, InputError, OutputError
 from spacy_elmo.training import PretrainConfig, pretrain
 from spacy_elmo.training.data.prepared import FORMAT_NAME, prepare_corpus
+from spacy_elmo.training.data.tokenizers import WHITESPACE
 from spacy_elmo.training.run.run_dir import LOCK_NAME, RunDir
 from spacy_elmo.training.snapshot import export_checkpoint
 
@@ -88,27 +89,27 @@ def test_only_a_folder_marked_as_a_prepared_corpus_of_ours_is_replaced(tmp_path)
     (stranger / "notes.txt").write_text("mine")
     before = tree(stranger)
     with pytest.raises(OutputError, match=rf"E302.*'{stranger}'.*'{FORMAT_NAME}'"):
-        prepare_corpus([text], "whitespace", stranger, progress=False, log=lambda m: None)
+        prepare_corpus([text], WHITESPACE, stranger, progress=False, log=lambda m: None)
     assert tree(stranger) == before
     ours = tmp_path / "ours"
     ours.mkdir()  # an empty folder is taken, and what is prepared there is ours from then on
-    first = prepare_corpus([text], "whitespace", ours, progress=False, log=lambda m: None)
+    first = prepare_corpus([text], WHITESPACE, ours, progress=False, log=lambda m: None)
     assert json.loads((ours / "meta.json").read_text())["format"]["name"] == FORMAT_NAME
     text.write_text("one two\n")
-    again = prepare_corpus([text], "whitespace", ours, progress=False, log=lambda m: None)
+    again = prepare_corpus([text], WHITESPACE, ours, progress=False, log=lambda m: None)
     assert again.n_tokens == 2 != first.n_tokens
 
 
 def test_a_corpus_prepared_in_the_format_before_it_was_named_is_prepared_again(tmp_path):
     text = write_corpus(tmp_path / "a.txt", 30)
     folder = tmp_path / "prepared"
-    prepare_corpus([text], "whitespace", folder, progress=False, log=lambda m: None)
+    prepare_corpus([text], WHITESPACE, folder, progress=False, log=lambda m: None)
     meta = json.loads((folder / "meta.json").read_text())
     del meta["format"]
     meta["fingerprint"]["version"] = 2
     (folder / "meta.json").write_text(json.dumps(meta))
     messages = []
-    prepare_corpus([text], "whitespace", folder, progress=False, log=messages.append)
+    prepare_corpus([text], WHITESPACE, folder, progress=False, log=messages.append)
     assert messages[0].startswith("Prepared")
     assert json.loads((folder / "meta.json").read_text())["format"] == {"name": FORMAT_NAME, "version": 3}
 

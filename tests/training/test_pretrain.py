@@ -12,7 +12,7 @@ from spacy_elmo.training import pretrain
 from spacy_elmo.training.data.lm_batches import collate
 from spacy_elmo.training.run.checkpoint import load_checkpoint
 
-from .conftest import write_corpus
+from .conftest import Stop, stop_at, write_corpus
 
 
 def records(run_dir, kind):
@@ -56,26 +56,17 @@ def test_loss_falls_and_the_export_is_the_trained_model(tmp_path, tiny_config):
     torch.testing.assert_close(top[1, 1:].flip(0), layer[:, p:], rtol=0, atol=1e-5)
 
 
-class Stop(Exception):
-    pass
-
-
-def stop_at(step):
-    def hook(state, lm):
-        if state.step == step:
-            raise Stop()
-
-    return hook
+PLATEAU = "spacy-elmo.plateau.v1"
 
 
 @pytest.mark.parametrize("schedule", [
     {},
-    {"name": "cosine", "warmup_steps": 3, "final_factor": 0.1},
+    {"@pretrain_schedules": "spacy-elmo.cosine.v1", "warmup_steps": 3, "final_factor": 0.1, "max_steps": 12},
     # Every dev evaluation after the first (step 3) counts as no improvement: the rate halves at 6 and 9.
-    {"name": "plateau", "warmup_steps": 5, "decay": 0.5, "min_improvement": 1e6},
+    {"@pretrain_schedules": PLATEAU, "warmup_steps": 5, "decay": 0.5, "min_improvement": 1e6},
 ])
 def test_resume_continues_exactly(tmp_path, tiny_config, schedule):
-    eval_every = 3 if schedule.get("name") == "plateau" else 6
+    eval_every = 3 if schedule.get("@pretrain_schedules") == PLATEAU else 6
     config = tiny_config(training={"max_steps": 12, "checkpoint_every": 4, "eval_every": eval_every,
                                    "schedule": schedule})
     pretrain(config, tmp_path / "whole", progress=False)
@@ -93,7 +84,7 @@ def test_resume_continues_exactly(tmp_path, tiny_config, schedule):
         return [(r["kind"], r["step"], r.get("lr")) for r in map(json.loads, (run / "log.jsonl").read_text().splitlines())]
 
     assert logged(tmp_path / "cut") == logged(tmp_path / "whole")
-    if schedule.get("name") == "plateau":
+    if schedule.get("@pretrain_schedules") == PLATEAU:
         assert [lr for kind, _, lr in logged(tmp_path / "whole") if kind == "train"][-1] == pytest.approx(0.01 / 4)
 
 
@@ -293,31 +284,3 @@ def test_the_elmo_component_loads_the_export(tmp_path, tiny_config):
     with torch.no_grad():
         expected = result.model.bilm.eval()(batch_to_ids([[t.text for t in doc]])).layers[:, 0]
     numpy.testing.assert_allclose(doc._.elmo.layers, expected.numpy(), atol=1e-5)
-
-
-def test_a_run_folder_saved_with_the_unversioned_names_resumes(tmp_path, tiny_config):
-    """A run started before the registered names were versioned stored
-    `name = "linear"`; resumed with the shipped (versioned) names, it continues
-    as the same run: no E308 for a changed setting, no E315 for a changed
-    schedule, and the same weights as a run never stopped."""
-    config = tiny_config(training={"max_steps": 8, "checkpoint_every": 4, "eval_every": 4,
-                                   "schedule": {"@pretrain_schedules": "spacy-elmo.linear.v1", "warmup_steps": 2}})
-    pretrain(config, tmp_path / "whole", progress=False)
-    with pytest.raises(Stop):
-        pretrain(config, tmp_path / "cut", progress=False, on_step=stop_at(6))
-    stored = tmp_path / "cut" / "config.cfg"
-    text = stored.read_text(encoding="utf8")
-    for new, old in [('@pretrain_schedules = "spacy-elmo.linear.v1"', 'name = "linear"'),
-                     ('@pretrain_optimizers = "spacy-elmo.Adam.v1"', 'name = "adam"'),
-                     ('@pretrain_softmaxes = "spacy-elmo.FullSoftmax.v1"', 'kind = "full"')]:
-        assert new in text
-        text = text.replace(new, old)
-    stored.write_text(text, encoding="utf8")
-    pretrain(config, tmp_path / "cut", resume=True, progress=False)
-    whole = load_checkpoint(tmp_path / "whole" / "checkpoint.pt")
-    cut = load_checkpoint(tmp_path / "cut" / "checkpoint.pt")
-    assert cut["state"].step == whole["state"].step == 8
-    for name, value in whole["model"].items():
-        torch.testing.assert_close(cut["model"][name], value, rtol=0, atol=1e-6, msg=name)
-    # The resumed run writes its config in the versioned names.
-    assert '@pretrain_schedules = "spacy-elmo.linear.v1"' in stored.read_text(encoding="utf8")

@@ -18,17 +18,20 @@ from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, ReduceLROnPlat
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.training import LMVocab, PretrainConfig, PretrainingLM, SoftmaxHead, pretrain
 from spacy_elmo.training.data.lm_batches import collate
+from spacy_elmo.training.data.tokenizers import WHITESPACE
 from spacy_elmo.training.objective.scoring import Perplexity, nll_sums
 
 from .conftest import tiny_settings, write_corpus
 
 STEPS = 6
 MAX_LENGTH = 8  # short enough that some sentences are cut into pieces
+# The head each registered softmax builds.
+SOFTMAX_KINDS = {"spacy-elmo.FullSoftmax.v1": "full", "spacy-elmo.AdaptiveSoftmax.v1": "adaptive"}
 
 
 def sentences_of(path: Path, tokenizer: str) -> List[List[str]]:
     lines = [line.strip() for line in path.read_text(encoding="utf8").splitlines() if line.strip()]
-    if tokenizer == "whitespace":
+    if tokenizer == WHITESPACE:
         return [line.split() for line in lines]
     import spacy
 
@@ -96,25 +99,26 @@ def reference(settings: dict) -> Dict[str, torch.Tensor]:
     torch.manual_seed(seed)
     lm = PretrainingLM(
         BiLM(options),
-        SoftmaxHead(options.projection_dim, len(vocab), soft["kind"], soft.get("cutoffs", ()), soft.get("div_value", 4.0)),
+        SoftmaxHead(options.projection_dim, len(vocab), SOFTMAX_KINDS[soft["@pretrain_softmaxes"]],
+                    soft.get("cutoffs", ()), soft.get("div_value", 4.0)),
         training["dropout"],
     )
     lr = opt["learn_rate"]
-    if opt["name"] == "adam":
+    if opt["@pretrain_optimizers"] == "spacy-elmo.Adam.v1":
         optimizer = torch.optim.Adam(lm.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8)
-    elif opt["name"] == "sgd":
+    elif opt["@pretrain_optimizers"] == "spacy-elmo.SGD.v1":
         optimizer = torch.optim.SGD(lm.parameters(), lr=lr, momentum=opt["momentum"])
     else:
         optimizer = torch.optim.Adagrad(lm.parameters(), lr=lr, initial_accumulator_value=1.0)
     warmup, decay_steps = sched.get("warmup_steps", 0), training["max_steps"] - sched.get("warmup_steps", 0)
     phases = [LinearLR(optimizer, 1.0 / warmup, 1.0, total_iters=warmup - 1)] if warmup else []
-    if sched["name"] == "linear":
+    if sched["@pretrain_schedules"] == "spacy-elmo.linear.v1":
         phases.append(LinearLR(optimizer, 1.0, sched["final_factor"], total_iters=decay_steps))
-    elif sched["name"] == "cosine":
+    elif sched["@pretrain_schedules"] == "spacy-elmo.cosine.v1":
         phases.append(CosineAnnealingLR(optimizer, T_max=decay_steps, eta_min=sched["final_factor"] * lr))
     per_step = SequentialLR(optimizer, phases, milestones=[warmup]) if len(phases) == 2 else (phases or [None])[0]
     plateau = None
-    if sched["name"] == "plateau":
+    if sched["@pretrain_schedules"] == "spacy-elmo.plateau.v1":
         plateau = ReduceLROnPlateau(optimizer, "min", factor=sched["decay"], patience=0,
                                     threshold=sched.get("min_improvement", 0.0), threshold_mode="abs", eps=0.0)
 
@@ -145,15 +149,19 @@ def reference(settings: dict) -> Dict[str, torch.Tensor]:
 CASES = {
     "adam, constant, full softmax": dict(),
     "sgd with momentum, warm-up then linear decay, adaptive softmax": dict(
-        optimizer={"name": "sgd", "learn_rate": 0.5, "momentum": 0.9},
-        schedule={"name": "linear", "warmup_steps": 2, "final_factor": 0.1},
-        softmax={"kind": "adaptive", "cutoffs": [10, 30], "div_value": 2.0},
+        optimizer={"@pretrain_optimizers": "spacy-elmo.SGD.v1", "learn_rate": 0.5, "momentum": 0.9},
+        schedule={"@pretrain_schedules": "spacy-elmo.linear.v1", "warmup_steps": 2, "final_factor": 0.1,
+                  "max_steps": STEPS},
+        softmax={"@pretrain_softmaxes": "spacy-elmo.AdaptiveSoftmax.v1", "cutoffs": [10, 30], "div_value": 2.0},
     ),
     "adagrad, warm-up then cosine": dict(
-        optimizer={"name": "adagrad", "learn_rate": 0.05}, schedule={"name": "cosine", "warmup_steps": 3, "final_factor": 0.2},
+        optimizer={"@pretrain_optimizers": "spacy-elmo.Adagrad.v1", "learn_rate": 0.05},
+        schedule={"@pretrain_schedules": "spacy-elmo.cosine.v1", "warmup_steps": 3, "final_factor": 0.2,
+                  "max_steps": STEPS},
     ),
     "adam, plateau on dev perplexity, spaCy's tokenizer": dict(
-        schedule={"name": "plateau", "decay": 0.5, "min_improvement": 1000.0}, tokenizer="blank:en", dev=True,
+        schedule={"@pretrain_schedules": "spacy-elmo.plateau.v1", "decay": 0.5, "min_improvement": 1000.0},
+        tokenizer="blank:en", dev=True,
     ),
 }
 
@@ -164,12 +172,12 @@ def test_pretraining_trains_what_a_plain_torch_loop_trains(tmp_path, case):
     train = write_corpus(tmp_path / "train.txt", 80)
     dev = write_corpus(tmp_path / "dev.txt", 12, seed=1) if spec.pop("dev", False) else None
     settings = tiny_settings(train, dev)
-    settings["corpus"].update(tokenizer=spec.pop("tokenizer", "whitespace"), max_length=MAX_LENGTH)
-    settings["softmax"] = {"kind": "full", **spec.pop("softmax", {})}
+    settings["corpus"].update(tokenizer=spec.pop("tokenizer", WHITESPACE), max_length=MAX_LENGTH)
+    settings["softmax"] = spec.pop("softmax", {"@pretrain_softmaxes": "spacy-elmo.FullSoftmax.v1"})
     settings["training"].update(
         max_steps=STEPS, eval_every=2, checkpoint_every=100, grad_clip=1.0,
-        optimizer={"name": "adam", "learn_rate": 0.01, **spec.pop("optimizer", {})},
-        schedule={"name": "constant", **spec.pop("schedule", {})},
+        optimizer=spec.pop("optimizer", {"@pretrain_optimizers": "spacy-elmo.Adam.v1", "learn_rate": 0.01}),
+        schedule=spec.pop("schedule", {"@pretrain_schedules": "spacy-elmo.constant.v1"}),
     )
     assert not spec
     result = pretrain(PretrainConfig.from_dict(settings), tmp_path / "run", progress=False)

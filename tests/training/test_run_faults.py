@@ -277,7 +277,8 @@ def test_a_config_that_is_not_a_config_is_named(tmp_path):
 @pytest.mark.parametrize("name, reason", [
     ("blank:zz", "spaCy has no language 'zz'"),
     ("en_core_web_xx", "not a registered tokenizer, an installed spaCy pipeline package or a path"),
-    ("whitespce", "did you mean 'whitespace'"),
+    ("spacy-elmo.WhitespaceTokenizer.v2", "did you mean 'spacy-elmo.WhitespaceTokenizer.v1'"),
+    ("whitespace", "not a registered tokenizer"),
 ])
 def test_an_unknown_tokenizer_is_refused_before_the_run_folder_is_made(tmp_path, tiny_config, name, reason):
     run = tmp_path / "run"

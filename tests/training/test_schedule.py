@@ -1,5 +1,6 @@
 """The learning-rate schedule: torch's schedulers, the curves the config names,
 saved and restored exactly."""
+import inspect
 import io
 import math
 
@@ -7,19 +8,19 @@ import pytest
 import torch
 
 from spacy_elmo.errors import ElmoError
+from spacy_elmo.training.registry import SCHEDULES, registry
 from spacy_elmo.training.run.checkpoint import TrainState, load_checkpoint, save_checkpoint
-from spacy_elmo.training.registry import build
-from spacy_elmo.training.run.config import ScheduleSettings
 
 BASE, MAX_STEPS = 0.1, 20
 
 
 def schedule_factory(max_steps=MAX_STEPS, **settings):
-    """The registered schedule a [training.schedule] section names."""
+    """The registered schedule a [training.schedule] section names, with those of `settings`
+    (and `max_steps`) that it takes, resolved by confection as the config's is."""
     name = f"spacy-elmo.{settings.pop('name', 'constant')}.v1"
-    section = ScheduleSettings(**settings).model_dump()
-    section.pop("name")
-    return build("pretrain_schedules", name, {**section, "max_steps": max_steps})
+    takes = inspect.signature(registry.get(SCHEDULES, name)).parameters
+    arguments = {key: value for key, value in {**settings, "max_steps": max_steps}.items() if key in takes}
+    return registry.resolve({"schedule": {"@" + SCHEDULES: name, **arguments}})["schedule"]
 
 
 def make(**settings):

@@ -18,7 +18,7 @@ from spacy_elmo.training.snapshot import export_checkpoint
 
 from ..cli.test_embed_faults import read_only_folder
 from ..test_disk import ROOT, check_coded, leftovers
-from .test_pretrain import Stop, stop_at
+from .conftest import Stop, stop_at
 
 SENTENCES = [["the", "cat", "sat", "."], ["a", "zebra"], ["the"]]
 

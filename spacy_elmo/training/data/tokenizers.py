@@ -1,41 +1,43 @@
 """Lines of text to sentences of token strings, as the pipeline will see them.
 
 ``corpus.tokenizer`` names a function of ``registry.pretrain_tokenizers``
-(training/registry.py), which returns the tokenizer, or else a spaCy pipeline.
+(training/registry.py), which confection resolves into the tokenizer, or else a
+spaCy pipeline.
 
-``"whitespace"`` (registered) reads pre-tokenised text: each line is one sentence, its
-tokens split on whitespace (the Penn Treebank files are written so). Any other
-name is a spaCy pipeline (``"blank:en"``, an installed package or a path): a
-line is one doc, its tokens are ``token.text`` exactly as the pipeline makes
-them, and its sentences are ``doc.sents``; a sentencizer is added when the
-pipeline sets no sentence boundaries of its own. A name that is none of these
-is E323 as soon as the tokenizer is made.
+``"spacy-elmo.WhitespaceTokenizer.v1"`` reads pre-tokenised text: each line is
+one sentence, its tokens split on whitespace (the Penn Treebank files are
+written so). Any other name is a spaCy pipeline (``"blank:en"``, an installed
+package or a path): a line is one doc, its tokens are ``token.text`` exactly
+as the pipeline makes them, and its sentences are ``doc.sents``; a sentencizer
+is added when the pipeline sets no sentence boundaries of its own. A name that
+is none of these is E323 as soon as the tokenizer is made.
 """
 import difflib
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, List
 
 from ...errors import ConfigError
-from ..registry import TOKENIZERS, build, is_registered, registered, registry
+from ..registry import TOKENIZERS, registry
 
 Sentences = Iterator[List[str]]
 Tokenizer = Callable[[Iterable[str]], Sentences]
 
-WHITESPACE = "whitespace"
+WHITESPACE = "spacy-elmo.WhitespaceTokenizer.v1"
 _SENTENCE_SETTERS = ("sentencizer", "senter", "parser")
 
 
 def make_tokenizer(name: str, batch_size: int = 256) -> Tokenizer:
-    """The tokenizer `name` names: a registered one, or else the spaCy
-    pipeline of that name (loaded when the tokenizer is first called, so that
-    a run that finds its corpus already prepared never loads it)."""
-    if is_registered(TOKENIZERS, name):
-        return build(TOKENIZERS, name, {})
+    """The tokenizer `name` names: a registered one, resolved by confection, or
+    else the spaCy pipeline of that name (loaded when the tokenizer is first
+    called, so that a run that finds its corpus already prepared never loads it)."""
+    if registry.has(TOKENIZERS, name):
+        return registry.resolve({TOKENIZERS: {"@" + TOKENIZERS: name}})[TOKENIZERS]
     return SpacyTokenizer(name, batch_size)
 
 
 @registry.pretrain_tokenizers(WHITESPACE)
 def whitespace() -> Tokenizer:
+    """One sentence a line, its tokens split on whitespace."""
     return _whitespace_sentences
 
 
@@ -82,7 +84,7 @@ def check_pipeline_name(name: str) -> None:
         return
     else:
         reason = "it is not a registered tokenizer, an installed spaCy pipeline package or a path that exists"
-    names = registered(TOKENIZERS)
+    names = list(registry.pretrain_tokenizers.get_all())
     close = difflib.get_close_matches(name, names, n=1)
     raise ConfigError("E323", found=name, reason=reason, registered=", ".join(repr(n) for n in names),
                       suggestion=f"; did you mean {close[0]!r}?" if close else "")

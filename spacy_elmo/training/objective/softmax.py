@@ -9,8 +9,9 @@ its probability within it), only cheaper for large vocabularies.
 
 ``[softmax] @pretrain_softmaxes = "spacy-elmo.AdaptiveSoftmax.v1"`` (or
 ``"spacy-elmo.FullSoftmax.v1"``) names a function of
-``registry.pretrain_softmaxes`` (training/registry.py); called with the section's settings, it returns a
-`SoftmaxFactory`: (input dimension, vocabulary size) -> the head.
+``registry.pretrain_softmaxes`` (training/registry.py); the section's other
+settings are its arguments, and it returns a `SoftmaxFactory`: (input
+dimension, vocabulary size) -> the head.
 
 Saved as HDF5 (``softmax.hdf5``): one dataset per parameter under its
 ``state_dict`` name, the settings as attributes. Loading checks the settings,
@@ -19,11 +20,13 @@ and the datasets' shapes against them, before anything is built.
 import math
 from pathlib import Path
 from functools import partial
-from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
+from typing import Annotated, Any, Callable, Dict, List, Sequence, Tuple, Union
 
 import h5py
 import numpy
 import torch
+from confection import SimpleFrozenList
+from pydantic import AfterValidator, Field
 from torch import nn
 from torch.nn import functional as F
 
@@ -229,14 +232,28 @@ class _TargetLogSoftmax(torch.autograd.Function):
 SoftmaxFactory = Callable[[int, int], SoftmaxHead]
 
 
+def _rising(cutoffs: List[int]) -> List[int]:
+    if any(b <= a for a, b in zip(cutoffs, cutoffs[1:])) or any(c < 1 for c in cutoffs):
+        raise ValueError("must be positive and increasing")
+    return cutoffs
+
+
+Cutoffs = Annotated[List[int], AfterValidator(_rising)]
+DivValue = Annotated[float, Field(ge=1)]
+
+
 @registry.pretrain_softmaxes("spacy-elmo.FullSoftmax.v1")
-def full(div_value: float) -> SoftmaxFactory:
-    # div_value does nothing here; it is kept in softmax.hdf5 as it always was, so
-    # that a full head saved earlier still matches a new one (`same_shape`).
+def full(div_value: DivValue = 4.0) -> SoftmaxFactory:
+    """One linear layer over the whole vocabulary. `div_value` shapes no part of
+    it; softmax.hdf5 records it, and `same_shape` compares it."""
     return partial(SoftmaxHead, kind="full", div_value=div_value)
 
 
 @registry.pretrain_softmaxes("spacy-elmo.AdaptiveSoftmax.v1")
-def adaptive(cutoffs: List[int], div_value: float) -> SoftmaxFactory:
-    """Cutoffs at or above the vocabulary size are dropped; with none left, the head is a full one."""
+def adaptive(cutoffs: Cutoffs = SimpleFrozenList([4000, 20000]), div_value: DivValue = 4.0) -> SoftmaxFactory:
+    """Cutoffs at or above the vocabulary size are dropped; with none left, the head is a full one.
+
+    cutoffs: the word ids at which the head's shortlist and each tail cluster but the last end.
+    div_value: tail cluster i (from 1) projects to the input dimension over div_value ** i.
+    """
     return partial(SoftmaxHead, kind="adaptive", cutoffs=cutoffs, div_value=div_value)

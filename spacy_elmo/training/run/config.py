@@ -2,23 +2,28 @@
 
 Each section is a pydantic model below, checked through confection as spaCy
 checks its ``[training]`` section (``spacy.schemas``); a missing setting takes
-its default. A wrong setting stops with confection's ``ConfigValidationError``,
-coded E313, naming each setting (``training -> optimizer -> learn_rat``), what
-it expected and what it found. ``[model]`` holds the biLM architecture with the
-names of ``BiLMOptions``. The softmax, the optimiser and the schedule are
-registered functions (training/registry.py), named as spaCy names its parts:
-``@pretrain_optimizers = "spacy-elmo.Adam.v1"``. An unknown name lists those
-registered, and each function checks the settings it takes when the config is
-loaded. A config or run folder written before the names were versioned
-(``name = "adam"``, ``kind = "adaptive"``) reads as the same config in the
-new names (`upgrade_names`).
+its default. ``[model]`` holds the biLM architecture with the names of
+``BiLMOptions``. The softmax, the optimiser and the schedule are registered
+functions (training/registry.py), named as spaCy names its parts:
+``[training.optimizer] @pretrain_optimizers = "spacy-elmo.Adam.v1"``. The other
+settings of such a section are the function's arguments: checked against its
+signature (their types and the bounds their annotations give), filled in from
+its defaults, and passed to it when confection's ``registry.resolve`` resolves
+the section (`resolve`). A wrong setting stops with confection's
+``ConfigValidationError``, titled E313, naming each setting (``training ->
+optimizer -> learn_rat``), what it expected and what it found; an unknown
+function's name is listed with the registered ones.
 """
 import configparser
 import difflib
+import inspect
 import re
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, dataclass, fields
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Any, Callable, Dict, List, Literal, Optional, Tuple, Type, Union, get_args, get_origin, get_type_hints,
+)
 
 from confection import Config, ConfigValidationError
 from pydantic import (
@@ -29,6 +34,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
+    ValidationError,
     create_model,
     field_validator,
     model_validator,
@@ -37,7 +43,7 @@ from pydantic import (
 from ...bilm import BiLMOptions
 from ...bilm.precision import PRECISIONS
 from ...errors import ConfigError, ElmoError, Errors
-from ..registry import LEGACY_NAMES, OPTIMIZERS, SCHEDULES, SOFTMAXES, build, is_registered, registered
+from ..registry import OPTIMIZERS, SCHEDULES, SOFTMAXES, registry
 
 # The environment variable `spacy train` reads --section.key overrides from;
 # the commands here read it too (weasel's parse_config_overrides).
@@ -49,60 +55,22 @@ SECTION = ConfigDict(extra="forbid")
 _STRICT = {int: StrictInt, str: StrictStr, bool: StrictBool, float: StrictFloat}
 TextPaths = Union[StrictStr, List[StrictStr], None]
 
-# Where each part's registered function is named: its section, its key (as
-# spaCy's ``@optimizers``), the registry, and the key that named it before the
-# names were versioned.
-PARTS = (
-    (("softmax",), "@" + SOFTMAXES, SOFTMAXES, "kind"),
-    (("training", "optimizer"), "@" + OPTIMIZERS, OPTIMIZERS, "name"),
-    (("training", "schedule"), "@" + SCHEDULES, SCHEDULES, "name"),
-)
+
+@dataclass(frozen=True)
+class Part:
+    """A section that names a registered function: where it is, and the registry of its function."""
+
+    path: Tuple[str, ...]
+    registry: str
+
+    @property
+    def key(self) -> str:
+        """The key that names the function, as spaCy's ``@optimizers``."""
+        return "@" + self.registry
 
 
-def upgrade_names(data: Dict[str, Any]) -> Dict[str, Any]:
-    """`data` (sections of settings) with each part named in the versioned
-    form: ``[training.optimizer] name = "adam"`` becomes ``@pretrain_optimizers
-    = "spacy-elmo.Adam.v1"``. A section that uses both keys is left as it is,
-    for the check to refuse. A copy; `data` is not changed."""
-    out = {key: dict(value) if isinstance(value, dict) else value for key, value in data.items()}
-    for path, key, kind, old_key in PARTS:
-        parent, section = out, None
-        for i, name in enumerate(path):
-            node = parent.get(name)
-            if not isinstance(node, dict):
-                break
-            node = parent[name] = dict(node)
-            parent, section = node, (node if i == len(path) - 1 else None)
-        if section is not None and old_key in section and key not in section:
-            old = section.pop(old_key)
-            section[key] = LEGACY_NAMES[kind].get(old, old) if isinstance(old, str) else old
-    return out
-
-
-def _upgrade_overrides(overrides: Dict[str, Any]) -> Dict[str, Any]:
-    """``--training.optimizer.name adam`` read as ``--training.optimizer.@pretrain_optimizers spacy-elmo.Adam.v1``."""
-    out = dict(overrides)
-    for path, key, kind, old_key in PARTS:
-        old = ".".join((*path, old_key))
-        if old in out:
-            value = out.pop(old)
-            out[".".join((*path, key))] = LEGACY_NAMES[kind].get(value, value) if isinstance(value, str) else value
-    return out
-
-
-def _registered_name(kind: str) -> Any:
-    """A field validator: the value names a function of the registry `kind`
-    (an unknown name lists the registered ones, in the words of pydantic's
-    own message for a choice)."""
-
-    def check(cls, value: str) -> str:
-        if not is_registered(kind, value):
-            names = [repr(n) for n in registered(kind)]
-            listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
-            raise ValueError(f"expected {listed}")
-        return value
-
-    return classmethod(check)
+PARTS = (Part(("softmax",), SOFTMAXES), Part(("training", "optimizer"), OPTIMIZERS),
+         Part(("training", "schedule"), SCHEDULES))
 
 
 class PathSettings(BaseModel):
@@ -131,8 +99,8 @@ class SystemSettings(BaseModel):
 
 class CorpusSettings(BaseModel):
     model_config = SECTION
-    # "whitespace" (one sentence per line, split on whitespace) or a spaCy
-    # pipeline: "blank:LANG", an installed package or a path.
+    # A registered tokenizer ("spacy-elmo.WhitespaceTokenizer.v1": one sentence a line, split
+    # on whitespace) or a spaCy pipeline: "blank:LANG", an installed package or a path.
     tokenizer: StrictStr = "blank:en"
     # Longer sentences are cut into pieces of this many tokens.
     max_length: StrictInt = Field(100, ge=1)
@@ -155,58 +123,30 @@ class VocabSettings(BaseModel):
         return value
 
 
-class SoftmaxSettings(BaseModel):
-    model_config = SECTION
+class PartSection(BaseModel):
+    """A section that names a registered function by its ``@…`` key (`function`);
+    its other settings are that function's arguments (`_fill_part` checks them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def promise(self) -> Dict[str, Any]:
+        """The section as confection resolves it: ``{"@registry": name, argument: value, …}``."""
+        return self.model_dump(by_alias=True)
+
+
+class SoftmaxSection(PartSection):
     # A registered softmax: "spacy-elmo.FullSoftmax.v1" or "spacy-elmo.AdaptiveSoftmax.v1", both exact.
-    kind: StrictStr = Field("spacy-elmo.AdaptiveSoftmax.v1", alias="@" + SOFTMAXES)
-    cutoffs: List[StrictInt] = [4000, 20000]
-    div_value: StrictFloat = Field(4.0, ge=1)
-
-    @field_validator("cutoffs")
-    @classmethod
-    def _increasing(cls, value: List[int]) -> List[int]:
-        if any(b <= a for a, b in zip(value, value[1:])) or any(c < 1 for c in value):
-            raise ValueError("must be positive and increasing")
-        return value
-
-    _registered = field_validator("kind")(_registered_name(SOFTMAXES))
-
-    @model_validator(mode="after")
-    def _suits_its_function(self) -> "SoftmaxSettings":
-        softmax_factory(self)  # the function's own check of the settings it takes
-        return self
+    function: StrictStr = Field("spacy-elmo.AdaptiveSoftmax.v1", alias="@" + SOFTMAXES)
 
 
-class OptimizerSettings(BaseModel):
-    """The settings of the registered optimisers (run/optim.py); each takes those it names."""
-
-    model_config = SECTION
+class OptimizerSection(PartSection):
     # A registered optimiser: "spacy-elmo.Adam.v1", "spacy-elmo.SGD.v1" or "spacy-elmo.Adagrad.v1".
-    name: StrictStr = Field("spacy-elmo.Adam.v1", alias="@" + OPTIMIZERS)
-    learn_rate: StrictFloat = Field(0.001, gt=0)
-    beta1: StrictFloat = 0.9
-    beta2: StrictFloat = 0.999
-    eps: StrictFloat = 1e-8
-    momentum: StrictFloat = 0.0  # sgd
-    weight_decay: StrictFloat = 0.0
-
-    _registered = field_validator("name")(_registered_name(OPTIMIZERS))
+    function: StrictStr = Field("spacy-elmo.Adam.v1", alias="@" + OPTIMIZERS)
 
 
-class ScheduleSettings(BaseModel):
-    """constant | linear (decay to final_factor at max_steps) | cosine (likewise)
-    | plateau (multiply by `decay` when the dev perplexity stops improving).
-    Each after a linear warm-up over `warmup_steps`."""
-
-    model_config = SECTION
+class ScheduleSection(PartSection):
     # A registered schedule (run/optim.py): "spacy-elmo.constant.v1", "….linear.v1", "….cosine.v1", "….plateau.v1".
-    name: StrictStr = Field("spacy-elmo.constant.v1", alias="@" + SCHEDULES)
-    warmup_steps: StrictInt = Field(0, ge=0)
-    final_factor: StrictFloat = Field(0.0, ge=0, le=1)
-    decay: StrictFloat = Field(0.5, gt=0, le=1)
-    min_improvement: StrictFloat = Field(0.0, ge=0)  # plateau: a dev perplexity drop smaller than this counts as none
-
-    _registered = field_validator("name")(_registered_name(SCHEDULES))
+    function: StrictStr = Field("spacy-elmo.constant.v1", alias="@" + SCHEDULES)
 
 
 class TrainingSettings(BaseModel):
@@ -223,35 +163,19 @@ class TrainingSettings(BaseModel):
     # in bfloat16, master weights float32; on a CPU only with AMX or AVX-512 BF16, else float32
     # with a warning). See spacy_elmo/bilm/precision.py.
     precision: Literal[PRECISIONS] = "fp32"
-    optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
-    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    optimizer: OptimizerSection = Field(default_factory=OptimizerSection)
+    schedule: ScheduleSection = Field(default_factory=ScheduleSection)
 
     @model_validator(mode="after")
     def _an_end(self) -> "TrainingSettings":
         if self.max_steps == 0 and self.max_epochs == 0:
             raise ValueError("set max_steps or max_epochs (or both) above 0")
-        # The registered functions' own checks of the settings they take (a linear decay needs an end).
-        optimizer_factory(self)
-        schedule_factory(self)
         return self
 
 
-def softmax_factory(softmax: SoftmaxSettings) -> Any:
-    """The registered softmax's factory: (input dimension, vocabulary size) -> the head."""
-    section = softmax.model_dump()
-    return build(SOFTMAXES, section.pop("kind"), section)
-
-
-def optimizer_factory(training: TrainingSettings) -> Any:
-    """The registered optimiser's factory: parameters -> a torch optimiser."""
-    section = training.optimizer.model_dump()
-    return build(OPTIMIZERS, section.pop("name"), section)
-
-
-def schedule_factory(training: TrainingSettings) -> Any:
-    """The registered schedule's factory: a torch optimiser -> its `Schedule`."""
-    section = training.schedule.model_dump()
-    return build(SCHEDULES, section.pop("name"), {**section, "max_steps": training.max_steps})
+def resolve(section: PartSection) -> Any:
+    """The part `section` names: its registered function called with its arguments, by confection."""
+    return registry.resolve({"part": section.promise()})["part"]
 
 
 def _strict(hint: Any) -> Any:
@@ -303,7 +227,7 @@ class PretrainConfig(BaseModel):
     corpus: CorpusSettings = Field(default_factory=CorpusSettings)
     vocab: VocabSettings = Field(default_factory=VocabSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
-    softmax: SoftmaxSettings = Field(default_factory=SoftmaxSettings)
+    softmax: SoftmaxSection = Field(default_factory=SoftmaxSection)
     training: TrainingSettings = Field(default_factory=TrainingSettings)
 
     @property
@@ -323,43 +247,100 @@ class PretrainConfig(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any], where: str = "(from a dict)") -> "PretrainConfig":
-        """Check `data` (sections of settings) and fill in the defaults.
+        """Check `data` (sections of settings) and fill in the defaults, those
+        of the registered functions its sections name included.
 
         Raises ConfigValidationError (E313) listing every unknown, mistyped or
         out-of-range setting.
         """
-        data = upgrade_names(data)
-        config = Config(data)
+        data = _copy_sections(data)
+        errors = []
         try:
-            config.validate(cls)
+            Config(data).validate(cls)
         except ConfigValidationError as err:
-            errors = [_explain(e) for e in err.errors or []]
+            errors += [_explain(e, _settings_at([str(p) for p in e.get("loc", ())[:-1]])) for e in err.errors or []]
+        for part in PARTS:
+            errors += _fill_part(part, data)
+        if errors:
             title = Errors.E313.format(where=where, n=len(errors))
-            raise ConfigValidationError(config=config, errors=errors, title=title) from None
+            raise ConfigValidationError(config=Config(data), errors=errors, title=title)
         return cls.model_validate(data)
+
+    def parts(self) -> Dict[str, PartSection]:
+        """The sections that name registered functions, by the name of their part."""
+        return {"softmax": self.softmax, "optimizer": self.training.optimizer, "schedule": self.training.schedule}
 
 
 def load_config(path: Union[str, Path], overrides: Optional[Dict[str, Any]] = None) -> PretrainConfig:
     """Read a pretraining ``.cfg``, apply ``{"section.key": value}`` overrides, check it.
 
     Settings the file leaves out take their defaults first, so that any
-    setting can be overridden.
+    setting can be overridden; a section that names another registered
+    function than the default's takes that function's defaults (confection
+    merges no defaults into it).
     """
-    raw = upgrade_names(read_cfg(path, interpolate=False))
+    raw = read_cfg(path, interpolate=False)
     defaults = PretrainConfig.model_construct().to_dict()  # no check: paths.train has no default
-    # confection merges no defaults into a section that names another function than
-    # the defaults' ("@pretrain_optimizers"): every section shares its settings here.
-    for section_path, key, _, _ in PARTS:
-        _section(defaults, section_path).pop(key)
     filled = Config(defaults).merge(raw)
     try:
-        config = Config().from_str(filled.to_str(), overrides=_upgrade_overrides(dict(overrides or {})), interpolate=True)
+        config = Config().from_str(filled.to_str(), overrides=dict(overrides or {}), interpolate=True)
     except ConfigValidationError as err:
         unknown = err.__context__
         if not isinstance(unknown, configparser.InterpolationError):
             raise
         raise ConfigError("E324", where=f"'{path}'", reason=_unknown_variable(unknown)) from None
     return PretrainConfig.from_dict(dict(config), where=f"'{path}'")
+
+
+def _copy_sections(data: Dict[str, Any]) -> Dict[str, Any]:
+    """`data` with every section (a dict, at any depth) copied, so that filling it in changes no caller's dict."""
+    return {key: _copy_sections(value) if isinstance(value, dict) else value for key, value in data.items()}
+
+
+def _fill_part(part: Part, data: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Fill in the section of `part` in `data`: the default function where it
+    names none, then that function's defaults for the arguments it leaves out.
+    RETURNS: the errors of its settings, as `_explain` words them (none: it is filled in)."""
+    section = data
+    for name in part.path:
+        section = section.setdefault(name, {})
+        if not isinstance(section, dict):
+            return []  # the check of the sections names it
+    name = section.setdefault(part.key, _section_at(list(part.path)).model_fields["function"].default)
+    if not isinstance(name, str):
+        return []  # likewise
+    if not registry.has(part.registry, name):
+        names = list(getattr(registry, part.registry).get_all())
+        message = f"expected {_either(names)}; found {name!r}"
+        return [{"loc": [*part.path, part.key], "msg": message, "type": "value_error"}]
+    arguments = _arguments(registry.get(part.registry, name))
+    try:
+        checked = arguments.model_validate({key: value for key, value in section.items() if key != part.key})
+    except ValidationError as err:
+        settings = {key: key for key in arguments.model_fields}
+        return [_explain({**e, "loc": (*part.path, *e["loc"])}, settings, function=name) for e in err.errors()]
+    section.update(checked.model_dump())
+    return []
+
+
+@lru_cache(maxsize=None)
+def _arguments(function: Callable) -> Type[BaseModel]:
+    """The parameters of a registered function as a section: strictly typed, with
+    the bounds their annotations give and their defaults, and no other setting."""
+    hints = get_type_hints(function, include_extras=True)
+    params = inspect.signature(function).parameters.values()
+    return create_model(
+        f"{function.__name__}_arguments",
+        __config__=SECTION,
+        **{p.name: (_strict(hints.get(p.name, Any)), ... if p.default is p.empty else p.default)
+           for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)},
+    )
+
+
+def _either(names: List[str]) -> str:
+    """'a', 'b' or 'c', in the words of pydantic's own message for a choice."""
+    shown = [repr(n) for n in names]
+    return f"{', '.join(shown[:-1])} or {shown[-1]}" if len(shown) > 1 else "".join(shown)
 
 
 def _unknown_variable(err: configparser.InterpolationError) -> str:
@@ -396,28 +377,23 @@ def read_cfg(
     raise ConfigError("E318", path=path, reason=reason)
 
 
-def _section(data: Dict[str, Any], path: Tuple[str, ...]) -> Dict[str, Any]:
-    for name in path:
-        data = data[name]
-    return data
-
-
 def _as_paths(value: Union[str, List[str], None]) -> List[Path]:
     if value is None:
         return []
     return [Path(value)] if isinstance(value, str) else [Path(v) for v in value]
 
 
-def _explain(error: Dict[str, Any]) -> Dict[str, Any]:
+def _explain(error: Dict[str, Any], settings: Dict[str, str], function: Optional[str] = None) -> Dict[str, Any]:
     """A pydantic error as the user reads it: the setting, what was expected,
-    what was found, and for an unknown name the setting it was probably meant to be."""
+    what was found, and for an unknown setting the one of `settings` (those its
+    section takes, as `_settings_at` names them) it was probably meant to be.
+    `function`: the registered function whose argument the setting is."""
     loc = [str(p) for p in error.get("loc", ())]
     kind = error.get("type", "")
-    old_keys = {(*path, old_key): key for path, key, _, old_key in PARTS}
-    if kind == "extra_forbidden" and tuple(loc) in old_keys:
-        msg = f"the old key of {old_keys[tuple(loc)]}, which the section has too: keep only {old_keys[tuple(loc)]}"
-    elif kind == "extra_forbidden":
-        msg = "unknown setting" + _suggestion(loc[-1], _section_at(loc[:-1]))
+    if kind == "extra_forbidden":
+        msg = "unknown setting" + _suggestion(loc[-1], settings)
+    elif kind == "missing" and function is not None:
+        msg = f"missing: '{function}' takes it and has no default for it"
     else:
         if kind == "value_error":  # our own checks: the message names what is expected
             expected = str(error.get("ctx", {}).get("error", error.get("msg", "")))
@@ -438,18 +414,25 @@ def _section_at(loc: List[str]) -> Optional[Type[BaseModel]]:
     return section
 
 
-def _suggestion(key: str, section: Optional[Type[BaseModel]]) -> str:
-    """A hint naming the setting `key` was probably meant to be."""
+def _settings_at(loc: List[str]) -> Dict[str, str]:
+    """The settings of the section at `loc`, each as a hint names it: its own by
+    their key, its subsections' by the path from it ("optimizer.@pretrain_optimizers")."""
+    section = _section_at(loc)
     if section is None:
-        return ""
-    known = [field.alias or name for name, field in section.model_fields.items()]
-    # Settings of the subsections too: "learn_rat" in [training] -> optimizer.learn_rate.
-    candidates = {name: name for name in known}
+        return {}
+    settings = {}
     for name, field in section.model_fields.items():
         if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
-            candidates.update({sub.alias or key: f"{name}.{sub.alias or key}"
-                               for key, sub in field.annotation.model_fields.items()})
-    close = difflib.get_close_matches(key, list(candidates), n=1)
+            settings.update({sub.alias or key: f"{name}.{sub.alias or key}"
+                             for key, sub in field.annotation.model_fields.items()})
+    return {**settings, **{field.alias or name: field.alias or name for name, field in section.model_fields.items()}}
+
+
+def _suggestion(key: str, settings: Dict[str, str]) -> str:
+    """A hint naming the setting `key` was probably meant to be."""
+    if not settings:
+        return ""
+    close = difflib.get_close_matches(key, list(settings), n=1)
     if close:
-        return f" (did you mean '{candidates[close[0]]}'?)"
-    return f" (expected one of: {', '.join(known)})"
+        return f" (did you mean '{settings[close[0]]}'?)"
+    return f" (expected one of: {', '.join(name for name, shown in settings.items() if name == shown)})"

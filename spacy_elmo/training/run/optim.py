@@ -2,18 +2,21 @@
 registered function of its config section (see training/registry.py).
 
 ``[training.optimizer] @pretrain_optimizers = "spacy-elmo.Adam.v1"`` names a
-function of ``registry.pretrain_optimizers``; called with the section's
-settings, it returns an `OptimizerFactory`: the model's parameters -> a torch
-optimiser. ``[training.schedule] @pretrain_schedules = "spacy-elmo.linear.v1"``
-names one of ``registry.pretrain_schedules``; it returns a `ScheduleFactory`:
-the optimiser -> a `Schedule` (whose base rate is the optimiser's). A
-schedule's saved state records its kind ("linear"), not its registered name.
+function of ``registry.pretrain_optimizers``; the section's other settings are
+its arguments, and it returns an `OptimizerFactory`: the model's parameters ->
+a torch optimiser. ``[training.schedule] @pretrain_schedules =
+"spacy-elmo.linear.v1"`` names one of ``registry.pretrain_schedules``; it
+returns a `ScheduleFactory`: the optimiser -> a `Schedule` (whose base rate is
+the optimiser's). The bounds in the arguments' annotations are checked with
+the config (run/config.py). A schedule's saved state records its kind
+("linear"), not its registered name.
 """
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Annotated, Any, Callable, Dict, Iterable, List, Optional, Union
 
 import torch
+from pydantic import AfterValidator, Field
 from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, LRScheduler, ReduceLROnPlateau, SequentialLR
 
 from ...errors import ConfigError
@@ -22,23 +25,27 @@ from ..registry import registry
 OptimizerFactory = Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer]
 # (optimizer, steps after the warm-up) -> the scheduler of the decay.
 Decay = Callable[[torch.optim.Optimizer, int], LRScheduler]
+LearnRate = Annotated[float, Field(gt=0)]
 
 
 # Three named torch optimisers with their settings mapped by hand, rather than
 # getattr(torch.optim, name)(**settings): the config's names (beta1/beta2,
 # bilm-tf's Adagrad accumulator) then stay the same whatever torch renames.
 @registry.pretrain_optimizers("spacy-elmo.Adam.v1")
-def adam(learn_rate: float, beta1: float, beta2: float, eps: float, weight_decay: float) -> OptimizerFactory:
+def adam(
+    learn_rate: LearnRate = 0.001, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+    weight_decay: float = 0.0,
+) -> OptimizerFactory:
     return partial(torch.optim.Adam, lr=learn_rate, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
 
 
 @registry.pretrain_optimizers("spacy-elmo.SGD.v1")
-def sgd(learn_rate: float, momentum: float, weight_decay: float) -> OptimizerFactory:
+def sgd(learn_rate: LearnRate = 0.001, momentum: float = 0.0, weight_decay: float = 0.0) -> OptimizerFactory:
     return partial(torch.optim.SGD, lr=learn_rate, momentum=momentum, weight_decay=weight_decay)
 
 
 @registry.pretrain_optimizers("spacy-elmo.Adagrad.v1")
-def adagrad(learn_rate: float, weight_decay: float) -> OptimizerFactory:
+def adagrad(learn_rate: LearnRate = 0.001, weight_decay: float = 0.0) -> OptimizerFactory:
     """bilm-tf's choice, with its initial accumulator of 1."""
     return partial(torch.optim.Adagrad, lr=learn_rate, initial_accumulator_value=1.0, weight_decay=weight_decay)
 
@@ -132,14 +139,26 @@ def _built_for(name: str, warmup_steps: int, optimizer: torch.optim.Optimizer, *
             **more}
 
 
-def _needs_an_end(name: str, max_steps: int) -> None:
-    if max_steps == 0:
-        raise ValueError(f"the '{name}' schedule needs max_steps > 0")
+def _an_end(max_steps: int) -> int:
+    """A decay's last step, once it is one (0 is [training]'s "no limit", which a decay cannot end at)."""
+    if max_steps < 1:
+        raise ValueError("must be above 0: the decay ends at this step "
+                         "(max_steps = ${training.max_steps} ends it with the run)")
+    return max_steps
+
+
+WarmupSteps = Annotated[int, Field(ge=0)]
+FinalFactor = Annotated[float, Field(ge=0, le=1)]
+# The step a decay ends at: [training]'s max_steps, which a config passes on as ${training.max_steps}.
+EndStep = Annotated[int, AfterValidator(_an_end)]
 
 
 @registry.pretrain_schedules("spacy-elmo.constant.v1")
-def constant(warmup_steps: int) -> ScheduleFactory:
-    """The base rate, after the warm-up."""
+def constant(warmup_steps: WarmupSteps = 0) -> ScheduleFactory:
+    """The base rate, after the warm-up.
+
+    warmup_steps: the steps of a linear warm-up (step s runs at (s + 1) / warmup_steps of the base rate).
+    """
 
     def build(optimizer: torch.optim.Optimizer) -> Schedule:
         return Schedule(optimizer, _built_for("constant", warmup_steps, optimizer), warmup_steps=warmup_steps)
@@ -148,9 +167,13 @@ def constant(warmup_steps: int) -> ScheduleFactory:
 
 
 @registry.pretrain_schedules("spacy-elmo.linear.v1")
-def linear(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFactory:
-    """After the warm-up, a linear decay (``LinearLR``) to `final_factor` times the base rate at `max_steps`."""
-    _needs_an_end("linear", max_steps)
+def linear(warmup_steps: WarmupSteps = 0, final_factor: FinalFactor = 0.0, *, max_steps: EndStep) -> ScheduleFactory:
+    """After the warm-up, a linear decay (``LinearLR``) to `final_factor` times
+    the base rate at `max_steps`.
+
+    final_factor: the rate at `max_steps`, as a fraction of the base rate.
+    max_steps: the step the decay ends at; ``max_steps = ${training.max_steps}`` ends it with the run.
+    """
 
     def build(optimizer: torch.optim.Optimizer) -> Schedule:
         return Schedule(
@@ -164,9 +187,13 @@ def linear(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFa
 
 
 @registry.pretrain_schedules("spacy-elmo.cosine.v1")
-def cosine(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFactory:
-    """After the warm-up, a cosine decay (``CosineAnnealingLR``) to `final_factor` times the base rate at `max_steps`."""
-    _needs_an_end("cosine", max_steps)
+def cosine(warmup_steps: WarmupSteps = 0, final_factor: FinalFactor = 0.0, *, max_steps: EndStep) -> ScheduleFactory:
+    """After the warm-up, a cosine decay (``CosineAnnealingLR``) to `final_factor`
+    times the base rate at `max_steps`.
+
+    final_factor: the rate at `max_steps`, as a fraction of the base rate.
+    max_steps: the step the decay ends at; ``max_steps = ${training.max_steps}`` ends it with the run.
+    """
 
     def build(optimizer: torch.optim.Optimizer) -> Schedule:
         return Schedule(
@@ -180,9 +207,17 @@ def cosine(warmup_steps: int, final_factor: float, max_steps: int) -> ScheduleFa
 
 
 @registry.pretrain_schedules("spacy-elmo.plateau.v1")
-def plateau(warmup_steps: int, decay: float, min_improvement: float) -> ScheduleFactory:
+def plateau(
+    warmup_steps: WarmupSteps = 0,
+    decay: Annotated[float, Field(gt=0, le=1)] = 0.5,
+    min_improvement: Annotated[float, Field(ge=0)] = 0.0,
+) -> ScheduleFactory:
     """After the warm-up, the rate times `decay` after every dev evaluation that
-    does not beat the best perplexity so far by `min_improvement` (``ReduceLROnPlateau``)."""
+    does not beat the best perplexity so far by `min_improvement` (``ReduceLROnPlateau``).
+
+    decay: what the rate is multiplied by; 1 keeps it.
+    min_improvement: a dev perplexity drop smaller than this counts as none.
+    """
 
     def build(optimizer: torch.optim.Optimizer) -> Schedule:
         return Schedule(

@@ -1,0 +1,94 @@
+"""The pipelines the pipeline tests build, save, train and read layers from."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import spacy
+import torch
+
+from spacy_elmo.bilm import BiLM, BiLMOptions
+from spacy_elmo.models.bilm import set_bilm
+
+from .util import examples_of, make_docs
+
+CONFIGS = Path(__file__).parent.parent.parent / "configs"
+BILM = "spacy-elmo.BiLM.v1"
+# 14 tokens, no sentence boundaries: read as windows of window_size tokens.
+TEXTS = ["One two three four five six seven eight nine ten eleven twelve thirteen .", "Short one ."]
+TINY = dict(
+    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=1,
+)
+NER_ELMO = {
+    "@architectures": "spacy.TransitionBasedParser.v2",
+    "state_type": "ner",
+    "hidden_width": 32,
+    "maxout_pieces": 2,
+    "use_upper": True,
+    "tok2vec": {
+        "@architectures": "spacy-elmo.ElmoTok2Vec.v1",
+        "elmo": {"@architectures": "spacy-elmo.ElmoListener.v1", "upstream": "*"},
+        "embed": {
+            "@architectures": "spacy.MultiHashEmbed.v2",
+            "width": 32,
+            "attrs": ["NORM", "SHAPE"],
+            "rows": [500, 100],
+            "include_static_vectors": False,
+        },
+        "encode": {
+            "@architectures": "spacy.MaxoutWindowEncoder.v2",
+            "width": 32,
+            "depth": 1,
+            "window_size": 1,
+            "maxout_pieces": 2,
+        },
+    },
+}
+
+
+def elmo_pipeline(bilm_dir, *, with_ner=True, **elmo_config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config=elmo_config)
+    if with_ner:
+        nlp.add_pipe("ner", config={"model": NER_ELMO})
+    examples = examples_of(nlp, make_docs(nlp, 20))
+    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(bilm_dir), "weights_file": None}
+    nlp.initialize(lambda: examples)
+    return nlp, examples
+
+
+def tiny_pipeline(token_cache_size: int):
+    """A blank English pipeline with an `elmo` component around a tiny random biLM."""
+    nlp = spacy.blank("en")
+    elmo = nlp.add_pipe("elmo")
+    torch.manual_seed(0)
+    set_bilm(elmo.model, BiLM(BiLMOptions(**TINY), token_cache_size=token_cache_size).eval())
+    return nlp
+
+
+def save(tmp_path, bilm_dir, **model):
+    nlp, _ = elmo_pipeline(bilm_dir, with_ner=False, model={"@architectures": BILM, **model})
+    nlp.to_disk(tmp_path / "pipeline")
+    return tmp_path / "pipeline"
+
+
+def override(**model):
+    return {"components": {"elmo": {"model": model}}}
+
+
+def layers(nlp, texts=TEXTS):
+    return [doc._.elmo.layers for doc in nlp.pipe(texts)]
+
+
+def spacy_train(config, output, corpus_dir, bilm_dir, steps=40, extra=()):
+    cmd = [
+        sys.executable, "-m", "spacy", "train", str(CONFIGS / config), "--output", str(output),
+        "--paths.train", str(corpus_dir / "train.spacy"), "--paths.dev", str(corpus_dir / "dev.spacy"),
+        "--paths.elmo", str(bilm_dir), "--training.max_steps", str(steps), "--training.eval_frequency", "20",
+        "--nlp.batch_size", "16",
+        # Small and quick: the tiny fixture biLM and narrow encoders.
+        "--training.batcher.size.start", "200", "--training.batcher.size.stop", "200", *extra,
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return json.loads((output / "model-last" / "meta.json").read_text())
