@@ -19,9 +19,7 @@ from spacy_elmo.bilm import BiLM
 from spacy_elmo.disk import hdf5_writer, writing
 from spacy_elmo.errors import ElmoError
 
-from .cli.test_embed_faults import read_only_folder
-
-ROOT = Path(__file__).resolve().parent.parent
+from .disk_helpers import ROOT, check_coded, leftovers, read_only_folder
 
 
 def run_limited(script: str, *args, limit: int) -> subprocess.CompletedProcess:
@@ -33,17 +31,6 @@ def run_limited(script: str, *args, limit: int) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
                           timeout=300, preexec_fn=limit_file_size, env=env)
-
-
-def leftovers(folder: Path):
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
-
-
-def check_coded(result: subprocess.CompletedProcess, code: str, name: str) -> None:
-    assert result.returncode == 1, f"rc {result.returncode}: {result.stderr[-2000:]}"  # -11/139: a segfault
-    said = " ".join(result.stdout.split())  # the message as one line (the CLI wraps it)
-    assert code in said and name in said, result.stdout + result.stderr[-2000:]
-    assert "Traceback" not in result.stderr and "HDF5-DIAG" not in result.stderr, result.stderr[-2000:]
 
 
 REPORT = (

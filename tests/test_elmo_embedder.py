@@ -16,7 +16,7 @@ from spacy_elmo.elmo_embedder import OLD_ALLENNLP_ELMO, ElmoEmbedder
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.published_models import ALLENNLP_ELMO, CATALOGUE, model_dir
 
-from .bilm.test_model import fixture_batches
+from .bilm.helpers import fixture_batches
 from .numeric import assert_close_to_scale
 
 SENTENCES = [["The", "cat", "sat", "."], ["Ünïcödé", "wörds", "🙂"], [], ["A", "b"]]

@@ -159,7 +159,7 @@ def test_the_name_works_in_perplexity(tmp_path, text_file):
 
 def test_the_name_works_in_pretrain_init_from_and_vocab_path(tmp_path, text_file):
     run = tmp_path / "run"
-    settings = ("--paths.train", str(text_file), "--corpus.tokenizer", "whitespace", "--system.threads", "1",
+    settings = ("--paths.train", str(text_file), "--corpus.tokenizer", "spacy-elmo.WhitespaceTokenizer.v1", "--system.threads", "1",
                 "--training.max_steps", "1", "--training.tokens_per_batch", "200", "--training.dropout", "0",
                 "--training.optimizer.learn_rate", "1e-12", "--training.eval_every", "1",
                 "--training.checkpoint_every", "1", "--training.log_every", "1")

@@ -8,14 +8,8 @@ from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
 from spacy_elmo.bilm.char_ids import PAD_CHAR
 from spacy_elmo.errors import ElmoError
 
-ANY_CHARACTER = st.characters(exclude_categories=())  # surrogates included
-UNPAIRED_SURROGATE = st.integers(0xD800, 0xDFFF).map(chr)
-TOKENS = st.one_of(
-    st.text(ANY_CHARACTER, max_size=8),
-    st.text(st.one_of(ANY_CHARACTER, UNPAIRED_SURROGATE), min_size=1, max_size=8),
-    st.sampled_from(["", " ", "\t", "\n", "\r\n", "\u3000", "\u200b", "\ufeff", "\x00", "<S>", "</S>", "🙂" * 30]),
-    st.text(ANY_CHARACTER, min_size=60, max_size=300),  # longer than a token's 50 characters
-)
+from .helpers import TOKENS
+
 SENTENCES = st.lists(st.lists(TOKENS, max_size=12), max_size=5)
 NOT_TEXT = st.one_of(st.integers(), st.none(), st.binary(max_size=4), st.floats())
 

@@ -11,7 +11,7 @@ import torch
 
 from spacy_elmo.bilm.recurrence import RecurrenceGraphs, inference
 
-from .test_lstm_graphs import BATCH_LENGTHS, STACK_CHANGES, packed_inputs, scaled_stack
+from .helpers import BATCH_LENGTHS, STACK_CHANGES, packed_inputs, scaled_stack
 
 
 CALLS = []

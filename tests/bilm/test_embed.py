@@ -12,16 +12,7 @@ from spacy_elmo.embed import embed_file
 from spacy_elmo.errors import ElmoError
 
 from ..numeric import assert_close_to_scale
-
-LINES = [
-    "The cat sat on the mat .",
-    "",
-    "either/or and/or 1/2",
-    "A much longer sentence , with more tokens than any other line in this small file .",
-    "  spaced   out  ",
-    "The cat sat on the mat .",
-    "é 🙂 x",
-]
+from .helpers import LINES
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import h5py
 import numpy
 import pytest
 
-from .test_embed import LINES as SINGLE_PROCESS_LINES
+from .helpers import LINES as SINGLE_PROCESS_LINES
 
 LINES = [
     *SINGLE_PROCESS_LINES,

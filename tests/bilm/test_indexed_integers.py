@@ -7,7 +7,7 @@ import torch
 from spacy_elmo.bilm.char_ids import distinct_words
 from spacy_elmo.errors import InputError
 
-from .test_token_cache import small_bilm
+from .helpers import small_bilm
 
 SENTENCES = [["a", "b", "c"], ["b", "d"]]
 NOT_INTEGERS = {

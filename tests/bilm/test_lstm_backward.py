@@ -11,9 +11,9 @@ from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.bilm.precision import cpu_has_bf16
 from spacy_elmo.bilm.recurrence import BiLSTMStack
 from spacy_elmo.training import PretrainingLM, SoftmaxHead
-from spacy_elmo.training.data.lm_batches import collate
 
 from ..numeric import assert_close_to_scale
+from .helpers import WORDS, pretraining_batches, values_and_gradients
 
 OPTIONS = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=24,
                projection_dim=10, n_layers=2)
@@ -27,16 +27,6 @@ def stepwise(stack: BiLSTMStack):
         yield
     finally:
         stack.use_paths(before)
-
-
-def values_and_gradients(stack, x, batch_sizes, weights, dropout=0.0, seed=0):
-    stack.zero_grad(set_to_none=True)
-    x = x.detach().requires_grad_(True)
-    torch.manual_seed(seed)
-    outputs, _ = stack(x, batch_sizes, dropout=dropout)
-    sum((out * w).sum() for out, w in zip(outputs, weights)).backward()
-    grads = {name: p.grad.clone() for name, p in stack.named_parameters()}
-    return [out.detach() for out in outputs], x.grad.clone(), grads
 
 
 @pytest.mark.parametrize(
@@ -80,21 +70,6 @@ def test_a_second_backward_pass_is_refused_not_wrong():
     outputs[-1].sum().backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="inplace"):
         outputs[-1].sum().backward()
-
-
-WORDS = "the cat sat on a mat while dogs ran in fields of green grass".split()
-
-
-def pretraining_batches(n: int = 4):
-    """`n` pretraining batches of six random sentences of WORDS (vocabulary: WORDS, <S>, </S>)."""
-    vocab_ids = torch.arange(len(WORDS)).numpy()
-    generator = torch.Generator().manual_seed(1)
-    batches = []
-    for _ in range(n):
-        lengths = sorted(torch.randint(1, 9, (6,), generator=generator).tolist(), reverse=True)
-        sentences = [torch.randint(0, len(WORDS), (n,), generator=generator).numpy() for n in lengths]
-        batches.append(collate(sentences, WORDS, vocab_ids, len(WORDS), len(WORDS) + 1, 50))
-    return batches
 
 
 def test_pretraining_steps_give_the_same_weights():

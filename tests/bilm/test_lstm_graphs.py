@@ -11,12 +11,12 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLM, BiLMOptions
-from spacy_elmo.bilm.char_ids import distinct_words
-from spacy_elmo.bilm.packing import SentencePacking
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.bilm.recurrence import RecurrenceGraphs
 from spacy_elmo.bilm.recurrence.graphs import bucket, chunk_layout
 from spacy_elmo.errors import ConfigError
+
+from .helpers import BATCH_LENGTHS, STACK_CHANGES, packed_inputs, scaled_stack
 
 
 def test_buckets_round_up_by_at_most_half():
@@ -31,31 +31,6 @@ def test_chunk_layout_places_each_step_in_its_chunk():
     expected = [*range(13), *range(16, 29), *range(32, 41), *range(48, 57), *range(9), 12, 13]
     numpy.testing.assert_array_equal(index, expected)
     assert chunk_layout([], steps=4)[1].shape == (0,)
-
-
-def scaled_stack(**changes) -> BiLM:
-    torch.manual_seed(0)
-    options = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=32,
-                   projection_dim=12, n_layers=2, cell_clip=3.0, proj_clip=3.0)
-    model = BiLM(BiLMOptions(**{**options, **changes})).eval()
-    with torch.no_grad():
-        for weights in model.lstm.parameters():
-            weights.normal_(0.0, 0.4)  # gates that saturate, clips that bite
-    return model
-
-
-def packed_inputs(model: BiLM, lengths):
-    rng = numpy.random.default_rng(0)
-    words = "the bank raised its rates again to nobody 's surprise we sat on river".split()
-    sentences = [[words[i] for i in rng.integers(0, len(words), n)] for n in lengths]
-    packing = SentencePacking.of(*model._check_indexed(*distinct_words(sentences)))
-    vectors = model._word_vectors(distinct_words(sentences)[0])
-    return torch.nn.functional.embedding(torch.from_numpy(packing.inputs), vectors), packing.batch_sizes
-
-
-# The stacks and batches the chunked recurrence is checked on (here and in test_cell_kernel.py).
-STACK_CHANGES = [{}, {"use_skip_connections": False, "cell_clip": 0.0, "proj_clip": 0.0}]
-BATCH_LENGTHS = [(17, 3, 1, 9, 9, 30, 2), (1,), (4, 4, 4), [3 + i % 11 for i in range(40)]]
 
 
 @pytest.mark.parametrize("changes", STACK_CHANGES)

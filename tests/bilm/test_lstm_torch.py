@@ -15,7 +15,7 @@ from spacy_elmo.bilm.recurrence import stack as stack_module
 from spacy_elmo.training import PretrainingLM, SoftmaxHead
 
 from ..numeric import assert_close_to_scale
-from .test_lstm_backward import WORDS, pretraining_batches, values_and_gradients
+from .helpers import WORDS, pretraining_batches, values_and_gradients
 
 OPTIONS = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=24,
                projection_dim=10, n_layers=2, cell_clip=0.0, proj_clip=0.0)

@@ -10,15 +10,7 @@ from spacy_elmo.bilm.char_ids import PAD_CHAR
 from spacy_elmo.bilm.reference import reference_layers
 
 from ..numeric import assert_close_to_scale, max_error, scale_of
-
-
-def fixture_batches(fixture_dir):
-    sentences = json.loads((fixture_dir / "sentences.json").read_text())
-    files = [h5py.File(fixture_dir / f"lm_embeddings_{k}.hdf5", "r") for k in range(3)]
-    for i in range(10):
-        batch = [sentences[k][i].split() for k in range(3)]
-        expected = [files[k][str(i)][...] for k in range(3)]  # (2, n, 16) each
-        yield batch, expected
+from .helpers import fixture_batches
 
 
 def top_layer_halves(output, row, n):

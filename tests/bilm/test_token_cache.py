@@ -12,15 +12,9 @@ from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
 from spacy_elmo.bilm.token_cache import TokenCache
 from spacy_elmo.bilm.weights import load_weights
 
-SMALL = dict(
-    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=1,
-)
+from .helpers import SMALL, small_bilm
+
 IDS = batch_to_ids([["a", "b", "c"], ["a", "d"]])  # four words and the two boundaries
-
-
-def small_bilm(seed: int = 0) -> BiLM:
-    torch.manual_seed(seed)
-    return BiLM(BiLMOptions(**SMALL)).eval()
 
 
 def count_encoded(model: BiLM) -> list:

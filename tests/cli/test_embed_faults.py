@@ -1,11 +1,9 @@
 """`embed` against bad input and faults: coded errors, and no temporaries left behind."""
 import json
-import os
 import resource
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +16,8 @@ from typer.testing import CliRunner
 from spacy_elmo.cli import app
 from spacy_elmo.embed import embed_file
 from spacy_elmo.errors import ElmoError
+
+from ..disk_helpers import read_only_folder
 
 
 def temporaries(folder):
@@ -107,23 +107,6 @@ def test_a_full_disk_is_a_coded_error_and_leaves_nothing(fixture_paths, tmp_path
     assert "E513" in result.stdout and "vectors.hdf5" in result.stdout and "File too large" in result.stdout
     assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr
     assert list(out.iterdir()) == []
-
-
-def read_only_folder(tmp_path, how):
-    """A folder that this process cannot write to, even as root."""
-    if how == "chmod":
-        if os.geteuid() == 0:
-            pytest.skip("root writes to a folder whatever its mode")
-        folder = tmp_path / "ro"
-        folder.mkdir()
-        folder.chmod(0o555)
-        return folder
-    folder = Path("/sys")  # sysfs: no new files, even for root
-    try:
-        tempfile.TemporaryFile(dir=folder).close()
-    except OSError:
-        return folder
-    pytest.skip("no /sys here, or one where files can be created")
 
 
 @pytest.mark.parametrize("how", ["chmod", "sysfs"])

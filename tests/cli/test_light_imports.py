@@ -64,7 +64,7 @@ def test_embed_imports_no_spacy_or_thinc(tmp_path, fixture_paths):
 def test_pretrain_export_and_perplexity_on_pretokenised_text_import_no_spacy_or_thinc(tmp_path):
     train, dev = write_corpus(tmp_path / "train.txt", 60), write_corpus(tmp_path / "dev.txt", 10, seed=1)
     settings = tiny_settings(train, dev, training={"max_steps": 2, "eval_every": 2, "checkpoint_every": 2})
-    assert settings["corpus"]["tokenizer"] == "whitespace"
+    assert settings["corpus"]["tokenizer"] == "spacy-elmo.WhitespaceTokenizer.v1"
     config = tmp_path / "bilm.cfg"
     Config(settings).to_disk(config)
     run = tmp_path / "run"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.cli import app
 
-from ..pipeline.test_elmo_component import NER_ELMO
+from ..pipeline.pipelines import NER_ELMO
 from ..pipeline.util import examples_of, make_docs
 
 
@@ -132,7 +132,7 @@ def test_a_failure_while_writing_keeps_the_old_chart(two_depths, tmp_path, monke
 
 
 def test_a_mix_without_softmax_weights_is_reported_as_such(fixture_paths, tmp_path):
-    from ..pipeline.test_listener_mix import AVERAGE_MIX, pipeline_with
+    from ..pipeline.pipelines import AVERAGE_MIX, pipeline_with
 
     nlp, examples = pipeline_with({"@layers": AVERAGE_MIX}, *fixture_paths)
     nlp.initialize(lambda: examples)

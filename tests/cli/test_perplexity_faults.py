@@ -16,8 +16,8 @@ from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import PretrainConfig, perplexity, pretrain
 from spacy_elmo.training.data.reader import ReadStats, read_lines
 
+from ..disk_helpers import read_only_folder
 from ..training.conftest import tiny_settings, write_corpus
-from .test_embed_faults import read_only_folder
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from spacy_elmo.training import PretrainConfig
+from confection import Config
 
 from experiments import pretrain_for_budget as budget
 
@@ -24,9 +24,9 @@ def keep_torch_threads():
 def config(tmp_path) -> Path:
     train, dev = write_corpus(tmp_path / "train.txt", 200), write_corpus(tmp_path / "dev.txt", 20, seed=1)
     path = tmp_path / "tiny.cfg"
-    settings = tiny_settings(train, dev, training={"schedule": {"name": "linear"}, "checkpoint_every": 4,
-                                                   "eval_every": 0})
-    PretrainConfig.from_dict(settings).to_config().to_disk(path)
+    schedule = {"@pretrain_schedules": "spacy-elmo.linear.v1", "max_steps": "${training.max_steps}"}
+    settings = tiny_settings(train, dev, training={"schedule": schedule, "checkpoint_every": 4, "eval_every": 0})
+    Config(settings).to_disk(path)
     return path
 
 

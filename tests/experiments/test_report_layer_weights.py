@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from experiments.report import layer_weights
 
-from ..pipeline.test_elmo_component import NER_ELMO
+from ..pipeline.pipelines import NER_ELMO
 from ..pipeline.util import examples_of, make_docs
 
 

@@ -1,4 +1,5 @@
 """The pipelines the pipeline tests build, save, train and read layers from."""
+import copy
 import json
 import subprocess
 import sys
@@ -6,6 +7,8 @@ from pathlib import Path
 
 import spacy
 import torch
+from spacy.util import registry
+from thinc.api import Model
 
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.models.bilm import set_bilm
@@ -44,6 +47,32 @@ NER_ELMO = {
         },
     },
 }
+
+
+AVERAGE_MIX = "test-spacy-elmo.average_mix.v1"
+
+
+@registry.layers(AVERAGE_MIX)
+def average_mix() -> Model:
+    """The plain average of the layers: no parameters, no softmax."""
+
+    def forward(model, X, is_train):
+        n_layers = X.shape[0]
+        return X.mean(axis=0), lambda dY: model.ops.xp.repeat(dY[None] / n_layers, n_layers, axis=0)
+
+    return Model("test-average-mix", forward)
+
+
+def pipeline_with(mix, bilm_dir, weights_file=None):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    ner = copy.deepcopy(NER_ELMO)
+    ner["tok2vec"]["elmo"]["mix"] = mix
+    nlp.add_pipe("ner", config={"model": ner})
+    examples = examples_of(nlp, make_docs(nlp, 12))
+    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(bilm_dir),
+                                                      "weights_file": weights_file and str(weights_file)}
+    return nlp, examples
 
 
 def elmo_pipeline(bilm_dir, *, with_ner=True, **elmo_config):

@@ -11,7 +11,7 @@ from spacy.tokens import Doc
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.errors import ElmoError
 
-from ..bilm.test_any_tokens import ANY_CHARACTER, TOKENS
+from ..bilm.helpers import ANY_CHARACTER, TOKENS
 
 TEXTS = st.one_of(
     st.text(ANY_CHARACTER, max_size=60),

@@ -1,39 +1,9 @@
 """A listener's mix is whatever layer its config names: found through the
 ref "mix", never by the name of `ScalarMix`."""
-import copy
-
 import numpy
 import spacy
-from spacy.util import registry
-from thinc.api import Model
 
-from .pipelines import NER_ELMO
-from .util import examples_of, make_docs
-
-AVERAGE_MIX = "test-spacy-elmo.average_mix.v1"
-
-
-@registry.layers(AVERAGE_MIX)
-def average_mix() -> Model:
-    """The plain average of the layers: no parameters, no softmax."""
-
-    def forward(model, X, is_train):
-        n_layers = X.shape[0]
-        return X.mean(axis=0), lambda dY: model.ops.xp.repeat(dY[None] / n_layers, n_layers, axis=0)
-
-    return Model("test-average-mix", forward)
-
-
-def pipeline_with(mix, bilm_dir, weights_file=None):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("elmo")
-    ner = copy.deepcopy(NER_ELMO)
-    ner["tok2vec"]["elmo"]["mix"] = mix
-    nlp.add_pipe("ner", config={"model": ner})
-    examples = examples_of(nlp, make_docs(nlp, 12))
-    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(bilm_dir),
-                                                      "weights_file": weights_file and str(weights_file)}
-    return nlp, examples
+from .pipelines import AVERAGE_MIX, pipeline_with
 
 
 def test_a_mix_of_another_kind_trains_and_predicts_through_the_listener(bilm_dir, tmp_path):

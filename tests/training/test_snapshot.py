@@ -16,8 +16,7 @@ from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import load_model, perplexity, pretrain
 from spacy_elmo.training.snapshot import export_checkpoint
 
-from ..cli.test_embed_faults import read_only_folder
-from ..test_disk import ROOT, check_coded, leftovers
+from ..disk_helpers import ROOT, check_coded, leftovers, read_only_folder
 from .conftest import Stop, stop_at
 
 SENTENCES = [["the", "cat", "sat", "."], ["a", "zebra"], ["the"]]
