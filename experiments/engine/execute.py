@@ -238,7 +238,7 @@ def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir:
     run's fingerprint is still ``before``; ``run_dir`` holds the training's dev curve. Returns the record's path."""
     import spacy
 
-    from spacy_elmo.inspect import listener_mixes
+    from spacy_elmo.layer_mixes import listener_mixes
 
     print(f"{run.id}: scoring {model} on {run.test}", flush=True)
     nlp = spacy.load(model)

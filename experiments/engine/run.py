@@ -283,7 +283,7 @@ class RunRecord(BaseModel):
     scores: Dict[str, Any]
     counts: Dict[str, Any]  # NER, tagger: {"tp", "fp", "fn"}; textcat: {"labels", "confusion" (gold rows, predicted columns)}
     dev_curve: List[Dict[str, float]] = []
-    mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.inspect.listener_mixes)
+    mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.layer_mixes.listener_mixes)
     sizes: Dict[str, int] = {}  # docs in the training and test splits
     # None: a model trained before it was scored (experiments.demo.evaluate_seeds)
     train_minutes: Optional[float] = Field(None, ge=0, allow_inf_nan=False)

@@ -25,7 +25,7 @@ from wasabi import MarkdownRenderer
 
 from experiments.errors import run_app
 from experiments.records import read_seed_score
-from spacy_elmo.inspect import mean_over_runs, plot_mixes
+from spacy_elmo.layer_mixes import mean_over_runs, plot_mixes
 
 TASKS = {
     # task: (metric key in the metrics JSON, how to call it)
@@ -178,7 +178,7 @@ def collect_mixes(training_dir: Path) -> Dict[str, List[List[float]]]:
     """{task: [softmax(s) of each seed's model]} from the ELMo runs."""
     import spacy
 
-    from spacy_elmo.inspect import listener_mixes
+    from spacy_elmo.layer_mixes import listener_mixes
 
     mixes: Dict[str, List[List[float]]] = {}
     for task in TASKS:

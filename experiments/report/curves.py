@@ -17,7 +17,7 @@ import typer
 from experiments.errors import run_main
 from experiments.report.comparison import TASKS as REPORT_TASKS
 from experiments.report.comparison import gains, mean_std, mean_text, md_table, reduction_text
-from spacy_elmo.inspect import layer_names, mean_over_runs, plot_mixes
+from spacy_elmo.layer_mixes import layer_names, mean_over_runs, plot_mixes
 
 TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
 # task: the component whose listener learns the task's layer mix (as the task's configs name it)

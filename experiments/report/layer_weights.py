@@ -4,8 +4,8 @@
         training/v2eval/ner_elmo_v2 training/v2eval/ner_elmo_v2_converged
 
 Reads every RUN_DIR/seed*/model-best (``experiments.demo.train_seeds``), finds each listener's mix
-(``spacy_elmo.inspect.listener_mixes``), prints a table whose columns are the layers as the chart
-names them (``spacy_elmo.inspect.layer_names``: tokens, LSTM 1, …) and draws the means, with their
+(``spacy_elmo.layer_mixes.listener_mixes``), prints a table whose columns are the layers as the chart
+names them (``spacy_elmo.layer_mixes.layer_names``: tokens, LSTM 1, …) and draws the means, with their
 standard deviation as error bars over two seeds or more. A run folder is named by its last part; a
 pipeline with several mixes adds the component's name.
 """
@@ -16,7 +16,7 @@ import numpy
 import typer
 
 from experiments.report.comparison import md_table, spread_text
-from spacy_elmo.inspect import Mixes, layer_names, listener_mixes, load_pipeline, mean_over_runs, plot_mixes
+from spacy_elmo.layer_mixes import Mixes, layer_names, listener_mixes, load_pipeline, mean_over_runs, plot_mixes
 
 TITLE = "Learned layer weights"
 

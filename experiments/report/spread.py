@@ -34,7 +34,7 @@ def main(
     import spacy
     from spacy.tokens import DocBin
 
-    from spacy_elmo.inspect import load_pipeline
+    from spacy_elmo.layer_mixes import load_pipeline
 
     texts = [doc.text for doc in DocBin().from_disk(docs_path).get_docs(spacy.blank("en").vocab)][:n_docs]
     rows = []

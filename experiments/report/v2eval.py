@@ -89,7 +89,7 @@ def write_plots(training: Path, output: Path) -> List[str]:
     """The dev curves of each task's converged runs and the layer weights of the ELMo runs that exist."""
     from experiments.report.dev_curves import dev_scores, mean_curve, plot
     from experiments.report.layer_weights import chart_title, run_mixes
-    from spacy_elmo.inspect import mean_over_runs, plot_mixes
+    from spacy_elmo.layer_mixes import mean_over_runs, plot_mixes
 
     written = []
     for task, key in DEV_KEY.items():

@@ -63,7 +63,7 @@ def test_each_listener_is_read_against_its_own_upstream(two_depths, tmp_path):
 
 
 def test_the_table_names_the_layers_as_the_chart_does(two_depths):
-    from spacy_elmo.inspect import layer_names
+    from spacy_elmo.layer_mixes import layer_names
 
     result = CliRunner().invoke(app, ["mix-weights", str(two_depths)])
     assert result.exit_code == 0, result.output
@@ -74,7 +74,7 @@ def test_the_table_names_the_layers_as_the_chart_does(two_depths):
 
 
 def test_listener_mixes_name_the_upstream(two_depths):
-    from spacy_elmo.inspect import listener_mixes
+    from spacy_elmo.layer_mixes import listener_mixes
 
     mixes = listener_mixes(spacy.load(two_depths))
     assert {name: (mix["upstream"], len(mix["weights"])) for name, mix in mixes.items()} == {
@@ -150,7 +150,7 @@ import json, sys
 from pathlib import Path
 import matplotlib
 matplotlib.use("svg")
-from spacy_elmo.inspect import mean_over_runs, plot_mixes
+from spacy_elmo.layer_mixes import mean_over_runs, plot_mixes
 from experiments.report import comparison, curves
 out = Path(sys.argv[1])
 plot_mixes({"ner": {"weights": [0.2, 0.3, 0.5], "gamma": 1.0, "upstream": "elmo"}}, out / "one.png")

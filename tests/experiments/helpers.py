@@ -13,7 +13,7 @@ def fake_scoring(monkeypatch) -> list:
     """The engine's scoring, replaced by a fake that notes each model it scores and gives fixed scores."""
     import spacy
 
-    import spacy_elmo.inspect
+    import spacy_elmo.layer_mixes
     from experiments.engine import execute as execute_module
 
     scored = []
@@ -21,7 +21,7 @@ def fake_scoring(monkeypatch) -> list:
     monkeypatch.setattr(execute_module, "evaluate",
                         lambda nlp, test: scored.append(nlp) or ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 1}))
     monkeypatch.setattr(execute_module, "sizes", lambda run: {})
-    monkeypatch.setattr(spacy_elmo.inspect, "listener_mixes", lambda nlp: {})
+    monkeypatch.setattr(spacy_elmo.layer_mixes, "listener_mixes", lambda nlp: {})
     return scored
 
 

@@ -262,7 +262,7 @@ def test_report_pairs_seeds_and_tables(tmp_path):
     probe = report_curves.probe_table(scores["pos"][1.0], mixes["pos"])
     assert "| ELMo LSTM 1 only | 94.00 ± 1.00 | 3 |" in probe and "LSTM 1 0.600" in probe
     report_curves.main(tmp_path, tmp_path / "report", cost=None, title="Where ELMo helps")
-    assert (tmp_path / "report" / "layer_weights.png").stat().st_size > 1000  # drawn by spacy_elmo.inspect
+    assert (tmp_path / "report" / "layer_weights.png").stat().st_size > 1000  # drawn by spacy_elmo.layer_mixes
     assert (tmp_path / "report" / "curves_ner.png").stat().st_size > 1000
 
 

@@ -1,14 +1,14 @@
 """The demo's report says what one seed can and cannot show (``experiments.report.comparison``), and its
 charts are read as drawn: score axes from 0, error bars only over seeds, the layer-weight legend beside the
-bars, one name per layer in every table and chart (``spacy_elmo.inspect``, ``experiments.report.layer_weights``)."""
+bars, one name per layer in every table and chart (``spacy_elmo.layer_mixes``, ``experiments.report.layer_weights``)."""
 import json
 from pathlib import Path
 
 import pytest
 
 from experiments.report import comparison, layer_weights
-from spacy_elmo import inspect
-from spacy_elmo.inspect import mean_over_runs
+from spacy_elmo import layer_mixes
+from spacy_elmo.layer_mixes import mean_over_runs
 
 
 def write_seeds(metrics: Path, runs: dict) -> None:
@@ -94,7 +94,7 @@ MIXES = {"ner": [[0.34, 0.33, 0.33]], "sentiment5": [[0.33, 0.34, 0.33]], "pos":
 
 
 def test_the_layer_weight_legend_stands_beside_the_bars_inside_the_figure():
-    fig = inspect.mixes_figure(mean_over_runs(MIXES), title="Layer weights")  # bars as tall as the axes everywhere
+    fig = layer_mixes.mixes_figure(mean_over_runs(MIXES), title="Layer weights")  # bars as tall as the axes everywhere
     renderer = drawn(fig)
     (ax,) = fig.axes
     legend = ax.get_legend().get_window_extent(renderer)
@@ -109,9 +109,9 @@ def test_the_layer_weight_legend_stands_beside_the_bars_inside_the_figure():
 def test_the_layer_weight_axis_says_mean_and_std_only_over_runs(runs, label, error_bar):
     summary = mean_over_runs({"ner": [[0.2, 0.3, 0.5], [0.3, 0.3, 0.4]][:runs]})
     assert ("std" in summary["ner"]) is error_bar and summary["ner"]["runs"] == runs
-    (ax,) = inspect.mixes_figure(summary).axes
+    (ax,) = layer_mixes.mixes_figure(summary).axes
     assert ax.get_ylabel() == label and (error_bars(ax) == 1) is error_bar
-    assert [tick.get_text() for tick in ax.get_xticklabels()] == inspect.layer_names(3) == ["tokens", "LSTM 1", "LSTM 2"]
+    assert [tick.get_text() for tick in ax.get_xticklabels()] == layer_mixes.layer_names(3) == ["tokens", "LSTM 1", "LSTM 2"]
 
 
 def weights_of(*seeds):
@@ -122,7 +122,7 @@ def weights_of(*seeds):
 def test_the_layer_weight_table_names_the_layers_as_the_chart_does():
     found, summary = weights_of([0.2, 0.3, 0.5])
     header, _, row = table_lines(layer_weights.weights_table(found, summary))
-    assert [cell.strip() for cell in header.strip("|").split("|")][1:4] == inspect.layer_names(3)
+    assert [cell.strip() for cell in header.strip("|").split("|")][1:4] == layer_mixes.layer_names(3)
     assert "±" not in row and "| 0.200 | 0.300 | 0.500 | 1.000 | 1 |" in row
     assert layer_weights.chart_title(summary) == "Learned layer weights, one seed"
     found, summary = weights_of([0.2, 0.3, 0.5], [0.4, 0.3, 0.3])

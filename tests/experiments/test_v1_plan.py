@@ -180,7 +180,7 @@ def fake_train(monkeypatch):
     """The engine's training and scoring, replaced by fakes: a model-best folder, fixed scores."""
     import spacy.cli.train
 
-    import spacy_elmo.inspect
+    import spacy_elmo.layer_mixes
     from experiments.engine import execute as execute_module
 
     calls = []
@@ -194,7 +194,7 @@ def fake_train(monkeypatch):
     monkeypatch.setattr(spacy, "load", lambda path: path)
     monkeypatch.setattr(execute_module, "evaluate", lambda nlp, test: ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 1}))
     monkeypatch.setattr(execute_module, "sizes", lambda run: {})
-    monkeypatch.setattr(spacy_elmo.inspect, "listener_mixes", lambda nlp: {})
+    monkeypatch.setattr(spacy_elmo.layer_mixes, "listener_mixes", lambda nlp: {})
     return calls
 
 

@@ -21,7 +21,7 @@ def test_a_mix_of_another_kind_trains_and_predicts_through_the_listener(bilm_dir
     loaded = spacy.load(tmp_path / "pipeline")
     assert [(e.start, e.end, e.label_) for e in loaded("Bob went to Paris .").ents] == want
 
-    from spacy_elmo.inspect import listener_mixes
+    from spacy_elmo.layer_mixes import listener_mixes
 
     assert listener_mixes(loaded) == {"ner": {"weights": None, "gamma": None, "upstream": "elmo",
                                               "layer": "test-average-mix"}}
@@ -32,7 +32,7 @@ def test_the_scalar_mix_inside_a_larger_mix_is_the_one_reported(bilm_dir):
         "mix": {"@layers": "spacy-elmo.ScalarMix.v1"}, "scale": {"@layers": "Dropout.v1", "rate": 0.0},
     }}, bilm_dir)
     nlp.initialize(lambda: examples)
-    from spacy_elmo.inspect import listener_mixes
+    from spacy_elmo.layer_mixes import listener_mixes
 
     mix = listener_mixes(nlp)["ner"]
     assert numpy.allclose(mix["weights"], [1 / 3] * 3) and mix["gamma"] == 1.0

@@ -10,7 +10,7 @@ import spacy
 from spacy.util import load_config, load_model_from_config
 from thinc.api import Model
 
-from spacy_elmo.inspect import listener_mixes
+from spacy_elmo.layer_mixes import listener_mixes
 
 from .pipelines import NER_ELMO
 from .util import examples_of, make_docs

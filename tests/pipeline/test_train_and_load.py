@@ -8,7 +8,7 @@ import numpy
 import pytest
 import spacy
 
-from spacy_elmo.inspect import listener_mixes, plot_mixes
+from spacy_elmo.layer_mixes import listener_mixes, plot_mixes
 
 from .pipelines import elmo_pipeline, spacy_train
 
