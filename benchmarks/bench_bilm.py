@@ -30,6 +30,7 @@ how to make it), cut by spaCy's blank English tokenizer and sentencizer:
 Every timing is the best of several passes: other jobs on the machine only ever
 make a pass slower. The results also go to ``benchmarks/results/bench_bilm.json``.
 """
+
 import argparse
 import copy
 import datetime
@@ -92,6 +93,7 @@ def real_sentences(path: Path, n: int, max_length: int = 100, seed: int = SEED) 
     random.Random(seed).shuffle(sentences)
     return sentences[:n]
 
+
 # Frequent English words, most frequent first; rarer ranks are made-up words.
 COMMON_WORDS = """
 the of and to a in is that for it as was with be by on not he i this are or his
@@ -115,9 +117,46 @@ along children saw best church ever least power development light thing seemed f
 interest want members mind country area others done turned although open problem
 """.split()
 SYLLABLES = [
-    "an", "ber", "cal", "con", "de", "der", "di", "el", "en", "er", "es", "fa", "gen", "in",
-    "is", "ka", "lo", "man", "mi", "mo", "na", "ni", "o", "per", "pro", "ra", "re", "ri",
-    "sa", "son", "ta", "ter", "ti", "to", "tra", "un", "ver", "vi", "wa", "zo",
+    "an",
+    "ber",
+    "cal",
+    "con",
+    "de",
+    "der",
+    "di",
+    "el",
+    "en",
+    "er",
+    "es",
+    "fa",
+    "gen",
+    "in",
+    "is",
+    "ka",
+    "lo",
+    "man",
+    "mi",
+    "mo",
+    "na",
+    "ni",
+    "o",
+    "per",
+    "pro",
+    "ra",
+    "re",
+    "ri",
+    "sa",
+    "son",
+    "ta",
+    "ter",
+    "ti",
+    "to",
+    "tra",
+    "un",
+    "ver",
+    "vi",
+    "wa",
+    "zo",
 ]
 SUFFIXES = ["", "", "", "s", "ed", "ing", "ly", "er", "tion"]
 VOCAB_SIZE = 30000
@@ -146,7 +185,7 @@ def build_sentences(n: int, seed: int = SEED) -> List[List[str]]:
     vocab = build_vocabulary(rng)
     cumulative, total = [], 0.0
     for rank in range(1, len(vocab) + 1):
-        total += rank ** -ZIPF_EXPONENT
+        total += rank**-ZIPF_EXPONENT
         cumulative.append(total)
     sentences = []
     for _ in range(n):
@@ -196,7 +235,7 @@ def set_realistic_weights(model: BiLM, words: List[str]) -> None:
     enc = model.token_encoder
     for highway in enc.highways:
         highway.b_carry.fill_(-1.0)  # bilm-tf starts the gates mostly carrying
-    torch.nn.init.normal_(enc.projection.weight, std=o.n_filters ** -0.5)
+    torch.nn.init.normal_(enc.projection.weight, std=o.n_filters**-0.5)
     enc.projection.bias.zero_()
     # Unit-scale token vectors (trained ones have entries of order 1).
     scale = model.encode_tokens(batch_to_ids([words[:2000]])[0]).std()
@@ -274,7 +313,7 @@ def matmul_ceiling(repeats: int = 10, dtype: torch.dtype = torch.float32) -> flo
         start = time.perf_counter()
         a @ b
         best = min(best, time.perf_counter() - start)
-    return 2 * 2048 ** 3 / best / 1e9
+    return 2 * 2048**3 / best / 1e9
 
 
 def time_passes(run, repeats: int) -> float:
@@ -332,7 +371,9 @@ def run_worker(args: argparse.Namespace) -> None:
         seconds = time_passes(lambda: our_pass(batches), args.repeats)
         performed = inference_flops(options, batches, model.token_cache.max_size)
         result["rows"][str(batch_size)] = {
-            "tokens": n_tokens(batches), "seconds": seconds, "tokens_per_s": n_tokens(batches) / seconds,
+            "tokens": n_tokens(batches),
+            "seconds": seconds,
+            "tokens_per_s": n_tokens(batches) / seconds,
             "performed_flops": performed,
         }
     result["peak_rss_mb"] = peak_rss_mb()
@@ -341,10 +382,12 @@ def run_worker(args: argparse.Namespace) -> None:
 
     # The straightforward computation on exactly the same batches.
     for batch_size, batches in batchings.items():
-        seconds = time_passes(lambda: [reference_layers(model, batch_to_ids(b)) for b in batches],
-                              args.reference_repeats)
+        seconds = time_passes(
+            lambda: [reference_layers(model, batch_to_ids(b)) for b in batches], args.reference_repeats
+        )
         result["rows"][str(batch_size)]["straightforward"] = {
-            "seconds": seconds, "tokens_per_s": n_tokens(batches) / seconds,
+            "seconds": seconds,
+            "tokens_per_s": n_tokens(batches) / seconds,
             "flops": straightforward_flops(options, batches),
         }
 
@@ -359,8 +402,13 @@ def run_worker(args: argparse.Namespace) -> None:
             expected = reference_layers(model, ids)
             max_diff = max(max_diff, float((model(ids).layers - expected).abs().max()))
             max_value = max(max_value, float(expected.abs().max()))
-    result["exactness"] = {"batch_size": args.batch_sizes[0], "sentences": sum(len(b) for b in subset),
-                           "tokens": n_tokens(subset), "max_abs_diff": max_diff, "max_abs_value": max_value}
+    result["exactness"] = {
+        "batch_size": args.batch_sizes[0],
+        "sentences": sum(len(b) for b in subset),
+        "tokens": n_tokens(subset),
+        "max_abs_diff": max_diff,
+        "max_abs_value": max_value,
+    }
     # A yardstick for both: the straightforward computation in float64, on the
     # longest sentences (where float32 rounding accumulates most).
     longest = sorted(sentences, key=len, reverse=True)[: args.float64_sentences]
@@ -369,9 +417,12 @@ def run_worker(args: argparse.Namespace) -> None:
         exact = reference_layers(copy.deepcopy(model).double(), ids)
         ours = model(ids).layers.double()
         straightforward = reference_layers(model, ids).double()
-    result["float64"] = {"sentences": len(longest), "tokens": sum(map(len, longest)),
-                         "ours_max_abs_error": float((ours - exact).abs().max()),
-                         "straightforward_max_abs_error": float((straightforward - exact).abs().max())}
+    result["float64"] = {
+        "sentences": len(longest),
+        "tokens": sum(map(len, longest)),
+        "ours_max_abs_error": float((ours - exact).abs().max()),
+        "straightforward_max_abs_error": float((straightforward - exact).abs().max()),
+    }
     with torch.inference_mode():
         result["activations"] = activation_stats(model, sentences[:8])
     Path(args.worker_output).write_text(json.dumps(result))
@@ -388,6 +439,7 @@ def measure_bf16(model: BiLM, sentences, batchings, args: argparse.Namespace, fp
         return {"supported": False}
     rows = {}
     for batch_size, batches in batchings.items():
+
         def bf16_pass():
             model.token_cache.clear()
             with torch.inference_mode(), precision("cpu", "bf16"):
@@ -404,8 +456,11 @@ def measure_bf16(model: BiLM, sentences, batchings, args: argparse.Namespace, fp
         for _ in range(args.repeats):  # alternated, so that both see the same load
             bf16_s, fp32_s = min(bf16_s, time_passes(bf16_pass, 1)), min(fp32_s, time_passes(fp32_pass, 1))
         tokens = n_tokens(batches)
-        rows[str(batch_size)] = {"tokens_per_s": tokens / bf16_s, "fp32_tokens_per_s": tokens / fp32_s,
-                                 "vs_fp32": fp32_s / bf16_s}
+        rows[str(batch_size)] = {
+            "tokens_per_s": tokens / bf16_s,
+            "fp32_tokens_per_s": tokens / fp32_s,
+            "vs_fp32": fp32_s / bf16_s,
+        }
     longest = sorted(sentences, key=len, reverse=True)[: args.float64_sentences]
     ids = batch_to_ids(longest)
     model.token_cache.clear()
@@ -415,8 +470,12 @@ def measure_bf16(model: BiLM, sentences, batchings, args: argparse.Namespace, fp
             low = model(ids).layers.double()
     model.token_cache.clear()
     error = float((low - exact).abs().max())
-    return {"supported": True, "rows": rows, "max_abs_error": error,
-            "max_relative_error": error / float(exact.abs().max())}
+    return {
+        "supported": True,
+        "rows": rows,
+        "max_abs_error": error,
+        "max_relative_error": error / float(exact.abs().max()),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -441,11 +500,28 @@ def measure_model(name: str, sentences: List[List[str]], args: argparse.Namespac
         del model
     output = workdir / f"{name}.json"
     command = [
-        sys.executable, __file__, "--worker", "--model-dir", str(model_dir), "--worker-output", str(output),
-        "--corpus-file", str(workdir / "sentences.json"), "--threads", str(args.threads),
-        "--repeats", str(args.repeats), "--reference-repeats", str(args.reference_repeats),
-        "--check-sentences", str(args.check_sentences), "--float64-sentences", str(args.float64_sentences),
-        "--batch-sizes", *map(str, args.batch_sizes), *(["--bf16"] if args.bf16 else []),
+        sys.executable,
+        __file__,
+        "--worker",
+        "--model-dir",
+        str(model_dir),
+        "--worker-output",
+        str(output),
+        "--corpus-file",
+        str(workdir / "sentences.json"),
+        "--threads",
+        str(args.threads),
+        "--repeats",
+        str(args.repeats),
+        "--reference-repeats",
+        str(args.reference_repeats),
+        "--check-sentences",
+        str(args.check_sentences),
+        "--float64-sentences",
+        str(args.float64_sentences),
+        "--batch-sizes",
+        *map(str, args.batch_sizes),
+        *(["--bf16"] if args.bf16 else []),
     ]
     subprocess.run(command, check=True)
     return json.loads(output.read_text())
@@ -460,9 +536,12 @@ def load_corpus(args: argparse.Namespace) -> Tuple[List[List[str]], str]:
         if args.quick:
             print(f"{path} not found: the smoke run uses the synthetic corpus")
             return build_sentences(args.sentences), "synthetic (made-up words of at most 16 bytes)"
-        sys.exit(f"{path} not found. Make it with `python -m spacy project assets && python -m experiments.data.fetch assets` and "
-                 f"`python -m experiments.data.corpus assets corpus/release/pretrain`, pass another text "
-                 f"with --text, or --synthetic for the made-up corpus")
+        sys.exit(
+            f"{path} not found. Make it with "
+            "`python -m spacy project assets && python -m experiments.data.fetch assets` and "
+            f"`python -m experiments.data.corpus assets corpus/release/pretrain`, pass another text "
+            f"with --text, or --synthetic for the made-up corpus"
+        )
     return real_sentences(path, args.sentences), str(path)
 
 
@@ -477,7 +556,7 @@ def main(args: argparse.Namespace) -> Dict:
     models: Dict[str, Dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench_bilm.") as tmp:
         (Path(tmp) / "sentences.json").write_text(json.dumps(sentences), encoding="utf8")
-        for name in ([Path(args.weights).name] if args.weights else args.models):
+        for name in [Path(args.weights).name] if args.weights else args.models:
             models[name] = measure_model(name, sentences, args, Path(tmp))
     ceiling_after = matmul_ceiling()
     best_ceiling = max(ceiling, ceiling_after)
@@ -499,14 +578,25 @@ def main(args: argparse.Namespace) -> Dict:
     report = {
         "date": started,
         "command": " ".join(["python", "benchmarks/bench_bilm.py", *sys.argv[1:]]),
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "threads": args.threads,
-                    "python": platform.python_version(), "torch": torch.__version__,
-                    "load_average_before": load_before, "load_average_after": load_average()},
-        "corpus": {"source": source, "seed": SEED, "sentences": len(sentences), "tokens": n_words,
-                   "mean_length": n_words / len(sentences),
-                   "distinct_tokens": len({w for s in sentences for w in s}),
-                   "longest_token_bytes": max(token_bytes),
-                   "tokens_over_16_bytes": sum(1 for b in token_bytes if b > 16)},
+        "machine": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "threads": args.threads,
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "load_average_before": load_before,
+            "load_average_after": load_average(),
+        },
+        "corpus": {
+            "source": source,
+            "seed": SEED,
+            "sentences": len(sentences),
+            "tokens": n_words,
+            "mean_length": n_words / len(sentences),
+            "distinct_tokens": len({w for s in sentences for w in s}),
+            "longest_token_bytes": max(token_bytes),
+            "tokens_over_16_bytes": sum(1 for b in token_bytes if b > 16),
+        },
         "gemm_ceiling_gflops": best_ceiling,
         "gemm_ceiling_gflops_before_after": [ceiling, ceiling_after],
         "models": models,
@@ -521,76 +611,127 @@ def main(args: argparse.Namespace) -> Dict:
 
 def print_report(report: Dict) -> None:
     m, corpus = report["machine"], report["corpus"]
-    print(f"\nbiLM benchmark, {report['date']}: {m['cpu']}, {m['cores']} cores, {m['threads']} thread(s), "
-          f"torch {m['torch']}")
+    print(
+        f"\nbiLM benchmark, {report['date']}: {m['cpu']}, {m['cores']} cores, {m['threads']} thread(s), "
+        f"torch {m['torch']}"
+    )
     print(f"command: {report['command']}")
     print(f"load average (1, 5, 15 min) before: {m['load_average_before']}, after: {m['load_average_after']}")
-    print(f"corpus: {corpus['source']}, seed {corpus['seed']}: {corpus['sentences']} sentences, {corpus['tokens']} "
-          f"tokens (mean {corpus['mean_length']:.1f}), {corpus['distinct_tokens']} distinct, longest token "
-          f"{corpus['longest_token_bytes']} bytes, {corpus['tokens_over_16_bytes']} tokens over 16 bytes; "
-          f"length-sorted batches, token cache emptied before each pass")
+    print(
+        f"corpus: {corpus['source']}, seed {corpus['seed']}: {corpus['sentences']} sentences, {corpus['tokens']} "
+        f"tokens (mean {corpus['mean_length']:.1f}), {corpus['distinct_tokens']} distinct, longest token "
+        f"{corpus['longest_token_bytes']} bytes, {corpus['tokens_over_16_bytes']} tokens over 16 bytes; "
+        f"length-sorted batches, token cache emptied before each pass"
+    )
     before, after = report["gemm_ceiling_gflops_before_after"]
-    print(f"fp32 GEMM ceiling (2048 x 2048, {m['threads']} thread(s)): {report['gemm_ceiling_gflops']:.1f} GFLOP/s "
-          f"(before {before:.1f}, after {after:.1f})")
+    print(
+        f"fp32 GEMM ceiling (2048 x 2048, {m['threads']} thread(s)): {report['gemm_ceiling_gflops']:.1f} GFLOP/s "
+        f"(before {before:.1f}, after {after:.1f})"
+    )
     for name, r in report["models"].items():
         f = r["textbook_mflop_per_token"]
-        print(f"\n{name}: textbook {f['total']:.1f} MFLOP/token = char CNN over 50 positions {f['char_cnn']:.1f} "
-              f"+ highway {f['highway']:.1f} + projection {f['projection']:.1f} + LSTM {f['lstm']:.1f}")
+        print(
+            f"\n{name}: textbook {f['total']:.1f} MFLOP/token = char CNN over 50 positions {f['char_cnn']:.1f} "
+            f"+ highway {f['highway']:.1f} + projection {f['projection']:.1f} + LSTM {f['lstm']:.1f}"
+        )
         for batch_size, row in r["rows"].items():
             p, tokens = row["performed_flops"], row["tokens"]
             ref = row["straightforward"]
-            print(f"  batch {batch_size}: performed {row['performed_mflop_per_token']:.1f} MFLOP/token = encoder "
-                  f"{p['encoder'] / tokens / 1e6:.1f} (run on {p['encoded_tokens']} distinct tokens, "
-                  f"{p['encoded_tokens'] / tokens:.1%} of tokens) + LSTM {p['lstm'] / tokens / 1e6:.1f}; "
-                  f"straightforward {ref['tokens_per_s']:.1f} tokens/s on the same batches, performing "
-                  f"{ref['mflop_per_token']:.1f} MFLOP/token ({ref['gflops']:.1f} GFLOP/s, "
-                  f"{ref['fraction_of_ceiling']:.1%} of ceiling)")
+            print(
+                f"  batch {batch_size}: performed {row['performed_mflop_per_token']:.1f} MFLOP/token = encoder "
+                f"{p['encoder'] / tokens / 1e6:.1f} (run on {p['encoded_tokens']} distinct tokens, "
+                f"{p['encoded_tokens'] / tokens:.1%} of tokens) + LSTM {p['lstm'] / tokens / 1e6:.1f}; "
+                f"straightforward {ref['tokens_per_s']:.1f} tokens/s on the same batches, performing "
+                f"{ref['mflop_per_token']:.1f} MFLOP/token ({ref['gflops']:.1f} GFLOP/s, "
+                f"{ref['fraction_of_ceiling']:.1%} of ceiling)"
+            )
         a = r["activations"]
-        print(f"  activations: sigmoid gates saturated {a['gates_saturated']:.1%}, near 0.5 {a['gates_near_half']:.1%}; "
-              f"cells at the clip {a['cells_clipped']:.2%}, states at the clip {a['states_clipped']:.2%}")
+        print(
+            f"  activations: sigmoid gates saturated {a['gates_saturated']:.1%}, near 0.5 {a['gates_near_half']:.1%}; "
+            f"cells at the clip {a['cells_clipped']:.2%}, states at the clip {a['states_clipped']:.2%}"
+        )
         check, f64 = r["exactness"], r["float64"]
-        print(f"  max |ours - straightforward| = {check['max_abs_diff']:.2e} (largest |value| "
-              f"{check['max_abs_value']:.2f}) on {check['sentences']} sentences ({check['tokens']} tokens), "
-              f"batch {check['batch_size']}")
-        print(f"  against float64 on the {f64['sentences']} longest sentences ({f64['tokens']} tokens): "
-              f"max error ours {f64['ours_max_abs_error']:.2e}, "
-              f"straightforward float32 {f64['straightforward_max_abs_error']:.2e}")
+        print(
+            f"  max |ours - straightforward| = {check['max_abs_diff']:.2e} (largest |value| "
+            f"{check['max_abs_value']:.2f}) on {check['sentences']} sentences ({check['tokens']} tokens), "
+            f"batch {check['batch_size']}"
+        )
+        print(
+            f"  against float64 on the {f64['sentences']} longest sentences ({f64['tokens']} tokens): "
+            f"max error ours {f64['ours_max_abs_error']:.2e}, "
+            f"straightforward float32 {f64['straightforward_max_abs_error']:.2e}"
+        )
         low = r.get("bf16")
         if low and not low["supported"]:
             print("  bf16: this CPU has no bfloat16 instructions (AMX or AVX-512 BF16): not measured")
         elif low:
             for batch_size, row in low["rows"].items():
-                print(f"  bf16, batch {batch_size}: {row['tokens_per_s']:.1f} tokens/s against fp32 "
-                      f"{row['fp32_tokens_per_s']:.1f} in alternated passes: {row['vs_fp32']:.2f}x")
-            print(f"  bf16 against float64 on the same longest sentences: max error {low['max_abs_error']:.2e}, "
-                  f"{low['max_relative_error']:.1e} of the largest value")
-    header = ["model", "batch", "tokens/s", "performed MFLOP/token", "performed GFLOP/s", "performed of ceiling",
-              "textbook of ceiling", "straightforward tokens/s", "vs straightforward", "peak RSS", "max abs diff"]
+                print(
+                    f"  bf16, batch {batch_size}: {row['tokens_per_s']:.1f} tokens/s against fp32 "
+                    f"{row['fp32_tokens_per_s']:.1f} in alternated passes: {row['vs_fp32']:.2f}x"
+                )
+            print(
+                f"  bf16 against float64 on the same longest sentences: max error {low['max_abs_error']:.2e}, "
+                f"{low['max_relative_error']:.1e} of the largest value"
+            )
+    header = [
+        "model",
+        "batch",
+        "tokens/s",
+        "performed MFLOP/token",
+        "performed GFLOP/s",
+        "performed of ceiling",
+        "textbook of ceiling",
+        "straightforward tokens/s",
+        "vs straightforward",
+        "peak RSS",
+        "max abs diff",
+    ]
     rows = []
     for name, r in report["models"].items():
         for batch_size, row in r["rows"].items():
-            rows.append([
-                name, batch_size, f"{row['tokens_per_s']:.1f}", f"{row['performed_mflop_per_token']:.1f}",
-                f"{row['performed_gflops']:.1f}", f"{row['performed_fraction_of_ceiling']:.1%}",
-                f"{row['textbook_fraction_of_ceiling']:.1%}", f"{row['straightforward']['tokens_per_s']:.1f}",
-                f"{row['speedup']:.2f}x", f"{r['peak_rss_mb']:.0f} MB", f"{r['exactness']['max_abs_diff']:.1e}",
-            ])
+            rows.append(
+                [
+                    name,
+                    batch_size,
+                    f"{row['tokens_per_s']:.1f}",
+                    f"{row['performed_mflop_per_token']:.1f}",
+                    f"{row['performed_gflops']:.1f}",
+                    f"{row['performed_fraction_of_ceiling']:.1%}",
+                    f"{row['textbook_fraction_of_ceiling']:.1%}",
+                    f"{row['straightforward']['tokens_per_s']:.1f}",
+                    f"{row['speedup']:.2f}x",
+                    f"{r['peak_rss_mb']:.0f} MB",
+                    f"{r['exactness']['max_abs_diff']:.1e}",
+                ]
+            )
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     print()
     for row in [header, ["-" * w for w in widths], *rows]:
-        print("| " + " | ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))) + " |")
-    print("\n(textbook: every token through the CNN over 50 positions, no boundaries; it credits work that "
-          "does not run)")
+        print(
+            "| "
+            + " | ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            + " |"
+        )
+    print(
+        "\n(textbook: every token through the CNN over 50 positions, no boundaries; it credits work that does not run)"
+    )
     print("\ntargets (batch 32):")
     for name, r in report["models"].items():
         row = r["rows"].get("32")
         if name == "original" and row:
             fraction, rss = row["performed_fraction_of_ceiling"], r["peak_rss_mb"]
-            print(f"  original: performed FLOPs at {fraction:.1%} of ceiling (>= 60%: {'met' if fraction >= 0.6 else 'NOT met'}); "
-                  f"peak RSS {rss:.0f} MB (<= 1200 MB: {'met' if rss <= 1200 else 'NOT met'})")
+            print(
+                f"  original: performed FLOPs at {fraction:.1%} of ceiling "
+                f"(>= 60%: {'met' if fraction >= 0.6 else 'NOT met'}); "
+                f"peak RSS {rss:.0f} MB (<= 1200 MB: {'met' if rss <= 1200 else 'NOT met'})"
+            )
         if name == "small" and row:
             speedup = row["speedup"]
-            print(f"  small: {speedup:.2f}x the straightforward computation (>= 3x: {'met' if speedup >= 3 else 'NOT met'})")
+            print(
+                f"  small: {speedup:.2f}x the straightforward computation "
+                f"(>= 3x: {'met' if speedup >= 3 else 'NOT met'})"
+            )
         diff = r["exactness"]["max_abs_diff"]
         print(f"  {name}: max abs diff {diff:.1e} (<= 1e-5: {'met' if diff <= 1e-5 else 'NOT met'})")
 
@@ -606,10 +747,12 @@ def print_flop_counts(args: argparse.Namespace) -> None:
         for batch_size in args.batch_sizes:
             batches = sorted_batches(sentences, batch_size)
             performed = inference_flops(options, batches)
-            print(f"{name} batch {batch_size}: textbook {textbook / 1e6:.1f} MFLOP/token, performed "
-                  f"{performed['total'] / tokens / 1e6:.1f} (encoder {performed['encoder'] / tokens / 1e6:.1f} on "
-                  f"{performed['encoded_tokens'] / tokens:.1%} of tokens, LSTM {performed['lstm'] / tokens / 1e6:.1f}), "
-                  f"straightforward {straightforward_flops(options, batches) / tokens / 1e6:.1f}")
+            print(
+                f"{name} batch {batch_size}: textbook {textbook / 1e6:.1f} MFLOP/token, performed "
+                f"{performed['total'] / tokens / 1e6:.1f} (encoder {performed['encoder'] / tokens / 1e6:.1f} on "
+                f"{performed['encoded_tokens'] / tokens:.1%} of tokens, LSTM {performed['lstm'] / tokens / 1e6:.1f}), "
+                f"straightforward {straightforward_flops(options, batches) / tokens / 1e6:.1f}"
+            )
 
 
 def cpu_name() -> str:
@@ -624,32 +767,57 @@ def cpu_name() -> str:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke run: small model, 16 sentences, one pass "
-                        "(on the synthetic corpus when the text is absent)")
-    parser.add_argument("--text", default=str(DEFAULT_TEXT),
-                        help="raw text to sample sentences from (default: the release pretraining text)")
-    parser.add_argument("--synthetic", action="store_true",
-                        help="the synthetic corpus (made-up words, no download) instead of --text")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: small model, 16 sentences, one pass (on the synthetic corpus when the text is absent)",
+    )
+    parser.add_argument(
+        "--text",
+        default=str(DEFAULT_TEXT),
+        help="raw text to sample sentences from (default: the release pretraining text)",
+    )
+    parser.add_argument(
+        "--synthetic", action="store_true", help="the synthetic corpus (made-up words, no download) instead of --text"
+    )
     parser.add_argument("--sentences", type=int, default=512, help="corpus size (default 512)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["original", "small"])
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[32, 64])
     parser.add_argument("--repeats", type=int, default=3, help="passes per measurement; the best counts")
-    parser.add_argument("--reference-repeats", type=int, default=2,
-                        help="passes of the slow straightforward computation per batch size; the best counts")
-    parser.add_argument("--check-sentences", type=int, default=128,
-                        help="about how many sentences the (untimed) comparison with the straightforward "
-                             "computation runs on")
-    parser.add_argument("--float64-sentences", type=int, default=8,
-                        help="how many of the longest sentences the float64 yardstick runs on")
-    parser.add_argument("--weights", help="a trained biLM's folder (options.json + weights.hdf5) to measure "
-                        "instead of the random-weight --models")
-    parser.add_argument("--bf16", action="store_true",
-                        help="also time precision bf16 beside fp32 and give its error against float64 "
-                             "(CPUs with AMX or AVX-512 BF16)")
+    parser.add_argument(
+        "--reference-repeats",
+        type=int,
+        default=2,
+        help="passes of the slow straightforward computation per batch size; the best counts",
+    )
+    parser.add_argument(
+        "--check-sentences",
+        type=int,
+        default=128,
+        help="about how many sentences the (untimed) comparison with the straightforward computation runs on",
+    )
+    parser.add_argument(
+        "--float64-sentences",
+        type=int,
+        default=8,
+        help="how many of the longest sentences the float64 yardstick runs on",
+    )
+    parser.add_argument(
+        "--weights",
+        help="a trained biLM's folder (options.json + weights.hdf5) to measure instead of the random-weight --models",
+    )
+    parser.add_argument(
+        "--bf16",
+        action="store_true",
+        help="also time precision bf16 beside fp32 and give its error against float64 (CPUs with AMX or AVX-512 BF16)",
+    )
     parser.add_argument("--output", default=str(RESULTS))
-    parser.add_argument("--flops-only", action="store_true",
-                        help="print the FLOP counts per token of the corpus (flops.py), without timing anything")
+    parser.add_argument(
+        "--flops-only",
+        action="store_true",
+        help="print the FLOP counts per token of the corpus (flops.py), without timing anything",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
     parser.add_argument("--worker-output", help=argparse.SUPPRESS)

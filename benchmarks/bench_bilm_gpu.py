@@ -22,6 +22,7 @@ in the AllenNLP format and loaded back, as in bench_bilm.py), on a seeded sample
   product). The textbook count (CNN over all 50 positions for every token, LSTMs over real tokens
   only) is printed beside it.
 """
+
 import argparse
 import copy
 import datetime
@@ -58,7 +59,7 @@ def gemm_ceiling(name: str, n: int = 8192, repeats: int = 10) -> float:
             a @ b
             torch.cuda.synchronize()
             best = min(best, time.perf_counter() - start)
-    return 2 * n ** 3 / best / 1e12
+    return 2 * n**3 / best / 1e12
 
 
 def time_passes(run, repeats: int) -> float:
@@ -112,19 +113,32 @@ def measure(name: str, sentences: List[List[str]], args, workdir: Path) -> Dict:
                 model.token_cache.clear()
                 got = model(ids).layers.double()
             error = float((got - exact).abs().max())
-            result["rows"].append({
-                "batch": batch_size, "precision": name_, "tokens": tokens, "seconds": seconds,
-                "tokens_per_s": tokens / seconds, "straightforward_tokens_per_s": tokens / ref_seconds,
-                "speedup": ref_seconds / seconds, "peak_gpu_mb": peak, "max_abs_error": error,
-                "max_rel_error": error / max(scale, 1.0),
-                "performed_tflops": flops / seconds / 1e12, "performed_mflop_per_token": flops / tokens / 1e6,
-                "textbook_tflops": textbook * tokens / seconds / 1e12, "textbook_mflop_per_token": textbook / 1e6,
-            })
+            result["rows"].append(
+                {
+                    "batch": batch_size,
+                    "precision": name_,
+                    "tokens": tokens,
+                    "seconds": seconds,
+                    "tokens_per_s": tokens / seconds,
+                    "straightforward_tokens_per_s": tokens / ref_seconds,
+                    "speedup": ref_seconds / seconds,
+                    "peak_gpu_mb": peak,
+                    "max_abs_error": error,
+                    "max_rel_error": error / max(scale, 1.0),
+                    "performed_tflops": flops / seconds / 1e12,
+                    "performed_mflop_per_token": flops / tokens / 1e6,
+                    "textbook_tflops": textbook * tokens / seconds / 1e12,
+                    "textbook_mflop_per_token": textbook / 1e6,
+                }
+            )
             row = result["rows"][-1]
-            print(f"{name:8s} batch {batch_size:4d} {name_}: {row['tokens_per_s']:12,.0f} tokens/s "
-                  f"(straightforward fp32 {row['straightforward_tokens_per_s']:10,.0f}, x{row['speedup']:.1f}); "
-                  f"peak {peak:7,.0f} MiB; max error {error:.1e} ({row['max_rel_error']:.1e} rel); "
-                  f"performed {row['performed_tflops']:.2f} TFLOP/s", flush=True)
+            print(
+                f"{name:8s} batch {batch_size:4d} {name_}: {row['tokens_per_s']:12,.0f} tokens/s "
+                f"(straightforward fp32 {row['straightforward_tokens_per_s']:10,.0f}, x{row['speedup']:.1f}); "
+                f"peak {peak:7,.0f} MiB; max error {error:.1e} ({row['max_rel_error']:.1e} rel); "
+                f"performed {row['performed_tflops']:.2f} TFLOP/s",
+                flush=True,
+            )
     return result
 
 
@@ -143,17 +157,26 @@ def main(argv=None) -> Dict:
         sys.exit("bench_bilm_gpu.py needs a CUDA device")
     sentences = real_sentences(args.text, args.sentences) if args.text else build_sentences(args.sentences)
     tokens = sum(map(len, sentences))
-    print(f"{datetime.datetime.now().isoformat(timespec='seconds')} {torch.cuda.get_device_name()}, "
-          f"torch {torch.__version__}; {len(sentences)} sentences, {tokens} tokens "
-          f"({'text: ' + str(args.text) if args.text else 'synthetic'}), "
-          f"{len({w for s in sentences for w in s})} distinct, longest token "
-          f"{max(len(w.encode()) for s in sentences for w in s)} bytes")
+    print(
+        f"{datetime.datetime.now().isoformat(timespec='seconds')} {torch.cuda.get_device_name()}, "
+        f"torch {torch.__version__}; {len(sentences)} sentences, {tokens} tokens "
+        f"({'text: ' + str(args.text) if args.text else 'synthetic'}), "
+        f"{len({w for s in sentences for w in s})} distinct, longest token "
+        f"{max(len(w.encode()) for s in sentences for w in s)} bytes"
+    )
     ceilings = {name: gemm_ceiling(name) for name in args.precisions}
     print("matrix-product ceiling (8192^3):", ", ".join(f"{k} {v:.0f} TFLOP/s" for k, v in ceilings.items()))
-    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "corpus": {"source": str(args.text) if args.text else "synthetic", "sentences": len(sentences),
-                         "tokens": tokens},
-              "ceiling_tflops": ceilings, "models": {}}
+    report = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "corpus": {
+            "source": str(args.text) if args.text else "synthetic",
+            "sentences": len(sentences),
+            "tokens": tokens,
+        },
+        "ceiling_tflops": ceilings,
+        "models": {},
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             report["models"][name] = measure(name, sentences, args, Path(tmp))

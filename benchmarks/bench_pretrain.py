@@ -33,6 +33,7 @@ for the torch path).
 - the peak resident memory (VmHWM) and the resident memory before training started (imports and
   the torch runtime), and on a GPU the peak GPU memory.
 """
+
 import argparse
 import json
 import os
@@ -76,8 +77,14 @@ def worker(args) -> None:
 
     def recorded_batch(self, indices):
         batch = make_batch(self, indices)
-        shapes.append((int(batch.char_ids.shape[0]), int((batch.char_ids != PAD_CHAR + 1).sum(dim=1).max()),
-                       list(batch.batch_sizes), batch.targets.numpy().ravel().astype(numpy.int32)))
+        shapes.append(
+            (
+                int(batch.char_ids.shape[0]),
+                int((batch.char_ids != PAD_CHAR + 1).sum(dim=1).max()),
+                list(batch.batch_sizes),
+                batch.targets.numpy().ravel().astype(numpy.int32),
+            )
+        )
         return batch
 
     lm_batches.CorpusBatches.batch = recorded_batch
@@ -112,13 +119,27 @@ def worker(args) -> None:
             return layer(*layer_args)
 
         recurrence.lstm_layer_torch = counted_layer
-    overrides = {**json.loads(args.settings), "paths.train": args.train, "paths.dev": None, "training.max_steps": args.steps,
-                 "training.max_epochs": 0, "training.eval_every": 0, "training.checkpoint_every": args.steps,
-                 "training.precision": args.precision, "system.threads": args.threads,
-                 "corpus.prepared_dir": args.prepared}
+    overrides = {
+        **json.loads(args.settings),
+        "paths.train": args.train,
+        "paths.dev": None,
+        "training.max_steps": args.steps,
+        "training.max_epochs": 0,
+        "training.eval_every": 0,
+        "training.checkpoint_every": args.steps,
+        "training.precision": args.precision,
+        "system.threads": args.threads,
+        "corpus.prepared_dir": args.prepared,
+    }
     with tempfile.TemporaryDirectory() as tmp:
-        result = pretrain(CONFIGS / f"{args.config}.cfg", Path(tmp) / "run", overrides=overrides,
-                          device=args.device, progress=False, on_step=clock)
+        result = pretrain(
+            CONFIGS / f"{args.config}.cfg",
+            Path(tmp) / "run",
+            overrides=overrides,
+            device=args.device,
+            progress=False,
+            on_step=clock,
+        )
     if len(shapes) != len(times):
         sys.exit(f"{len(shapes)} batches built for {len(times)} steps: the FLOP count would not match the steps")
     options, head = result.model.bilm.options, result.model.softmax
@@ -126,23 +147,32 @@ def worker(args) -> None:
     # Before the hand-written backward pass, LSTM steps of 1 to 3 rows ran as 4 (products.py).
     stack = result.model.bilm.lstm
     min_rows = 1 if hasattr(stack, "paths") or hasattr(stack, "hand_written_backward") else 4
-    flops = [training_step_flops(options, n_words, longest, batch_sizes, softmax, targets, min_rows)
-             for n_words, longest, batch_sizes, targets in shapes]
-    timed, counted, performed = times[args.warmup:], tokens[args.warmup:], flops[args.warmup:]
+    flops = [
+        training_step_flops(options, n_words, longest, batch_sizes, softmax, targets, min_rows)
+        for n_words, longest, batch_sizes, targets in shapes
+    ]
+    timed, counted, performed = times[args.warmup :], tokens[args.warmup :], flops[args.warmup :]
     gflops = sum(performed) / sum(timed) / 1e9
     report = {
-        "code": str(Path(spacy_elmo.__file__).parent), "config": args.config, "device": args.device,
-        "precision": args.precision, "threads": args.threads, "lstm_path": args.lstm_path,
-        "settings": json.loads(args.settings), "torch_lstm_layers": torch_lstm_layers[0],
+        "code": str(Path(spacy_elmo.__file__).parent),
+        "config": args.config,
+        "device": args.device,
+        "precision": args.precision,
+        "threads": args.threads,
+        "lstm_path": args.lstm_path,
+        "settings": json.loads(args.settings),
+        "torch_lstm_layers": torch_lstm_layers[0],
         "cpu_bf16": bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()),
-        "parameters": result.parameters, "steps_timed": len(timed),
+        "parameters": result.parameters,
+        "steps_timed": len(timed),
         "median_step_ms": 1000 * sorted(timed)[len(timed) // 2],
         "tokens_per_s": sum(counted) / sum(timed),
         "performed_mflop_per_token": sum(performed) / sum(counted) / 1e6,
         "performed_gflops": gflops,
         "gemm_ceiling_gflops": ceiling,  # in the row's precision (bf16 for bf16)
         "performed_fraction_of_ceiling": gflops / ceiling if ceiling else None,
-        "rss_before_training_mb": rss_before, "peak_rss_mb": peak_rss_mb(),
+        "rss_before_training_mb": rss_before,
+        "peak_rss_mb": peak_rss_mb(),
         "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20 if args.device.startswith("cuda") else None,
     }
     Path(args.worker_output).write_text(json.dumps(report))
@@ -151,13 +181,18 @@ def worker(args) -> None:
 def prepare(train: Path, config: str, prepared: Path, overrides: Optional[Dict] = None) -> None:
     """Tokenise the text as the config's run will (reused by every run of that config), so that
     no run's memory or time includes it."""
-    from spacy_elmo.training.run.config import load_config
     from spacy_elmo.training.data.prepared import prepare_corpus
     from spacy_elmo.training.data.reader import find_files
+    from spacy_elmo.training.run.config import load_config
 
     settings = load_config(CONFIGS / f"{config}.cfg", {**(overrides or {}), "paths.train": str(train)})
-    prepare_corpus(find_files(settings.train_paths), settings.corpus.tokenizer, prepared / "train", progress=False,
-                   log=lambda message: None)
+    prepare_corpus(
+        find_files(settings.train_paths),
+        settings.corpus.tokenizer,
+        prepared / "train",
+        progress=False,
+        log=lambda message: None,
+    )
 
 
 def extract_reference(revision: str, folder: Path) -> Path:
@@ -165,25 +200,62 @@ def extract_reference(revision: str, folder: Path) -> Path:
     or the revision is not there."""
     folder.mkdir(parents=True)
     try:
-        archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", revision, "spacy_elmo"],
-                                 check=True, capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(REPOSITORY), "archive", revision, "spacy_elmo"], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError) as err:
         stderr = getattr(err, "stderr", b"") or b""
-        sys.exit(f"Could not extract the reference revision '{revision}' ({stderr.decode().strip() or err}): "
-                 "run from a git clone with its history, or pass --reference none")
+        sys.exit(
+            f"Could not extract the reference revision '{revision}' ({stderr.decode().strip() or err}): "
+            "run from a git clone with its history, or pass --reference none"
+        )
     return folder
 
 
-def run_worker(args, config: str, precision: str, threads: int, lstm_path: str, settings: Dict, train: Path,
-               tmp: Path, code_name: str, code_dir) -> Dict:
+def run_worker(
+    args,
+    config: str,
+    precision: str,
+    threads: int,
+    lstm_path: str,
+    settings: Dict,
+    train: Path,
+    tmp: Path,
+    code_name: str,
+    code_dir,
+) -> Dict:
     """One setting's run in its own process, with `code_dir`'s spacy_elmo (None: this one)."""
     out = tmp / "worker.json"
-    cmd = [sys.executable, __file__, "--worker", "--text", args.text, "--config", config,
-           "--precision", precision, "--thread-count", str(threads), "--train", str(train),
-           "--prepared", str(tmp / f"prepared-{config}"), "--device", args.device,
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--worker-output", str(out),
-           "--lstm-path", lstm_path, "--settings", json.dumps(settings)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--text",
+        args.text,
+        "--config",
+        config,
+        "--precision",
+        precision,
+        "--thread-count",
+        str(threads),
+        "--train",
+        str(train),
+        "--prepared",
+        str(tmp / f"prepared-{config}"),
+        "--device",
+        args.device,
+        "--steps",
+        str(args.steps),
+        "--warmup",
+        str(args.warmup),
+        "--worker-output",
+        str(out),
+        "--lstm-path",
+        lstm_path,
+        "--settings",
+        json.dumps(settings),
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if code_dir is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(code_dir), env.get("PYTHONPATH", "")])
@@ -199,14 +271,21 @@ def run_worker(args, config: str, precision: str, threads: int, lstm_path: str, 
 
 def describe(row: Dict) -> str:
     gpu = f", peak GPU {row['peak_gpu_mb']:,.0f} MiB" if row["peak_gpu_mb"] is not None else ""
-    utilisation = (f", {row['performed_fraction_of_ceiling']:.1%} of the {row['ceiling_precision']} GEMM ceiling "
-                   f"({row['gemm_ceiling_gflops']:.1f} GFLOP/s)" if row["performed_fraction_of_ceiling"] else "")
+    utilisation = (
+        f", {row['performed_fraction_of_ceiling']:.1%} of the {row['ceiling_precision']} GEMM ceiling "
+        f"({row['gemm_ceiling_gflops']:.1f} GFLOP/s)"
+        if row["performed_fraction_of_ceiling"]
+        else ""
+    )
     ratio = f" ({row['vs_reference']:.2f}x the first row)" if row.get("vs_reference") else ""
-    return (f"{row['config']} [{row['code_name']}, {row.get('lstm_path', 'own')} LSTMs] on {row['device']}, {row['precision']}, {row['threads']} "
-            f"thread(s): {row['tokens_per_s']:,.0f} tokens/s{ratio}, {row['median_step_ms']:.1f} ms a step "
-            f"(median of {row['steps_timed']}); performed {row['performed_mflop_per_token']:.1f} MFLOP/token, "
-            f"{row['performed_gflops']:.1f} GFLOP/s{utilisation}; peak RSS {row['peak_rss_mb']:,.0f} MB "
-            f"({row['rss_before_training_mb']:,.0f} MB before training){gpu}")
+    return (
+        f"{row['config']} [{row['code_name']}, {row.get('lstm_path', 'own')} LSTMs] on {row['device']}, "
+        f"{row['precision']}, {row['threads']} "
+        f"thread(s): {row['tokens_per_s']:,.0f} tokens/s{ratio}, {row['median_step_ms']:.1f} ms a step "
+        f"(median of {row['steps_timed']}); performed {row['performed_mflop_per_token']:.1f} MFLOP/token, "
+        f"{row['performed_gflops']:.1f} GFLOP/s{utilisation}; peak RSS {row['peak_rss_mb']:,.0f} MB "
+        f"({row['rss_before_training_mb']:,.0f} MB before training){gpu}"
+    )
 
 
 def main(argv=None) -> None:
@@ -219,12 +298,21 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--reference", default=REFERENCE,
-                        help="git revision to run beside this code (fp32), or 'none'")
-    parser.add_argument("--lstm-paths", nargs="+", choices=["own", "torch"], default=["own"],
-                        help="the current code's LSTM layers as its own steps, or as torch.nn.LSTM (unclipped biLMs)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config setting for every run, e.g. model.cell_clip=0 (repeatable)")
+    parser.add_argument("--reference", default=REFERENCE, help="git revision to run beside this code (fp32), or 'none'")
+    parser.add_argument(
+        "--lstm-paths",
+        nargs="+",
+        choices=["own", "torch"],
+        default=["own"],
+        help="the current code's LSTM layers as its own steps, or as torch.nn.LSTM (unclipped biLMs)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config setting for every run, e.g. model.cell_clip=0 (repeatable)",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     for name in ("config", "precision", "train", "prepared", "worker-output", "lstm-path", "settings"):
@@ -262,9 +350,19 @@ def main(argv=None) -> None:
                     # The reference computes in fp32 on the CPU whatever the setting, with its own LSTM steps.
                     precisions = ["fp32"] if code_dir is not None and args.device == "cpu" else args.precisions
                     for precision in precisions:
-                        for lstm_path in (["own"] if code_dir is not None else args.lstm_paths):
-                            row = run_worker(args, config, precision, threads, lstm_path, settings, train,
-                                             Path(tmp), code_name, code_dir)
+                        for lstm_path in ["own"] if code_dir is not None else args.lstm_paths:
+                            row = run_worker(
+                                args,
+                                config,
+                                precision,
+                                threads,
+                                lstm_path,
+                                settings,
+                                train,
+                                Path(tmp),
+                                code_name,
+                                code_dir,
+                            )
                             reference_speed = reference_speed or row["tokens_per_s"]
                             row["vs_reference"] = row["tokens_per_s"] / reference_speed
                             rows.append(row)
@@ -272,10 +370,21 @@ def main(argv=None) -> None:
     load_after = load_average()
     print(f"load average (1, 5, 15 min) after: {load_after}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"command": command, "text": args.text, "max_lines": args.max_lines,
-                                       "cpu": cpu_name(), "reference": args.reference,
-                                       "load_average_before": load_before, "load_average_after": load_after,
-                                       "rows": rows}, indent=2))
+    args.output.write_text(
+        json.dumps(
+            {
+                "command": command,
+                "text": args.text,
+                "max_lines": args.max_lines,
+                "cpu": cpu_name(),
+                "reference": args.reference,
+                "load_average_before": load_before,
+                "load_average_after": load_after,
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"written to {args.output}")
 
 

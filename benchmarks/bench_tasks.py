@@ -12,6 +12,7 @@ workflow (corpus/curves/<task>/).
 
 Writes benchmarks/results/bench_tasks.json (read by experiments/report/curves.py --cost).
 """
+
 import argparse
 import json
 import platform
@@ -68,9 +69,13 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "results" / "bench_tasks.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    report = {"machine": f"{platform.processor() or platform.machine()}, {args.threads} thread(s), "
-              f"torch {torch.__version__}, spaCy {spacy.__version__}",
-              "docs": args.docs, "epochs": args.epochs, "tasks": {}}
+    report = {
+        "machine": f"{platform.processor() or platform.machine()}, {args.threads} thread(s), "
+        f"torch {torch.__version__}, spaCy {spacy.__version__}",
+        "docs": args.docs,
+        "epochs": args.epochs,
+        "tasks": {},
+    }
     for task in args.tasks:
         vocab = spacy.blank("en").vocab
         docs = list(DocBin().from_disk(args.corpus / task / "train.spacy").get_docs(vocab))[: args.docs]
@@ -90,13 +95,18 @@ def main() -> None:
                     "train_words_per_epoch": result["words"],
                 }
                 report["tasks"].setdefault(task, {})[run] = row
-                print(f"{task:10s} {run:18s} train {row['train_wps_first']:9,.0f} words/s (epoch 1), "
-                      f"{row['train_wps_cached']:9,.0f} (later epochs); predict {row['predict_wps']:9,.0f} words/s",
-                      flush=True)
+                print(
+                    f"{task:10s} {run:18s} train {row['train_wps_first']:9,.0f} words/s (epoch 1), "
+                    f"{row['train_wps_cached']:9,.0f} (later epochs); predict {row['predict_wps']:9,.0f} words/s",
+                    flush=True,
+                )
         base, elmo = list(report["tasks"][task].values())
-        print(f"{task:10s} ELMo costs x{base['train_wps_first'] / elmo['train_wps_first']:.1f} (train, epoch 1), "
-              f"x{base['train_wps_cached'] / elmo['train_wps_cached']:.1f} (train, cached), "
-              f"x{base['predict_wps'] / elmo['predict_wps']:.1f} (predict)", flush=True)
+        print(
+            f"{task:10s} ELMo costs x{base['train_wps_first'] / elmo['train_wps_first']:.1f} (train, epoch 1), "
+            f"x{base['train_wps_cached'] / elmo['train_wps_cached']:.1f} (train, cached), "
+            f"x{base['predict_wps'] / elmo['predict_wps']:.1f} (predict)",
+            flush=True,
+        )
     report["peak_rss_mb"] = peak_rss_mb()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=1) + "\n")

@@ -21,28 +21,33 @@ Every count is 2 FLOPs per multiply-add of a matrix product or convolution; elem
 - **Straightforward** (`straightforward_flops`): what `reference_layers` runs: the textbook
   count for every slot of the padded batch, boundaries and padding included.
 """
+
+import itertools
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy
 
 from spacy_elmo.bilm import BiLMOptions, words_to_ids
 from spacy_elmo.bilm.char_ids import BOS_TOKEN, EOS_TOKEN, PAD_CHAR
-import itertools
-
-from spacy_elmo.bilm.recurrence.layout import MIN_STEP_ROWS, input_blocks
 from spacy_elmo.bilm.products import block_layout
+from spacy_elmo.bilm.recurrence.layout import MIN_STEP_ROWS, input_blocks
 from spacy_elmo.bilm.token_encoder import MIN_ENCODER_ROWS
 
 
 def textbook_flops_per_token(o: BiLMOptions) -> Dict[str, float]:
     """FLOPs per token of the textbook computation, by part, and their total."""
     cnn = _cnn_flops_per_token(o, o.max_characters_per_token)
-    highway = o.n_highway * 2 * (2 * o.n_filters ** 2)  # transform and carry
+    highway = o.n_highway * 2 * (2 * o.n_filters**2)  # transform and carry
     projection = 2 * o.n_filters * o.projection_dim
     p, c = o.projection_dim, o.lstm_dim
     lstm = 2 * o.n_layers * (2 * p * 4 * c + 2 * p * 4 * c + 2 * c * p)  # input, recurrent, projection
-    return {"char_cnn": cnn, "highway": highway, "projection": projection, "lstm": lstm,
-            "total": cnn + highway + projection + lstm}
+    return {
+        "char_cnn": cnn,
+        "highway": highway,
+        "projection": projection,
+        "lstm": lstm,
+        "total": cnn + highway + projection + lstm,
+    }
 
 
 def encoder_flops(o: BiLMOptions, n_tokens: int, longest: int) -> float:
@@ -58,7 +63,7 @@ def encoder_flops(o: BiLMOptions, n_tokens: int, longest: int) -> float:
     for width, n_filters in o.filters:
         per_window = 2 * width * o.char_embedding_dim * n_filters
         flops += per_window * (_blocked(rows * max(positions - width + 1, 0)) + _blocked(1))
-    return flops + _blocked(rows) * (o.n_highway * 4 * o.n_filters ** 2 + 2 * o.n_filters * o.projection_dim)
+    return flops + _blocked(rows) * (o.n_highway * 4 * o.n_filters**2 + 2 * o.n_filters * o.projection_dim)
 
 
 def _blocked(rows: int) -> int:
@@ -88,8 +93,9 @@ def lstm_flops(o: BiLMOptions, lengths: Iterable[int], min_rows: int = MIN_STEP_
     return 2 * o.n_layers * (input_rows * 2 * p * 4 * c + sum(step_rows) * (2 * p * 4 * c + 2 * c * p))
 
 
-def inference_flops(o: BiLMOptions, batches: Sequence[Sequence[Sequence[str]]],
-                    cache_size: Optional[int] = None) -> Dict[str, float]:
+def inference_flops(
+    o: BiLMOptions, batches: Sequence[Sequence[Sequence[str]]], cache_size: Optional[int] = None
+) -> Dict[str, float]:
     """One pass of `BiLM.forward` over `batches` (lists of tokenised sentences), in this order,
     starting with an empty token cache of `cache_size` entries (its size must not be exceeded:
     the count assumes nothing is evicted).
@@ -116,8 +122,10 @@ def inference_flops(o: BiLMOptions, batches: Sequence[Sequence[Sequence[str]]],
             encoder += encoder_flops(o, len(new), longest)
         lstm += lstm_flops(o, (len(s) + 2 for s in batch))
     if cache_size is not None and len(seen) > cache_size:
-        raise ValueError(f"{len(seen)} distinct tokens overflow a token cache of {cache_size}: "
-                         f"the count assumes each is encoded once; use fewer sentences or a larger cache")
+        raise ValueError(
+            f"{len(seen)} distinct tokens overflow a token cache of {cache_size}: "
+            f"the count assumes each is encoded once; use fewer sentences or a larger cache"
+        )
     return {"encoder": encoder, "lstm": lstm, "total": encoder + lstm, "encoded_tokens": len(seen)}
 
 
@@ -128,8 +136,9 @@ def straightforward_flops(o: BiLMOptions, batches: Sequence[Sequence[Sequence[st
     return sum(len(batch) * (max(len(s) for s in batch) + 2) for batch in batches) * per_slot
 
 
-def softmax_flops(in_dim: int, n_classes: int, kind: str, cutoffs: Sequence[int], div_value: float,
-                  targets: Sequence[int]) -> float:
+def softmax_flops(
+    in_dim: int, n_classes: int, kind: str, cutoffs: Sequence[int], div_value: float, targets: Sequence[int]
+) -> float:
     """The output layer's products for `targets` (vocabulary ids): a full softmax scores every
     class; PyTorch's adaptive softmax scores its head (shortlist and one entry per cluster) for
     every target and a tail cluster's projection and classes only for the targets in it."""
@@ -146,8 +155,15 @@ def softmax_flops(in_dim: int, n_classes: int, kind: str, cutoffs: Sequence[int]
     return total
 
 
-def training_step_flops(o: BiLMOptions, n_words: int, longest: int, batch_sizes: List[int],
-                        softmax: Dict, targets: Sequence[int], lstm_min_rows: int = 1) -> float:
+def training_step_flops(
+    o: BiLMOptions,
+    n_words: int,
+    longest: int,
+    batch_sizes: List[int],
+    softmax: Dict,
+    targets: Sequence[int],
+    lstm_min_rows: int = 1,
+) -> float:
     """One pretraining step: the forward products of the encoder over the batch's distinct words
     (`n_words`, boundaries included), the LSTMs over the packed rows (`batch_sizes` running at
     each step; steps of fewer than `lstm_min_rows` rows computed as that many: MIN_ROWS in
@@ -155,8 +171,11 @@ def training_step_flops(o: BiLMOptions, n_words: int, longest: int, batch_sizes:
     `targets`; the backward pass counted as twice the forward (the gradients of each product's
     input and of its weights)."""
     lengths = [sum(1 for n in batch_sizes if n > row) for row in range(batch_sizes[0])] if batch_sizes else []
-    forward = (encoder_flops(o, n_words, longest) + lstm_flops(o, lengths, min_rows=lstm_min_rows)
-               + softmax_flops(o.projection_dim, targets=targets, **softmax))
+    forward = (
+        encoder_flops(o, n_words, longest)
+        + lstm_flops(o, lengths, min_rows=lstm_min_rows)
+        + softmax_flops(o.projection_dim, targets=targets, **softmax)
+    )
     return 3 * forward
 
 

@@ -21,6 +21,7 @@ The int8 products run through `int8_products` whatever this CPU's speed: on a CP
 where they are slower than float32, `precision(device, "int8")` itself stays in
 float32, but the values int8 would give are the same.
 """
+
 import argparse
 import sys
 import tempfile
@@ -69,11 +70,14 @@ def layer_figures(int8: torch.Tensor, fp32: torch.Tensor) -> List[Dict[str, floa
     for got, expected in zip(int8.double(), fp32.double()):
         cosine = torch.nn.functional.cosine_similarity(got, expected, dim=1)
         relative = (got - expected).norm(dim=1) / expected.norm(dim=1)
-        figures.append({
-            "mean_cosine": cosine.mean().item(), "worst_cosine": cosine.min().item(),
-            "worst_relative": relative.max().item(),
-            "largest_error": ((got - expected).abs().max() / expected.abs().max()).item(),
-        })
+        figures.append(
+            {
+                "mean_cosine": cosine.mean().item(),
+                "worst_cosine": cosine.min().item(),
+                "worst_relative": relative.max().item(),
+                "largest_error": ((got - expected).abs().max() / expected.abs().max()).item(),
+            }
+        )
     return figures
 
 
@@ -103,8 +107,10 @@ def print_layers(name: str, n_sentences: int, n_tokens: int, figures: List[Dict[
     print("| layer | mean cosine | worst cosine | worst relative error | largest error / largest value |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for layer, f in enumerate(figures):
-        print(f"| {layer} | {f['mean_cosine']:.6f} | {f['worst_cosine']:.6f} | {f['worst_relative']:.2e} "
-              f"| {f['largest_error']:.2e} |")
+        print(
+            f"| {layer} | {f['mean_cosine']:.6f} | {f['worst_cosine']:.6f} | {f['worst_relative']:.2e} "
+            f"| {f['largest_error']:.2e} |"
+        )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -130,8 +136,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", choices=["shipped", "original"], default=["shipped", "original"])
     parser.add_argument("--sentences", type=int, default=300, help="sentences for the shipped biLM")
-    parser.add_argument("--original-sentences", type=int, default=32,
-                        help="the first of them for the original architecture (slow where int8 is)")
+    parser.add_argument(
+        "--original-sentences",
+        type=int,
+        default=32,
+        help="the first of them for the original architecture (slow where int8 is)",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-perplexity", action="store_true")
     parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "spacy-elmo-bench-data"))

@@ -10,6 +10,7 @@ jobs on a shared machine only ever make a pass slower). The int8 passes run
 through `int8_products` whatever this CPU's speed; the line "int8 pays" says
 what `precision(device, "int8")` would choose here (`int8.int8_pays`).
 """
+
 import argparse
 import sys
 import tempfile
@@ -72,8 +73,11 @@ def main(args: argparse.Namespace) -> None:
                 best["fp32"] = min(best["fp32"], fp32())
                 best["int8"] = min(best["int8"], int8())
             rate = {k: n_tokens / v for k, v in best.items()}
-            print(f"| {name} | {batch_size} | {n_tokens} | {rate['fp32']:,.0f} | {rate['int8']:,.0f} "
-                  f"| {rate['int8'] / rate['fp32']:.3f} |", flush=True)
+            print(
+                f"| {name} | {batch_size} | {n_tokens} | {rate['fp32']:,.0f} | {rate['int8']:,.0f} "
+                f"| {rate['int8'] / rate['fp32']:.3f} |",
+                flush=True,
+            )
 
 
 def parse_args(argv=None) -> argparse.Namespace:

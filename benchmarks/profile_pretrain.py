@@ -20,6 +20,7 @@ the first two:
 ``--stepwise`` runs the LSTMs as autograd through their steps (the reference the hand-written
 backward pass replaced); ``--precision bf16`` under bf16 autocast.
 """
+
 import argparse
 import collections
 import sys
@@ -60,8 +61,13 @@ def build(args, prepared: Path):
         softmax = resolve(config.softmax)(config.model.projection_dim, len(vocab))
     lm = PretrainingLM(bilm, softmax, config.training.dropout)
     lm.bilm.lstm.use_paths(replace(lm.bilm.lstm.paths, hand_written_backward=not args.stepwise))
-    batches = CorpusBatches(corpus, vocab, config.corpus.max_length, config.training.tokens_per_batch,
-                            config.model.options.max_characters_per_token)
+    batches = CorpusBatches(
+        corpus,
+        vocab,
+        config.corpus.max_length,
+        config.training.tokens_per_batch,
+        config.model.options.max_characters_per_token,
+    )
     plan, epoch = [], 0
     while len(plan) < args.steps:  # as many epochs as the steps need
         plan += batches.epoch(0, epoch)
@@ -114,7 +120,9 @@ def saved_memory(lm, batch, precision: str):
         storage = tensor.untyped_storage()
         if storage.data_ptr() not in seen:
             seen.add(storage.data_ptr())
-            frames = [f for f in traceback.extract_stack()[:-1] if "spacy_elmo" in f.filename or "torch/nn" in f.filename]
+            frames = [
+                f for f in traceback.extract_stack()[:-1] if "spacy_elmo" in f.filename or "torch/nn" in f.filename
+            ]
             where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "elsewhere"
             by_line[where] += storage.nbytes()
         return tensor
@@ -157,13 +165,17 @@ def main(argv=None) -> None:
     counted = batches[2:]
     targets = sum(b.n_targets for b in counted) / len(counted)
     total = sum(seconds.values()) / len(counted)
-    print(f"{len(counted)} steps of {targets:,.0f} targets on average: {total:.3f} s a step, "
-          f"{targets / total:,.0f} tokens/s")
+    print(
+        f"{len(counted)} steps of {targets:,.0f} targets on average: {total:.3f} s a step, "
+        f"{targets / total:,.0f} tokens/s"
+    )
     for name, value in seconds.items():
         print(f"  {name:<17} {value / len(counted):6.3f} s  {value / sum(seconds.values()):6.1%}")
     by_line = saved_memory(lm, batches[-1], args.precision)
-    print(f"kept for the backward pass: {sum(by_line.values()) / 2**20:,.0f} MiB "
-          f"({batches[-1].n_targets:,} targets, {batches[-1].char_ids.shape[0]:,} distinct words)")
+    print(
+        f"kept for the backward pass: {sum(by_line.values()) / 2**20:,.0f} MiB "
+        f"({batches[-1].n_targets:,} targets, {batches[-1].char_ids.shape[0]:,} distinct words)"
+    )
     for where, size in by_line.most_common(8):
         print(f"  {where:<28} {size / 2**20:8,.0f} MiB")
     print(f"peak resident memory of this process: {peak_rss_mb():,.0f} MB")

@@ -6,6 +6,7 @@ meet; the workflow's own scripts (``experiments``) report a bad file or argument
 what was found, and how to fix it. A command's entry point runs through `run_app`, which
 prints that line to stderr and exits with status 1 instead of a traceback.
 """
+
 import sys
 from pathlib import Path
 from typing import Callable, List, Optional, Union

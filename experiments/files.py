@@ -6,6 +6,7 @@ half-written output and there is one implementation of the swap. ``read_utf8`` a
 ``read_json`` read an input file and turn what can be wrong with it (missing, a folder,
 not UTF-8, a cut JSON text) into an ``ExperimentError`` naming the file.
 """
+
 import codecs
 import json
 from pathlib import Path
@@ -40,8 +41,9 @@ def read_utf8(path: Union[str, Path], what: str, encoding: str = "utf-8") -> str
         offset = err.start + (len(codecs.BOM_UTF8) if bom else 0)  # utf-8-sig counts after the BOM
         line = data[:offset].count(b"\n") + 1
         raise ExperimentError(
-            f"{path}:{line}", expected=f"UTF-8 text ({what})",
-            found=f"the byte {data[offset:offset + 1]!r} at offset {offset}",
+            f"{path}:{line}",
+            expected=f"UTF-8 text ({what})",
+            found=f"the byte {data[offset : offset + 1]!r} at offset {offset}",
             fix="convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`) or fetch it again",
         ) from None
 
@@ -53,6 +55,8 @@ def read_json(path: Union[str, Path], what: str) -> Any:
         return json.loads(text)
     except ValueError as err:  # json.JSONDecodeError: cut or not JSON
         raise ExperimentError(
-            path, expected=what, found=f"text that is not complete JSON ({err})",
+            path,
+            expected=what,
+            found=f"text that is not complete JSON ({err})",
             fix="the file was cut or damaged: write or fetch it again",
         ) from None

@@ -18,6 +18,7 @@ probe, since a schedule cannot change its length on resume. A budget (``--minute
 ``--max-epochs``) other than the one the run was planned for is then said to be ignored;
 a new budget needs a new OUTPUT_DIR.
 """
+
 import json
 import math
 import shutil
@@ -26,17 +27,16 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from weasel.util import parse_config_overrides
 from wasabi import msg
-
-from spacy_elmo.errors import ElmoError
-from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV, load_config
-from spacy_elmo.training.perplexity import perplexity
-from spacy_elmo.training.pretrain import pretrain
-from spacy_elmo.training.run.run_dir import RunDir
-from spacy_elmo.util import atomic_path
+from weasel.util import parse_config_overrides
 
 from experiments.errors import ExperimentError, run_app
+from spacy_elmo.errors import ElmoError
+from spacy_elmo.training.perplexity import perplexity
+from spacy_elmo.training.pretrain import pretrain
+from spacy_elmo.training.run.config import CONFIG_OVERRIDES_ENV, load_config
+from spacy_elmo.training.run.run_dir import RunDir
+from spacy_elmo.util import atomic_path
 
 PROBE_STEPS = 40
 PROBE_WARMUP = 10  # steps left out of the speed measurement (kernel choice, allocator warm-up)
@@ -58,14 +58,29 @@ def main(
         msg.fail("Pretraining for a budget failed", str(err), exits=1)
 
 
-def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: str, max_epochs: Optional[int],
-                   score: List[Path], overrides: dict) -> dict:
+def run_for_budget(
+    config_path: Path,
+    output_dir: Path,
+    minutes: float,
+    device: str,
+    max_epochs: Optional[int],
+    score: List[Path],
+    overrides: dict,
+) -> dict:
     if not (math.isfinite(minutes) and minutes > 0):
-        raise ExperimentError("--minutes", expected="a positive number of minutes of training", found=repr(minutes),
-                              fix="pass e.g. --minutes 10")
+        raise ExperimentError(
+            "--minutes",
+            expected="a positive number of minutes of training",
+            found=repr(minutes),
+            fix="pass e.g. --minutes 10",
+        )
     if max_epochs is not None and max_epochs < 1:
-        raise ExperimentError("--max-epochs", expected="a whole number of epochs of 1 or more (or no --max-epochs "
-                              "for no cap)", found=str(max_epochs), fix="pass e.g. --max-epochs 3")
+        raise ExperimentError(
+            "--max-epochs",
+            expected="a whole number of epochs of 1 or more (or no --max-epochs for no cap)",
+            found=str(max_epochs),
+            fix="pass e.g. --max-epochs 3",
+        )
     prepared = output_dir.parent / f".{output_dir.name}.prepared"
     overrides["corpus.prepared_dir"] = str(prepared)
     probe_record = output_dir.parent / f".{output_dir.name}.probe.json"
@@ -84,13 +99,22 @@ def run_for_budget(config_path: Path, output_dir: Path, minutes: float, device: 
     overrides["training.max_steps"] = steps
     overrides["training.max_epochs"] = 0
     result = pretrain(config_path, output_dir, overrides=overrides, device=device, progress=False, resume=True)
-    summary = {"config": str(config_path), "overrides": overrides,
-               "minutes": measured.get("minutes"), "max_epochs": measured.get("max_epochs"),
-               "probe_seconds_per_step": measured.get("seconds_per_step"),
-               "probe_tokens_per_s": measured.get("tokens_per_s"), "steps": result.state.step,
-               "epochs": result.state.epoch, "train_tokens": result.state.tokens,
-               "train_seconds": result.state.elapsed, "tokens_per_s": result.tokens_per_second,
-               "parameters": result.parameters, "steps_per_epoch": result.steps_per_epoch, "scores": {}}
+    summary = {
+        "config": str(config_path),
+        "overrides": overrides,
+        "minutes": measured.get("minutes"),
+        "max_epochs": measured.get("max_epochs"),
+        "probe_seconds_per_step": measured.get("seconds_per_step"),
+        "probe_tokens_per_s": measured.get("tokens_per_s"),
+        "steps": result.state.step,
+        "epochs": result.state.epoch,
+        "train_tokens": result.state.tokens,
+        "train_seconds": result.state.elapsed,
+        "tokens_per_s": result.tokens_per_second,
+        "parameters": result.parameters,
+        "steps_per_epoch": result.steps_per_epoch,
+        "scores": {},
+    }
     for path in score:
         report = perplexity(output_dir / "model", path, device=device)
         summary["scores"][path.name] = report.perplexity.to_dict()
@@ -104,20 +128,23 @@ def _say_if_ignored(output_dir: Path, steps: int, planned: dict, minutes: float,
     """Warn when this call's budget is not the one the run in `output_dir` was planned for:
     its steps stand (a schedule cannot change its length), so the new budget is ignored."""
     if "minutes" not in planned:
-        msg.warn(f"The budget of {output_dir} was not recorded: --minutes {minutes:g} and --max-epochs {max_epochs} "
-                 f"are not checked against it; the run continues to its {steps:,} steps")
+        msg.warn(
+            f"The budget of {output_dir} was not recorded: --minutes {minutes:g} and --max-epochs {max_epochs} "
+            f"are not checked against it; the run continues to its {steps:,} steps"
+        )
         return
     asked = {"--minutes": minutes, "--max-epochs": max_epochs}
     before = {"--minutes": planned["minutes"], "--max-epochs": planned.get("max_epochs")}
     changed = [f"{key} {asked[key]} (planned: {before[key]})" for key in asked if asked[key] != before[key]]
     if changed:
-        msg.warn(f"Ignoring {', '.join(changed)}: {output_dir} holds a run planned for that budget as "
-                 f"{steps:,} steps, and a schedule cannot change its length once it has started. For a new "
-                 f"budget, start a new OUTPUT_DIR.")
+        msg.warn(
+            f"Ignoring {', '.join(changed)}: {output_dir} holds a run planned for that budget as "
+            f"{steps:,} steps, and a schedule cannot change its length once it has started. For a new "
+            f"budget, start a new OUTPUT_DIR."
+        )
 
 
-def probe(config_path: Path, output_dir: Path, minutes: float, device: str, max_epochs: Optional[int],
-          overrides: dict):
+def probe(config_path: Path, output_dir: Path, minutes: float, device: str, max_epochs: Optional[int], overrides: dict):
     """The steps `minutes` allow at the speed of a short run of the config on this machine.
     RETURNS: (steps, what the probe measured)."""
     probe_dir = output_dir.parent / f".{output_dir.name}.probe"
@@ -130,13 +157,20 @@ def probe(config_path: Path, output_dir: Path, minutes: float, device: str, max_
         step_times.append(now - last[0])
         last[0] = now
 
-    probe_overrides = {**overrides, "training.max_steps": PROBE_STEPS, "training.eval_every": 0,
-                       "training.checkpoint_every": PROBE_STEPS, "training.max_epochs": 0}
+    probe_overrides = {
+        **overrides,
+        "training.max_steps": PROBE_STEPS,
+        "training.eval_every": 0,
+        "training.checkpoint_every": PROBE_STEPS,
+        "training.max_epochs": 0,
+    }
     result = pretrain(config_path, probe_dir, overrides=probe_overrides, device=device, progress=False, on_step=clock)
     seconds_per_step = sorted(step_times[PROBE_WARMUP:])[len(step_times[PROBE_WARMUP:]) // 2]
     steps = max(1, int(minutes * 60 / seconds_per_step))
-    msg.info(f"Probe: {seconds_per_step * 1000:.1f} ms a step (median), {result.tokens_per_second:,.0f} tokens/s; "
-             f"{minutes} minutes allow {steps:,} steps")
+    msg.info(
+        f"Probe: {seconds_per_step * 1000:.1f} ms a step (median), {result.tokens_per_second:,.0f} tokens/s; "
+        f"{minutes} minutes allow {steps:,} steps"
+    )
     if max_epochs and steps > max_epochs * result.steps_per_epoch:
         steps = max_epochs * result.steps_per_epoch
         msg.info(f"Capped at {max_epochs} epochs of {result.steps_per_epoch:,} steps: {steps:,} steps")

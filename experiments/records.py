@@ -19,6 +19,7 @@ the Monte-Carlo sign-flip test (no ``sign_flip_se``/``sign_flip_method``) read a
 
 `parse_seeds` reads a command's ``--seeds "0 1 2"`` (seeds name the seedN files above).
 """
+
 import json
 import math
 import statistics
@@ -81,8 +82,9 @@ class RunSummary(BaseModel):
     def _agrees_with_its_seeds(self) -> "RunSummary":
         mean = statistics.fmean(self.by_seed.values())
         if self.n != len(self.by_seed) or abs(self.mean - mean) > MEAN_TOLERANCE * max(1.0, abs(mean)):
-            raise ValueError(f"n = {self.n} and mean = {self.mean} do not match by_seed ({len(self.by_seed)} seeds, "
-                             f"mean {mean})")
+            raise ValueError(
+                f"n = {self.n} and mean = {self.mean} do not match by_seed ({len(self.by_seed)} seeds, mean {mean})"
+            )
         return self
 
 
@@ -122,7 +124,8 @@ def read_seed_score(path: Union[str, Path], key: str) -> float:
         raise ExperimentError(path, expected=what, found=_describe(content)) from None
     if key not in metrics:
         raise ExperimentError(
-            path, expected=f"the score '{key}'",
+            path,
+            expected=f"the score '{key}'",
             found=f"only the scores {', '.join(sorted(metrics)[:12])}" if metrics else "no score",
             fix="name a score the file holds, or evaluate the run for this task",
         )
@@ -130,7 +133,9 @@ def read_seed_score(path: Union[str, Path], key: str) -> float:
         return 100.0 * SeedMetrics(metrics).score(key)
     except ValidationError:
         raise ExperimentError(
-            path, expected=f"the score '{key}' as a finite number", found=_describe(metrics[key]),
+            path,
+            expected=f"the score '{key}' as a finite number",
+            found=_describe(metrics[key]),
             fix="spaCy writes null when nothing was scored: check the run's dev/test data and evaluate it again",
         ) from None
 
@@ -149,8 +154,12 @@ def write_comparison(path: Union[str, Path], record: Union[ComparisonRecord, Dic
     """Write a record atomically (checked against `ComparisonRecord` first); a folder in its place is refused."""
     path = Path(path)
     if path.is_dir():
-        raise ExperimentError(path, expected="a file name for the record", found="a folder",
-                              fix="name a .json file (e.g. FOLDER/record.json)")
+        raise ExperimentError(
+            path,
+            expected="a file name for the record",
+            found="a folder",
+            fix="name a .json file (e.g. FOLDER/record.json)",
+        )
     record = ComparisonRecord.model_validate(record) if not isinstance(record, ComparisonRecord) else record
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,8 +174,7 @@ def parse_seeds(text: str, where: str = "--seeds") -> List[int]:
     pieces = text.replace(",", " ").split()
     bad = [piece for piece in pieces if not piece.isdigit()]
     if not pieces or bad:
-        raise ExperimentError(where, expected="whole numbers >= 0 separated by spaces, e.g. \"0 1 2\"",
-                              found=repr(text))
+        raise ExperimentError(where, expected='whole numbers >= 0 separated by spaces, e.g. "0 1 2"', found=repr(text))
     seeds = [int(piece) for piece in pieces]
     if len(set(seeds)) != len(seeds):
         raise ExperimentError(where, expected="each seed once", found=repr(text))

@@ -1,4 +1,5 @@
 """What the `elmo` component leaves on a Doc, and how it travels (DocBin, multiprocessing)."""
+
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
@@ -66,15 +67,21 @@ class ElmoDocData:
 
     def to_dict(self) -> Dict[str, Any]:
         return {
-            "layers": _to_numpy(self.layers), "mix": _to_numpy(self.mix), "vector_hooks": self.vector_hooks,
-            "token_offsets": self.token_offsets, "sentence_starts": self.sentence_starts,
+            "layers": _to_numpy(self.layers),
+            "mix": _to_numpy(self.mix),
+            "vector_hooks": self.vector_hooks,
+            "token_offsets": self.token_offsets,
+            "sentence_starts": self.sentence_starts,
         }
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ElmoDocData":
         return cls(
-            layers=data["layers"], mix=data["mix"], vector_hooks=bool(data.get("vector_hooks", False)),
-            token_offsets=data.get("token_offsets"), sentence_starts=data.get("sentence_starts"),
+            layers=data["layers"],
+            mix=data["mix"],
+            vector_hooks=bool(data.get("vector_hooks", False)),
+            token_offsets=data.get("token_offsets"),
+            sentence_starts=data.get("sentence_starts"),
         )
 
 

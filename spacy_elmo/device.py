@@ -1,5 +1,6 @@
 """Torch devices: checking a name before anything is loaded onto it, and the
 copies between host arrays and a device."""
+
 from functools import cache
 from typing import Iterable, Iterator, Optional
 

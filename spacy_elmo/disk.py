@@ -20,6 +20,7 @@ does not recover from a failed write: it reports an error for every object it
 then closes, and the interpreter can crash (a segfault at exit), so HDF5 files
 are written only through `hdf5_writer`.
 """
+
 import errno
 import os
 import re
@@ -169,7 +170,7 @@ def hdf5_writer(
             yield fout, check
     except ElmoError:
         raise
-    except (OSError, RuntimeError, ValueError) as err:  # what HDF5 makes of dropped writes, closing included
+    except (OSError, RuntimeError, ValueError):  # what HDF5 makes of dropped writes, closing included
         if guard.error is None:
             raise
         raise failed() from guard.error

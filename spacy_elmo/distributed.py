@@ -6,6 +6,7 @@ MASTER_PORT, where the processes meet); without WORLD_SIZE this is a single
 process and every collective below is a no-op. The backend is NCCL when each
 process has a GPU, gloo on the CPU.
 """
+
 import os
 from dataclasses import dataclass
 from typing import Any, List, Mapping
@@ -46,8 +47,9 @@ class Distributed:
         if world_size > 1:
             for name in _RENDEZVOUS:
                 if not env.get(name):
-                    raise ConfigError("E545", name=name, found="not set",
-                                      expected=f"set, since WORLD_SIZE is {world_size}")
+                    raise ConfigError(
+                        "E545", name=name, found="not set", expected=f"set, since WORLD_SIZE is {world_size}"
+                    )
         rank = _whole_number(env, "RANK", 0, lowest=0, below=world_size)
         local_rank = _whole_number(env, "LOCAL_RANK", 0, lowest=0)
         if device == "auto":

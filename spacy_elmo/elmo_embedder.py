@@ -27,6 +27,7 @@ return types. What differs, on purpose:
   replaced it); blank lines are empty sentences (0.9 refused them), and the
   input file is left open (0.9 closed it).
 """
+
 from itertools import islice
 from os import PathLike, fspath
 from pathlib import Path
@@ -135,9 +136,15 @@ class ElmoEmbedder:
         lines = input_lines(input_file)
         names = _sentence_keys(lines) if use_sentence_keys else None
         embed_lines(
-            self.elmo_bilm, lines, output_file_path, layers=output_format, batch_size=batch_size,
-            by_length=not self.elmo_bilm.stateful, names=names,
-            sentence_index=not (forget_sentences or use_sentence_keys), overwrite=True,
+            self.elmo_bilm,
+            lines,
+            output_file_path,
+            layers=output_format,
+            batch_size=batch_size,
+            by_length=not self.elmo_bilm.stateful,
+            names=names,
+            sentence_index=not (forget_sentences or use_sentence_keys),
+            overwrite=True,
         )
 
 

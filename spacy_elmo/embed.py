@@ -5,6 +5,7 @@ layout. Under ``torchrun`` the processes share the work and write one file
 together. The command itself (its arguments, messages and exit codes) is in
 `spacy_elmo.cli.embed`.
 """
+
 import io
 import json
 import os
@@ -23,8 +24,8 @@ from .bilm.model import first_token_not_finite
 from .bilm.precision import precision as in_precision
 from .device import check_device, copied_to_host
 from .disk import hdf5_writer
-from .errors import ConfigError, DivergedRunError, ElmoError, InputError, OutputError
 from .distributed import Distributed
+from .errors import ConfigError, DivergedRunError, ElmoError, InputError, OutputError
 from .util import atomic_path, check_writable, exit_on_sigterm, scratch_path, split_lines
 
 PathLike = Union[str, Path]
@@ -171,8 +172,15 @@ def _write_file(
 class _Embedder:
     """Writes the vectors of batches of `sentences` into an open HDF5 file."""
 
-    def __init__(self, model: BiLM, sentences: List[List[str]], layers: str, device: torch.device, precision: str,
-                 names: Optional[Sequence[str]] = None):
+    def __init__(
+        self,
+        model: BiLM,
+        sentences: List[List[str]],
+        layers: str,
+        device: torch.device,
+        precision: str,
+        names: Optional[Sequence[str]] = None,
+    ):
         self.model = model
         self.sentences = sentences
         self.layers = layers
@@ -180,8 +188,14 @@ class _Embedder:
         self.precision = precision
         self.names = [str(i) for i in range(len(sentences))] if names is None else names
 
-    def __call__(self, fout: h5py.File, batches: Sequence[List[int]], rank: int = 0, world_size: int = 1,
-                 check_stop: Callable[[], None] = lambda: None) -> None:
+    def __call__(
+        self,
+        fout: h5py.File,
+        batches: Sequence[List[int]],
+        rank: int = 0,
+        world_size: int = 1,
+        check_stop: Callable[[], None] = lambda: None,
+    ) -> None:
         """Write the sentences of batches rank, rank + world_size, ...; `check_stop`
         (from `hdf5_writer`) is called before each of these batches is encoded
         and after each dataset.
@@ -199,9 +213,16 @@ class _Embedder:
             return self.model.encode_words([sentences[i] for i in rows]).float()
 
         # One copy to the host per batch; on a GPU while the next batch computes.
-        with torch.inference_mode(), in_precision(self.device, self.precision), tqdm(
-            total=sum(len(rows) for rows in mine), unit="sentence", desc="embed", disable=rank != 0,
-        ) as progress:
+        with (
+            torch.inference_mode(),
+            in_precision(self.device, self.precision),
+            tqdm(
+                total=sum(len(rows) for rows in mine),
+                unit="sentence",
+                desc="embed",
+                disable=rank != 0,
+            ) as progress,
+        ):
             for rows, layers in zip(mine, copied_to_host(encoded(rows) for rows in mine)):
                 starts = numpy.cumsum([0] + [len(sentences[i]) for i in rows])
                 token = first_token_not_finite(layers)
@@ -269,7 +290,11 @@ def _process_device(dist: Distributed, name: str, device: torch.device) -> torch
 
 
 def _embed_in_processes(
-    dist: Distributed, embed: _Embedder, batches: List[List[int]], lines: List[str], output_path: Path,
+    dist: Distributed,
+    embed: _Embedder,
+    batches: List[List[int]],
+    lines: List[str],
+    output_path: Path,
     overwrite: bool,
 ) -> None:
     """Process r embeds batches r, r + world_size, ... into its own temporary

@@ -10,6 +10,7 @@ its code once and the template's fields:
 Every class is an `ElmoError` (a `ValueError`), so ``except ElmoError``
 catches them all; ``except DamagedFileError`` catches one kind.
 """
+
 from typing import Any, ClassVar, FrozenSet
 
 
@@ -62,10 +63,38 @@ class InputError(ElmoError):
     binary or empty, tokens, character ids or docs of the wrong form, a path
     that names the wrong kind of thing, a device that cannot be used."""
 
-    codes = frozenset({
-        "E006", "E010", "E101", "E102", "E103", "E105", "E108", "E109", "E203", "E301", "E309", "E311", "E316", "E319", "E320", "E321", "E327", "E402",
-        "E410", "E504", "E505", "E509", "E511", "E533", "E602", "E701", "E709", "E801",
-    })
+    codes = frozenset(
+        {
+            "E006",
+            "E010",
+            "E101",
+            "E102",
+            "E103",
+            "E105",
+            "E108",
+            "E109",
+            "E203",
+            "E301",
+            "E309",
+            "E311",
+            "E316",
+            "E319",
+            "E320",
+            "E321",
+            "E327",
+            "E402",
+            "E410",
+            "E504",
+            "E505",
+            "E509",
+            "E511",
+            "E533",
+            "E602",
+            "E701",
+            "E709",
+            "E801",
+        }
+    )
 
 
 class ConfigError(ElmoError):
@@ -75,10 +104,34 @@ class ConfigError(ElmoError):
     config's settings are checked as a whole: E313 is the title of confection's
     ConfigValidationError, which spaCy's show_validation_error prints.)"""
 
-    codes = frozenset({
-        "E104", "E106", "E107", "E201", "E308", "E315", "E318", "E401", "E403", "E404", "E405", "E406", "E407", "E408",
-        "E409", "E411", "E412", "E508", "E532", "E323", "E324", "E545", "E707", "E708",
-    })
+    codes = frozenset(
+        {
+            "E104",
+            "E106",
+            "E107",
+            "E201",
+            "E308",
+            "E315",
+            "E318",
+            "E401",
+            "E403",
+            "E404",
+            "E405",
+            "E406",
+            "E407",
+            "E408",
+            "E409",
+            "E411",
+            "E412",
+            "E508",
+            "E532",
+            "E323",
+            "E324",
+            "E545",
+            "E707",
+            "E708",
+        }
+    )
 
 
 class DamagedFileError(ElmoError):
@@ -86,10 +139,38 @@ class DamagedFileError(ElmoError):
     fit: ELMo options or weights, a vocabulary, a softmax, a checkpoint, a
     run's records, a saved elmo component. The file is left as it is."""
 
-    codes = frozenset({
-        "E001", "E002", "E003", "E004", "E005", "E007", "E008", "E009", "E011", "E012", "E303", "E304", "E305", "E310",
-        "E314", "E317", "E501", "E502", "E507", "E322", "E325", "E705", "E706", "E710", "E711", "E901", "E902", "E903",
-    })
+    codes = frozenset(
+        {
+            "E001",
+            "E002",
+            "E003",
+            "E004",
+            "E005",
+            "E007",
+            "E008",
+            "E009",
+            "E011",
+            "E012",
+            "E303",
+            "E304",
+            "E305",
+            "E310",
+            "E314",
+            "E317",
+            "E501",
+            "E502",
+            "E507",
+            "E322",
+            "E325",
+            "E705",
+            "E706",
+            "E710",
+            "E711",
+            "E901",
+            "E902",
+            "E903",
+        }
+    )
 
 
 class OutputError(ElmoError):
@@ -97,10 +178,24 @@ class OutputError(ElmoError):
     it is a folder or under a file, it is in use by another run, or the disk
     is full or read-only. What was there is as it was."""
 
-    codes = frozenset({
-        "E202", "E302", "E306", "E307", "E503", "E510", "E513", "E514", "E515", "E520", "E525", "E534", "E540",
-        "E326",
-    })
+    codes = frozenset(
+        {
+            "E202",
+            "E302",
+            "E306",
+            "E307",
+            "E503",
+            "E510",
+            "E513",
+            "E514",
+            "E515",
+            "E520",
+            "E525",
+            "E534",
+            "E540",
+            "E326",
+        }
+    )
 
 
 class DivergedRunError(ElmoError):
@@ -130,7 +225,7 @@ class Warnings(metaclass=ErrorsWithCodes):
         "in this batch hold values beyond float16's range (up to {largest:,.0f}; "
         "float16 holds at most 65,504), which float16 would store as inf. Those "
         "docs' layers are stored as float32 (doc._.elmo.layers.dtype says which). "
-        "Set store_dtype = \"float32\" in [components.{name}] to store every doc alike."
+        'Set store_dtype = "float32" in [components.{name}] to store every doc alike.'
     )
 
 
@@ -252,10 +347,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "(sentences) gives them, or call BiLM.encode_words(sentences)."
     )
     # CLI (E2xx)
-    E201 = (
-        "Unknown value '{found}' for --layers: expected one of 'all', 'top', "
-        "'average'."
-    )
+    E201 = "Unknown value '{found}' for --layers: expected one of 'all', 'top', 'average'."
     E202 = (
         "The output file '{path}' already exists. Choose another path or delete it "
         "first; spacy-elmo never overwrites a file it did not write in this run."
@@ -294,10 +386,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "Keep 'elmo' in the training pipeline before its listeners and do not "
         "change docs between them."
     )
-    E406 = (
-        "Unknown storage dtype '{found}' for the elmo component: expected "
-        "'float32' or 'float16'."
-    )
+    E406 = "Unknown storage dtype '{found}' for the elmo component: expected 'float32' or 'float16'."
     E407 = (
         "Expected the listener's config at the listener path, an "
         "'spacy-elmo.ElmoListener.v1' section (directly or one level down, as in "
@@ -445,7 +534,8 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E319 = (
         "The {which} text '{path}' is a binary file (its first 8 KiB are almost "
-        "all NUL bytes or bytes that are not UTF-8), not UTF-8 text{more}. Expected text files, one sentence or paragraph a "
+        "all NUL bytes or bytes that are not UTF-8), not UTF-8 text{more}. "
+        "Expected text files, one sentence or paragraph a "
         "line. Remove it from paths.{key} (or from the folder named there), or "
         "convert it to text first."
     )
@@ -536,10 +626,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "file is damaged, was edited by hand or is missing; save the pipeline "
         "again (nlp.to_disk) or restore the file from a copy."
     )
-    E508 = (
-        "The elmo component's setting '{key}' is {found!r}: expected {expected}. "
-        "Found in {where}."
-    )
+    E508 = "The elmo component's setting '{key}' is {found!r}: expected {expected}. Found in {where}."
     E509 = (
         "The device '{found}' cannot be used: {reason}. Pass 'cpu', or 'cuda' / "
         "'cuda:N' on a machine where PyTorch sees a CUDA GPU (it sees {n_gpus})."
@@ -588,8 +675,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "has saved a checkpoint)."
     )
     E532 = (
-        "Cannot store the weights as {found!r}: {why}. Store them as \"float32\" (the "
-        "default) or \"float16\" (half the size, loaded back as float32)."
+        'Cannot store the weights as {found!r}: {why}. Store them as "float32" (the '
+        'default) or "float16" (half the size, loaded back as float32).'
     )
     E533 = (
         "Cannot export from '{path}': {reason}. Pass the OUTPUT_DIR of a pretrain run "

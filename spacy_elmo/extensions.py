@@ -21,6 +21,7 @@ warning W109), but the wish for them travels in ``doc._.elmo``
 (``ElmoDocData.vector_hooks``): reading ``doc._.elmo`` (or an ``elmo_vector``)
 puts them back on such a doc.
 """
+
 from typing import Any, List, Optional, Union
 
 import numpy
@@ -76,8 +77,10 @@ def _fixed_mix(spec: MixSpec, n_layers: int) -> Optional[numpy.ndarray]:
 
 def _are_weights(spec: MixSpec, n_layers: int) -> bool:
     """Whether `spec` is a list of `n_layers` numbers (not bools)."""
-    return isinstance(spec, (list, tuple)) and len(spec) == n_layers and all(
-        isinstance(w, (int, float)) and not isinstance(w, bool) for w in spec
+    return (
+        isinstance(spec, (list, tuple))
+        and len(spec) == n_layers
+        and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in spec)
     )
 
 
@@ -103,7 +106,9 @@ def check_tokens(doc: Doc, data: Any, start: int = 0, end: Optional[int] = None)
     the offsets and of the lengths recorded."""
     if len(doc) != data.n_tokens:
         raise InputError(
-            "E410", text=doc.text[:40], difference=f"they are {data.n_tokens} rows, the doc has {len(doc)} tokens",
+            "E410",
+            text=doc.text[:40],
+            difference=f"they are {data.n_tokens} rows, the doc has {len(doc)} tokens",
         )
     recorded = getattr(data, "token_offsets", None)
     if recorded is None:  # data without offsets: the count is all there is
@@ -118,10 +123,14 @@ def check_tokens(doc: Doc, data: Any, start: int = 0, end: Optional[int] = None)
         return
     i = start + int(numpy.flatnonzero((found != expected).any(axis=1))[0])
     (was_at, was_len), (now_at, now_len) = expected[i - start], found[i - start]
-    raise InputError("E410", text=doc.text[:40], difference=(
-        f"row {i} belongs to '{doc.text[was_at:was_at + was_len]}' (character {was_at}), but token {i} is "
-        f"now '{doc.text[now_at:now_at + now_len]}' (character {now_at})"
-    ))
+    raise InputError(
+        "E410",
+        text=doc.text[:40],
+        difference=(
+            f"row {i} belongs to '{doc.text[was_at : was_at + was_len]}' (character {was_at}), but token {i} is "
+            f"now '{doc.text[now_at : now_at + now_len]}' (character {now_at})"
+        ),
+    )
 
 
 def _stored(doc: Doc) -> Optional[Any]:

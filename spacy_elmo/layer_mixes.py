@@ -4,6 +4,7 @@ layer mix, and draw the weights.
 Importing this module imports neither spaCy nor Thinc (the command line
 loads it); the functions that need them import them when called.
 """
+
 import os
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -55,7 +56,9 @@ def listener_mixes(nlp) -> Mixes:
                 upstreams[node.layers[0].id] = upstream if upstream != "*" else "elmo"
         # A listener that its model names (ElmoTok2Vec's "elmo" and "output_elmo") goes by that name.
         ref_names = {
-            node.get_ref(ref).layers[0].id: ref for node in model.walk() for ref in node.ref_names
+            node.get_ref(ref).layers[0].id: ref
+            for node in model.walk()
+            for ref in node.ref_names
             if isinstance(node.get_ref(ref), ElmoListenerModel)
         }
         found = [node for node in model.walk() if node.name == MIX_DOCS_NAME and node.has_ref(MIX_REF)]
@@ -118,7 +121,9 @@ def check_chart_path(output: Path) -> str:
     fmt = output.suffix.lstrip(".").lower()
     if fmt not in CHART_FORMATS:
         raise OutputError(
-            "E520", path=output, reason=f"expected a file name ending in {', '.join('.' + f for f in CHART_FORMATS)}",
+            "E520",
+            path=output,
+            reason=f"expected a file name ending in {', '.join('.' + f for f in CHART_FORMATS)}",
         )
     if output.is_dir():
         raise OutputError("E520", path=output, reason="it is a folder")

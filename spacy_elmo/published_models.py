@@ -36,6 +36,7 @@ Environment:
                         a missing one is E702, which names the files, their
                         URLs and the folder to put them in by hand.
 """
+
 import json
 import os
 import re
@@ -177,8 +178,14 @@ WIKIPEDIA_AND_NEWS = "Wikipedia (1.9B tokens) and WMT 2008-2012 news (3.6B)"
 def _allennlp(name: str, folder: str, parameters: int, trained_on: str) -> PublishedModel:
     stem = f"{ALLENNLP_ELMO}/{folder}/elmo_{folder}"
     return PublishedModel(
-        name=name, options=ModelFile(f"{stem}_options.json"), weights=ModelFile(f"{stem}_weights.hdf5"),
-        parameters=parameters, language="en", licence=APACHE_2, source=ALLENNLP_PAGE, trained_on=trained_on,
+        name=name,
+        options=ModelFile(f"{stem}_options.json"),
+        weights=ModelFile(f"{stem}_weights.hdf5"),
+        parameters=parameters,
+        language="en",
+        licence=APACHE_2,
+        source=ALLENNLP_PAGE,
+        trained_on=trained_on,
     )
 
 
@@ -199,18 +206,61 @@ EFML_LICENCE = "unstated"
 EFML_TRAINED_ON = "CoNLL 2018 shared task raw text (Wikipedia, Common Crawl), 20M words"
 EFML_PARAMETERS = 94_066_752
 EFML_LANGUAGES = {
-    "ar": 136, "bg": 137, "ca": 138, "cs": 139, "cu": 140, "da": 141, "de": 142, "el": 143, "en": 144, "es": 145,
-    "et": 146, "eu": 147, "fa": 148, "fi": 149, "fr": 150, "ga": 151, "gl": 152, "grc": 153, "he": 154, "hi": 155,
-    "hr": 156, "hu": 157, "id": 158, "it": 159, "ja": 160, "ko": 161, "la": 162, "lv": 163, "nl": 164, "nb": 165,
-    "nn": 166, "pl": 167, "pt": 168, "ro": 169, "ru": 170, "sk": 171, "sl": 172, "sv": 173, "tr": 174, "ug": 175,
-    "uk": 176, "ur": 177, "vi": 178, "zh": 179,
+    "ar": 136,
+    "bg": 137,
+    "ca": 138,
+    "cs": 139,
+    "cu": 140,
+    "da": 141,
+    "de": 142,
+    "el": 143,
+    "en": 144,
+    "es": 145,
+    "et": 146,
+    "eu": 147,
+    "fa": 148,
+    "fi": 149,
+    "fr": 150,
+    "ga": 151,
+    "gl": 152,
+    "grc": 153,
+    "he": 154,
+    "hi": 155,
+    "hr": 156,
+    "hu": 157,
+    "id": 158,
+    "it": 159,
+    "ja": 160,
+    "ko": 161,
+    "la": 162,
+    "lv": 163,
+    "nl": 164,
+    "nb": 165,
+    "nn": 166,
+    "pl": 167,
+    "pt": 168,
+    "ro": 169,
+    "ru": 170,
+    "sk": 171,
+    "sl": 172,
+    "sv": 173,
+    "tr": 174,
+    "ug": 175,
+    "uk": 176,
+    "ur": 177,
+    "vi": 178,
+    "zh": 179,
 }
 
 
 def _efml(language: str, repository_id: int) -> PublishedArchive:
     return PublishedArchive(
-        name=f"efml-{language}", archive=ModelFile(f"{NLPL_REPOSITORY}/{repository_id}.zip"),
-        parameters=EFML_PARAMETERS, language=language, licence=EFML_LICENCE, source=EFML_PAGE,
+        name=f"efml-{language}",
+        archive=ModelFile(f"{NLPL_REPOSITORY}/{repository_id}.zip"),
+        parameters=EFML_PARAMETERS,
+        language=language,
+        licence=EFML_LICENCE,
+        source=EFML_PAGE,
         trained_on=EFML_TRAINED_ON,
     )
 
@@ -221,13 +271,20 @@ def _efml(language: str, repository_id: int) -> PublishedArchive:
 # 4 bytes each the original's weights are 374 MB, the size a mirror of its
 # weights.hdf5 lists (huggingface.co/lysandre/elmo-2x4096_512_2048cnn_2xhighway).
 # No size in bytes nor checksum is published: the record keeps the first download's.
-CATALOGUE: Mapping[str, Published] = MappingProxyType({model.name: model for model in (
-    _allennlp("allennlp-elmo-small", "2x1024_128_2048cnn_1xhighway", 13_593_312, ONE_BILLION_WORDS),
-    _allennlp("allennlp-elmo-medium", "2x2048_256_2048cnn_1xhighway", 28_027_744, ONE_BILLION_WORDS),
-    _allennlp("allennlp-elmo-original", "2x4096_512_2048cnn_2xhighway", 93_600_864, ONE_BILLION_WORDS),
-    _allennlp("allennlp-elmo-original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B", 93_600_864, WIKIPEDIA_AND_NEWS),
-    *(_efml(language, repository_id) for language, repository_id in EFML_LANGUAGES.items()),
-)})
+CATALOGUE: Mapping[str, Published] = MappingProxyType(
+    {
+        model.name: model
+        for model in (
+            _allennlp("allennlp-elmo-small", "2x1024_128_2048cnn_1xhighway", 13_593_312, ONE_BILLION_WORDS),
+            _allennlp("allennlp-elmo-medium", "2x2048_256_2048cnn_1xhighway", 28_027_744, ONE_BILLION_WORDS),
+            _allennlp("allennlp-elmo-original", "2x4096_512_2048cnn_2xhighway", 93_600_864, ONE_BILLION_WORDS),
+            _allennlp(
+                "allennlp-elmo-original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B", 93_600_864, WIKIPEDIA_AND_NEWS
+            ),
+            *(_efml(language, repository_id) for language, repository_id in EFML_LANGUAGES.items()),
+        )
+    }
+)
 
 
 def resolve_model(
@@ -379,9 +436,14 @@ def _model_root(model: PublishedArchive, unpacked: Path, folder: Path) -> Path:
     found = [path for path in candidates if is_efml_folder(path)]
     if len(found) != 1:
         what = "no" if not found else f"{len(found)}"
-        raise DamagedFileError("E711", path=folder / model.archive.name, name=model.name, folder=folder,
-                               problem=f"it holds {what} ELMoForManyLangs model folder (config.json and encoder.pkl)"
-                               " at its top or one folder down, expected one")
+        raise DamagedFileError(
+            "E711",
+            path=folder / model.archive.name,
+            name=model.name,
+            folder=folder,
+            problem=f"it holds {what} ELMoForManyLangs model folder (config.json and encoder.pkl)"
+            " at its top or one folder down, expected one",
+        )
     return found[0]
 
 
@@ -396,8 +458,9 @@ def model_dir(name: str, cache: Optional[Union[str, Path]] = None) -> Path:
     return (cache_dir() if cache is None else Path(cache)) / name
 
 
-def is_cached(name: str, *, catalogue: Optional[Mapping[str, Published]] = None,
-              cache: Optional[Union[str, Path]] = None) -> bool:
+def is_cached(
+    name: str, *, catalogue: Optional[Mapping[str, Published]] = None, cache: Optional[Union[str, Path]] = None
+) -> bool:
     """Whether the model's files and their record are in the cache (their
     checksums are checked, and an archive unpacked, when the model loads)."""
     model = _lookup(name, catalogue)
@@ -405,7 +468,7 @@ def is_cached(name: str, *, catalogue: Optional[Mapping[str, Published]] = None,
 
 
 def _offline_switch() -> Optional[str]:
-    """"SPACY_ELMO_OFFLINE=<value>" when that turns downloads off, else None
+    """ "SPACY_ELMO_OFFLINE=<value>" when that turns downloads off, else None
     (E707 for a value it does not know)."""
     value = os.environ.get(OFFLINE_ENV, "")
     word = value.strip().lower()
@@ -469,8 +532,16 @@ def _check_files(
         for which, expected in ((_LISTED, vars(file)), (recorded, record.get(file.name, {}))):
             what, found, wanted = _difference(digest, expected)
             if what:
-                raise DamagedFileError("E705", path=path, name=model.name, which=which, what=what, found=found,
-                                       expected=wanted, folder=folder)
+                raise DamagedFileError(
+                    "E705",
+                    path=path,
+                    name=model.name,
+                    which=which,
+                    what=what,
+                    found=found,
+                    expected=wanted,
+                    folder=folder,
+                )
         digests[file.name] = digest
     return digests
 
@@ -494,8 +565,9 @@ def _make_folder(folder: Path) -> None:
 def _unusable_cache(folder: Path, err: OSError) -> ConfigError:
     blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
     reason = f"'{blocker}' is a file, not a folder" if blocker else err.strerror or err
-    return ConfigError("E708", path=folder.parent, reason=reason, variable=CACHE_ENV,
-                       default=pooch.os_cache(CACHE_NAME))
+    return ConfigError(
+        "E708", path=folder.parent, reason=reason, variable=CACHE_ENV, default=pooch.os_cache(CACHE_NAME)
+    )
 
 
 @contextmanager
@@ -527,8 +599,11 @@ def _download(
         return {}
     _remove_temporaries(folder)
     fetcher = pooch.create(
-        path=folder, base_url="", registry={file.name: None for file in files},
-        urls={file.name: file.url for file in files}, retry_if_failed=retries,
+        path=folder,
+        base_url="",
+        registry={file.name: None for file in files},
+        urls={file.name: file.url for file in files},
+        retry_if_failed=retries,
     )
     digests: Dict[str, Dict[str, object]] = {}
     try:
@@ -538,12 +613,26 @@ def _download(
                 with writing(folder / file.name):
                     fetcher.fetch(file.name, downloader=check)
             except _NotTheFile as err:
-                raise DownloadError("E704", url=file.url, name=model.name, what=err.what, found=err.found,
-                                    expected=err.expected, folder=folder) from err
+                raise DownloadError(
+                    "E704",
+                    url=file.url,
+                    name=model.name,
+                    what=err.what,
+                    found=err.found,
+                    expected=err.expected,
+                    folder=folder,
+                ) from err
             except requests.RequestException as err:
                 names, urls = _listing(model)
-                raise DownloadError("E703", url=file.url, name=model.name, reason=_why(err, timeout), files=names,
-                                    urls=urls, folder=folder) from err
+                raise DownloadError(
+                    "E703",
+                    url=file.url,
+                    name=model.name,
+                    reason=_why(err, timeout),
+                    files=names,
+                    urls=urls,
+                    folder=folder,
+                ) from err
             digests[file.name] = check.digest
     except BaseException:
         for name in digests:

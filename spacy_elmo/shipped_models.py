@@ -16,6 +16,7 @@ time) it has: a second load of an unchanged model costs one ``stat`` per
 file. A file that is missing or differs, or a SHA256SUMS that does not read,
 is E710, and nothing is loaded.
 """
+
 import importlib.resources
 import re
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Small helpers shared across the package (standard library only)."""
+
 import errno
 import glob
 import hashlib
@@ -73,8 +74,9 @@ def swap_directory(target: Union[str, Path]) -> Iterator[Path]:
     target = Path(target)
     make_parent_dir(target)
     remove_stale_temporaries(target)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.",
-                                suffix=".tmp"))
+    tmp = Path(
+        tempfile.mkdtemp(dir=target.parent, prefix=f"{_temporary_prefix(target)}{_HOST}-{os.getpid()}.", suffix=".tmp")
+    )
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; give it the mode a plain mkdir would
     aside = tmp.with_name(tmp.name[: -len(".tmp")] + ".old.tmp")
     try:
@@ -124,7 +126,7 @@ def remove_stale_temporaries(target: Union[str, Path]) -> List[Path]:
     prefix = _temporary_prefix(target)
     removed = []
     for path in target.parent.glob(glob.escape(prefix) + "*.tmp"):
-        owner = path.name[len(prefix):].split(".", 1)[0]  # HOST-PID
+        owner = path.name[len(prefix) :].split(".", 1)[0]  # HOST-PID
         host, _, pid = owner.rpartition("-")
         if host == _HOST and pid.isdigit() and not _is_running(int(pid)):
             if path.is_dir() and not path.is_symlink():  # swap_directory's
@@ -242,12 +244,12 @@ def split_lines(f: BinaryIO, max_bytes: Optional[int] = None) -> Iterator[bytes]
         # A "\r" that ends what was read may be the start of a "\r\n": read on first.
         if found is not None and (found.end() < len(buffer) or found.group() != b"\r" or at_end):
             if max_bytes is None or found.end() - pos <= max_bytes:
-                yield buffer[pos:found.end()]
+                yield buffer[pos : found.end()]
                 pos = found.end()
                 continue
         if max_bytes is not None and len(buffer) - pos > max_bytes:
-            cut = _cut(buffer[pos:pos + max_bytes])
-            yield buffer[pos:pos + cut]
+            cut = _cut(buffer[pos : pos + max_bytes])
+            yield buffer[pos : pos + cut]
             pos += cut
             continue
         if at_end:

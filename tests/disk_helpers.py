@@ -1,4 +1,5 @@
 """Helpers for the tests of writers that meet a full disk, a file-size limit or a read-only folder."""
+
 import os
 import subprocess
 import tempfile

@@ -1,6 +1,7 @@
 """A web server on 127.0.0.1 for the download tests: it serves bytes from
 memory, each path the way a test asks (whole, missing, cut, slow), and counts
 the requests. Nothing here touches the internet."""
+
 import socket
 import threading
 import time
@@ -14,8 +15,9 @@ import torch
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.published_models import ModelFile, PublishedModel
 
-TINY = dict(char_embedding_dim=4, filters=[(1, 4), (2, 4), (3, 8)], n_highway=1, lstm_dim=16, projection_dim=8,
-            n_layers=2)
+TINY = dict(
+    char_embedding_dim=4, filters=[(1, 4), (2, 4), (3, 8)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=2
+)
 OPTIONS_PATH = "/elmo/tiny/elmo_tiny_options.json"
 WEIGHTS_PATH = "/elmo/tiny/elmo_tiny_weights.hdf5"
 
@@ -79,7 +81,7 @@ def _handler(server: ModelServer) -> type:
                 for start in range(0, len(body), step):
                     if start:
                         time.sleep(route.pause)
-                    self.wfile.write(body[start:start + step])
+                    self.wfile.write(body[start : start + step])
                     self.wfile.flush()
             except OSError:  # the client gave up (its timeout)
                 pass
@@ -98,13 +100,18 @@ def tiny_model(directory) -> BiLM:
     return model
 
 
-def tiny_entry(server: ModelServer, name: str = "tiny", *, weights_size: Optional[int] = None,
-               weights_sha256: Optional[str] = None) -> PublishedModel:
+def tiny_entry(
+    server: ModelServer, name: str = "tiny", *, weights_size: Optional[int] = None, weights_sha256: Optional[str] = None
+) -> PublishedModel:
     """A catalogue entry for the tiny biLM that `server` serves."""
     return PublishedModel(
-        name=name, options=ModelFile(server.url(OPTIONS_PATH)),
+        name=name,
+        options=ModelFile(server.url(OPTIONS_PATH)),
         weights=ModelFile(server.url(WEIGHTS_PATH), size=weights_size, sha256=weights_sha256),
-        parameters=BiLMOptions(**TINY).n_parameters, language="en", licence="Apache-2.0", source=server.url("/"),
+        parameters=BiLMOptions(**TINY).n_parameters,
+        language="en",
+        licence="Apache-2.0",
+        source=server.url("/"),
         trained_on="nothing",
     )
 

@@ -3,6 +3,7 @@
 Rounding errors grow with the values: an absolute tolerance right for values
 near 1 fails on values near 50 on a machine whose BLAS sums in another order.
 """
+
 from contextlib import contextmanager
 from typing import Iterator
 

@@ -1,5 +1,6 @@
 """Host arrays to a device and back (spacy_elmo.device): on the CPU the same
 memory where it can be, nothing lost or changed on the way."""
+
 import numpy
 import pytest
 import torch

@@ -6,6 +6,7 @@ The writes that fail run in a child process under a file-size limit (``ulimit
 -f``; Python ignores SIGXFSZ, so a write past it fails with EFBIG as one to a
 full disk fails with ENOSPC): an HDF5 crash there is a signal, not a lost test run.
 """
+
 import os
 import resource
 import subprocess
@@ -29,8 +30,14 @@ def run_limited(script: str, *args, limit: int) -> subprocess.CompletedProcess:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
-                          timeout=300, preexec_fn=limit_file_size, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit_file_size,
+        env=env,
+    )
 
 
 REPORT = (

@@ -1,6 +1,7 @@
 """`ElmoEmbedder`, AllenNLP 0.9's interface: against bilm-tf's outputs of the
 fixture biLM (tests/fixtures/allennlp_elmo), the biLM itself and the `elmo`
 component."""
+
 import io
 import json
 import shutil
@@ -108,7 +109,7 @@ def test_batch_to_embeddings_is_padded_and_masked(embedder):
     assert mask.tolist() == [[len(s) > k for k in range(4)] for s in SENTENCES]
     for row, (sentence, layers) in enumerate(zip(SENTENCES, embedder.embed_batch(SENTENCES))):
         assert_close_to_scale(activations[row, :, : len(sentence)], layers)
-        assert not activations[row, :, len(sentence):].any()
+        assert not activations[row, :, len(sentence) :].any()
 
 
 LINES = ["The cat sat .", "Ünïcödé wörds 🙂", "", "  A   b ", "The cat sat ."]

@@ -1,6 +1,7 @@
 """The coded errors: one class per kind of fault, each code raised through
 exactly one of them, "[Exxx]" once at the front of every message, and errors
 that survive pickling (as between processes)."""
+
 import pickle
 import re
 import string
@@ -12,7 +13,14 @@ import pytest
 from spacy_elmo.bilm import batch_to_ids
 from spacy_elmo.bilm.options import BiLMOptions
 from spacy_elmo.errors import (
-    ConfigError, DamagedFileError, DivergedRunError, DownloadError, ElmoError, Errors, InputError, OutputError,
+    ConfigError,
+    DamagedFileError,
+    DivergedRunError,
+    DownloadError,
+    ElmoError,
+    Errors,
+    InputError,
+    OutputError,
 )
 
 CLASSES = (ElmoError, InputError, ConfigError, DamagedFileError, OutputError, DivergedRunError, DownloadError)
@@ -53,17 +61,25 @@ def test_every_code_belongs_to_exactly_one_class():
 def test_every_code_is_raised_through_its_class_and_only_there():
     sites = list(raise_sites())
     classes = {cls.__name__: cls for cls in CLASSES}
-    wrong = [(name, code, str(path)) for name, code, path in sites if name not in classes or code not in classes[name].codes]
+    wrong = [
+        (name, code, str(path)) for name, code, path in sites if name not in classes or code not in classes[name].codes
+    ]
     assert wrong == []
     raised = {(name, code) for name, code, _ in sites}
-    unraised = [(cls.__name__, code) for cls in CLASSES for code in sorted(cls.codes) if (cls.__name__, code) not in raised]
+    unraised = [
+        (cls.__name__, code) for cls in CLASSES for code in sorted(cls.codes) if (cls.__name__, code) not in raised
+    ]
     assert unraised == []
 
 
 def test_each_raise_site_names_its_code_once():
     # The class formats the message; a site that also formats it names the code twice.
-    twice = [str(path.relative_to(ROOT)) for path in SOURCES for _ in re.finditer(
-        r"Errors\.E\d{3}", path.read_text(encoding="utf8")) if path.name != "errors.py"]
+    twice = [
+        str(path.relative_to(ROOT))
+        for path in SOURCES
+        for _ in re.finditer(r"Errors\.E\d{3}", path.read_text(encoding="utf8"))
+        if path.name != "errors.py"
+    ]
     assert twice == ["spacy_elmo/training/run/config.py"]  # E313's title for confection's error
 
 

@@ -2,6 +2,7 @@
 downloaded, checked and unpacked whole into the cache, unpacked again when the
 archive changes, and never written outside the model's folder. Every download
 comes from a server on 127.0.0.1."""
+
 import io
 import json
 import zipfile
@@ -13,8 +14,16 @@ from spacy_elmo import published_models
 from spacy_elmo.bilm import BiLM, BiLMOptions, efml
 from spacy_elmo.errors import DamagedFileError
 from spacy_elmo.published_models import (
-    CATALOGUE, EFML_LANGUAGES, UNPACKED, UNPACKED_STAMP, ModelFile, PublishedArchive, PublishedModel, fetch_model,
-    model_dir, resolve_model,
+    CATALOGUE,
+    EFML_LANGUAGES,
+    UNPACKED,
+    UNPACKED_STAMP,
+    ModelFile,
+    PublishedArchive,
+    PublishedModel,
+    fetch_model,
+    model_dir,
+    resolve_model,
 )
 
 from .bilm.efml_reference import build_efml_model, efml_importable
@@ -23,8 +32,13 @@ from .model_server import ModelServer, Route
 ARCHIVE_PATH = "/repository/11/170.zip"
 QUICK = dict(progress=False, retries=0, timeout=5.0)
 # What fetch_model looks for in an unpacked archive; the bytes do not matter until a model loads.
-STAND_IN = {"config.json": b'{"config_path": "cnn_50_100_512_4096_sample.json"}', "encoder.pkl": b"x",
-            "token_embedder.pkl": b"x", "char.dic": b"a\t0\n", "word.dic": b"the\t0\n"}
+STAND_IN = {
+    "config.json": b'{"config_path": "cnn_50_100_512_4096_sample.json"}',
+    "encoder.pkl": b"x",
+    "token_embedder.pkl": b"x",
+    "char.dic": b"a\t0\n",
+    "word.dic": b"the\t0\n",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -50,8 +64,15 @@ def zipped(files: dict, top: str = "") -> bytes:
 
 def entry_for(server: ModelServer, body: bytes, name: str = "efml-xx") -> PublishedArchive:
     server.routes[ARCHIVE_PATH] = Route(body)
-    return PublishedArchive(name=name, archive=ModelFile(server.url(ARCHIVE_PATH)), parameters=1, language="xx",
-                            licence="unstated", source=server.url("/"), trained_on="nothing")
+    return PublishedArchive(
+        name=name,
+        archive=ModelFile(server.url(ARCHIVE_PATH)),
+        parameters=1,
+        language="xx",
+        licence="unstated",
+        source=server.url("/"),
+        trained_on="nothing",
+    )
 
 
 def fetch(entry, **options):
@@ -98,7 +119,7 @@ def test_a_link_in_the_archive_is_e711(server):
         for name, data in STAND_IN.items():
             archive.writestr(name, data)
         link = zipfile.ZipInfo("word.vectors")
-        link.external_attr = (0o120777 << 16)  # a symbolic link to /etc/passwd
+        link.external_attr = 0o120777 << 16  # a symbolic link to /etc/passwd
         archive.writestr(link, "/etc/passwd")
     with pytest.raises(DamagedFileError) as err:
         fetch(entry_for(server, buffer.getvalue()))
@@ -122,7 +143,9 @@ def test_the_catalogue_lists_elmoformanylangs_44_languages_from_the_nlpl_reposit
     for model in archives:
         assert model.name == f"efml-{model.language}"
         assert model.archive.url == f"http://vectors.nlpl.eu/repository/11/{EFML_LANGUAGES[model.language]}.zip"
-    assert CATALOGUE["efml-ru"].archive.url.endswith("/170.zip") and CATALOGUE["efml-en"].archive.url.endswith("/144.zip")
+    assert CATALOGUE["efml-ru"].archive.url.endswith("/170.zip") and CATALOGUE["efml-en"].archive.url.endswith(
+        "/144.zip"
+    )
     # Their weights apart from the tables: the shipped architecture's count, whatever the tables' sizes.
     for n_chars, n_words in ((9, 5), (300, 2000)):
         chars = list(efml.CHAR_MARKS.values()) + [chr(0x400 + i) for i in range(n_chars)]
@@ -142,7 +165,8 @@ def test_an_elmoformanylangs_zip_by_name_loads_as_its_folder_does(server, tmp_pa
     assert (options.name, weights) == ("xx.model", None)
     sentences = [["the", "cat", "sat"], ["über", "中文", "zzz", "straße"]]
     with torch.no_grad():
-        assert torch.equal(BiLM.from_allennlp(options).encode_words(sentences),
-                           efml.load_efml(folder).encode_words(sentences))
+        assert torch.equal(
+            BiLM.from_allennlp(options).encode_words(sentences), efml.load_efml(folder).encode_words(sentences)
+        )
     record = json.loads((model_dir(entry.name) / published_models.RECORD).read_text())
     assert list(record["files"]) == ["170.zip"]

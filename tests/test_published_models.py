@@ -2,6 +2,7 @@
 checked against the SHA-256 recorded at the first download, one copy when two
 processes fetch at once, and a coded error that says where to put the files
 when there is no network. Every download comes from a server on 127.0.0.1."""
+
 import hashlib
 import json
 import subprocess
@@ -16,7 +17,15 @@ from spacy_elmo import published_models
 from spacy_elmo.bilm import BiLM, batch_to_ids
 from spacy_elmo.errors import ConfigError, DamagedFileError, DownloadError, InputError
 from spacy_elmo.published_models import (
-    CATALOGUE, RECORD, ModelFile, PublishedModel, cache_dir, fetch_model, is_cached, model_dir, resolve_model,
+    CATALOGUE,
+    RECORD,
+    ModelFile,
+    PublishedModel,
+    cache_dir,
+    fetch_model,
+    is_cached,
+    model_dir,
+    resolve_model,
 )
 
 from .model_server import OPTIONS_PATH, WEIGHTS_PATH, ModelServer, Route, closed_port, tiny_entry, tiny_model
@@ -86,8 +95,11 @@ def test_the_sha256_is_recorded_at_first_download_and_a_changed_file_is_refused(
     entry = tiny_entry(server)
     paths = fetch(entry)
     record = json.loads((paths.options.parent / RECORD).read_text())
-    assert record["files"][paths.weights.name] == {"url": entry.weights.url, "size": len(weights),
-                                                   "sha256": sha256(weights)}
+    assert record["files"][paths.weights.name] == {
+        "url": entry.weights.url,
+        "size": len(weights),
+        "sha256": sha256(weights),
+    }
     assert record["files"][paths.options.name]["sha256"] == sha256(options)
     changed = bytearray(weights)
     changed[-1] ^= 1
@@ -228,8 +240,12 @@ def test_two_processes_fetching_at_once_download_once_and_both_get_the_files(ser
         "print(json.dumps([str(path) for path in paths]))\n"
     )
     argument = json.dumps({**vars(entry), "options": vars(entry.options), "weights": vars(entry.weights)})
-    processes = [subprocess.Popen([sys.executable, "-c", script, argument], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, argument], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     results = [process.communicate(timeout=60) for process in processes]
     assert [process.returncode for process in processes] == [0, 0], [err[-2000:] for _, err in results]
     found = [json.loads(out.strip().splitlines()[-1]) for out, _ in results]
@@ -237,7 +253,8 @@ def test_two_processes_fetching_at_once_download_once_and_both_get_the_files(ser
     assert Path(found[0][0]).read_bytes() == options and Path(found[0][1]).read_bytes() == weights
     assert server.count(OPTIONS_PATH) == server.count(WEIGHTS_PATH) == 1
     assert sorted(p.name for p in model_dir("tiny").iterdir() if p.name != published_models.LOCK) == sorted(
-        [RECORD, entry.options.name, entry.weights.name])
+        [RECORD, entry.options.name, entry.weights.name]
+    )
 
 
 def test_a_temporary_left_by_a_killed_download_is_removed_by_the_next(server):
@@ -294,8 +311,12 @@ def test_an_unknown_offline_value_is_e707(monkeypatch):
 
 def test_the_catalogue_lists_allennlps_four_english_models():
     allennlp = {name: model for name, model in CATALOGUE.items() if isinstance(model, PublishedModel)}
-    assert sorted(allennlp) == ["allennlp-elmo-medium", "allennlp-elmo-original", "allennlp-elmo-original-5.5b",
-                                "allennlp-elmo-small"]
+    assert sorted(allennlp) == [
+        "allennlp-elmo-medium",
+        "allennlp-elmo-original",
+        "allennlp-elmo-original-5.5b",
+        "allennlp-elmo-small",
+    ]
     for model in allennlp.values():
         folder = model.weights.url.split("/")[-2]
         assert model.options.url == f"https://allennlp.s3.amazonaws.com/models/elmo/{folder}/elmo_{folder}_options.json"
@@ -304,8 +325,12 @@ def test_the_catalogue_lists_allennlps_four_english_models():
     # The sizes: the weights each model's options describe, which round to AllenNLP's published counts.
     from spacy_elmo.bilm import BiLMOptions
 
-    shapes = {"allennlp-elmo-small": (1024, 128, 1), "allennlp-elmo-medium": (2048, 256, 1),
-              "allennlp-elmo-original": (4096, 512, 2), "allennlp-elmo-original-5.5b": (4096, 512, 2)}
+    shapes = {
+        "allennlp-elmo-small": (1024, 128, 1),
+        "allennlp-elmo-medium": (2048, 256, 1),
+        "allennlp-elmo-original": (4096, 512, 2),
+        "allennlp-elmo-original-5.5b": (4096, 512, 2),
+    }
     for name, (cell, projection, highway) in shapes.items():
         options = BiLMOptions(lstm_dim=cell, projection_dim=projection, n_highway=highway)
         assert CATALOGUE[name].parameters == options.n_parameters

@@ -1,4 +1,5 @@
 """Every name declared in setup.cfg resolves to the object it points at."""
+
 import configparser
 import importlib
 import re
@@ -26,7 +27,9 @@ def load(target):
 
 
 REGISTRIES = {
-    "spacy_architectures": registry.architectures, "thinc_layers": registry.layers, "spacy_misc": registry.misc,
+    "spacy_architectures": registry.architectures,
+    "thinc_layers": registry.layers,
+    "spacy_misc": registry.misc,
 }
 
 

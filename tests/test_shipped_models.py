@@ -1,6 +1,7 @@
 """The shipped biLM, elmo-en-small: package data found by name wherever a model is taken
 (initialize, a config, embed, perplexity, pretrain --init-from, BiLM.from_allennlp), giving
 the layers of its files bit for bit, its files checked against SHA256SUMS once per stamp."""
+
 import configparser
 import fnmatch
 import json
@@ -159,13 +160,42 @@ def test_the_name_works_in_perplexity(tmp_path, text_file):
 
 def test_the_name_works_in_pretrain_init_from_and_vocab_path(tmp_path, text_file):
     run = tmp_path / "run"
-    settings = ("--paths.train", str(text_file), "--corpus.tokenizer", "spacy-elmo.WhitespaceTokenizer.v1", "--system.threads", "1",
-                "--training.max_steps", "1", "--training.tokens_per_batch", "200", "--training.dropout", "0",
-                "--training.optimizer.learn_rate", "1e-12", "--training.eval_every", "1",
-                "--training.checkpoint_every", "1", "--training.log_every", "1")
-    result = CliRunner().invoke(app, ["pretrain", str(ROOT / "configs" / "bilm_release.cfg"), str(run),
-                                      "--init-from", ELMO_EN_SMALL, "--vocab.path", ELMO_EN_SMALL, "--no-progress",
-                                      *settings])
+    settings = (
+        "--paths.train",
+        str(text_file),
+        "--corpus.tokenizer",
+        "spacy-elmo.WhitespaceTokenizer.v1",
+        "--system.threads",
+        "1",
+        "--training.max_steps",
+        "1",
+        "--training.tokens_per_batch",
+        "200",
+        "--training.dropout",
+        "0",
+        "--training.optimizer.learn_rate",
+        "1e-12",
+        "--training.eval_every",
+        "1",
+        "--training.checkpoint_every",
+        "1",
+        "--training.log_every",
+        "1",
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "pretrain",
+            str(ROOT / "configs" / "bilm_release.cfg"),
+            str(run),
+            "--init-from",
+            ELMO_EN_SMALL,
+            "--vocab.path",
+            ELMO_EN_SMALL,
+            "--no-progress",
+            *settings,
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "Continuing from the softmax" in result.output  # its vocabulary and softmax, by name
     assert (run / "model" / "vocab.txt").read_bytes() == (FOLDER / "vocab.txt").read_bytes()

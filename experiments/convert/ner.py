@@ -13,6 +13,7 @@ Entity labels keep the dataset's own names (``person``, ``geo-loc``, ...).
 Usage: python -m experiments.convert.ner assets/wnut16/ner.txt corpus/ner
     [--seed 0] [--max-docs N] [--lang en]
 """
+
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Optional
@@ -53,10 +54,7 @@ def convert_ner(
         sentences = [sentences[i] for i in seeded_subset(len(sentences), max_docs, seed)]
     vocab = spacy.blank(lang).vocab
     docs = [make_doc(vocab, tokens, tags) for tokens, tags in sentences]
-    splits = {
-        name: [docs[i] for i in indices]
-        for name, indices in split_indices(len(docs), seed=seed).items()
-    }
+    splits = {name: [docs[i] for i in indices] for name, indices in split_indices(len(docs), seed=seed).items()}
     write_splits(output_dir, splits)
     return splits
 
@@ -74,10 +72,7 @@ def main(
     max_docs = max_docs or None  # 0 keeps everything
     with exit_on_bad_input():
         splits = convert_ner(input_path, output_dir, seed, max_docs, lang)
-    label_counts = {
-        name: Counter(ent.label_ for doc in docs for ent in doc.ents)
-        for name, docs in splits.items()
-    }
+    label_counts = {name: Counter(ent.label_ for doc in docs for ent in doc.ents) for name, docs in splits.items()}
     labels = sorted(set().union(*label_counts.values()))
     typer.echo(f"{'':<14}" + "".join(f"{name:>8}" for name in SPLIT_NAMES))
     rows = [

@@ -7,8 +7,8 @@ the shipped biLM's settings: seed 0, 2% per source); those blocks are the test
 split here. Dev and train are drawn, by whole blocks and with ``--seed``, from
 the other blocks (text the biLM was trained on, without tags).
 
-The sample is read by ``experiments.data.sources.oanc``. The tags are the OANC's own Penn Treebank tags, made by a tagger and not
-checked by hand (the first lines already show ``nonchalant/NN``,
+The sample is read by ``experiments.data.sources.oanc``. The tags are the OANC's own Penn
+Treebank tags, made by a tagger and not checked by hand (the first lines already show ``nonchalant/NN``,
 ``steamy/NN``, ``4/LS``): scores measure agreement with that tagger.
 
     python -m experiments.convert.pos assets corpus/curves/pos [--train-sentences 4000]
@@ -16,6 +16,7 @@ checked by hand (the first lines already show ``nonchalant/NN``,
 ``--test-blocks`` picks the test blocks by their index instead (for tiny
 inputs that lack the other pretraining sources).
 """
+
 import random
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -42,15 +43,15 @@ def held_out_blocks(assets_dir: Path, dev_fraction: float = 0.02, seed: int = 0)
     missing = [doc for doc in held if doc not in blocks]
     if missing:
         raise ExperimentError(
-            assets_dir / OANC_PATH, expected="held-out OANC blocks the leakage filter left whole",
-            found=f"{len(missing)} block(s) it changed", fix="pick the test blocks with --test-blocks",
+            assets_dir / OANC_PATH,
+            expected="held-out OANC blocks the leakage filter left whole",
+            found=f"{len(missing)} block(s) it changed",
+            fix="pick the test blocks with --test-blocks",
         )
     return sorted(blocks[doc] for doc in held)
 
 
-def split_blocks(
-    n_blocks: int, test_blocks: List[int], dev_blocks: int, seed: int
-) -> dict[str, list[int]]:
+def split_blocks(n_blocks: int, test_blocks: List[int], dev_blocks: int, seed: int) -> dict[str, list[int]]:
     """Test = the given blocks; dev = ``dev_blocks`` others drawn with ``seed``; train = the rest (shuffled)."""
     test = sorted(set(test_blocks))
     rest = sorted(set(range(n_blocks)) - set(test))
@@ -69,8 +70,9 @@ def convert_pos(
     sentences = read_tagged(tagged_path)
     blocks = [sentences[i : i + OANC_SENTENCES_PER_DOC] for i in range(0, len(sentences), OANC_SENTENCES_PER_DOC)]
     if any(not 0 <= i < len(blocks) for i in test_blocks):
-        raise ExperimentError("--test-blocks", expected=f"block indices in 0..{len(blocks) - 1}",
-                              found=f"{test_blocks} (out of range)")
+        raise ExperimentError(
+            "--test-blocks", expected=f"block indices in 0..{len(blocks) - 1}", found=f"{test_blocks} (out of range)"
+        )
     split = split_blocks(len(blocks), test_blocks, dev_blocks, seed)
     vocab = spacy.blank("en").vocab
     splits, counts = {}, {}
@@ -91,7 +93,8 @@ def main(
     dev_blocks: Annotated[int, typer.Option(help="Blocks of 20 sentences held out as dev")] = 20,
     seed: Annotated[int, typer.Option(help="Seed of the dev/train draw")] = 0,
     test_blocks: Annotated[
-        Optional[List[int]], typer.Option("--test-blocks", help="Test block indices (default: the biLM's held-out OANC)")
+        Optional[List[int]],
+        typer.Option("--test-blocks", help="Test block indices (default: the biLM's held-out OANC)"),
     ] = None,
 ) -> None:
     """OANC part-of-speech train/dev/test, tested on the text the shipped biLM held out."""

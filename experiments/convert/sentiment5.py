@@ -34,6 +34,7 @@ Usage: python -m experiments.convert.sentiment5
     assets/rt_snippets/movieReviewSnippets_GroundTruth.txt corpus/sentiment5
     [--seed 0] [--max-docs N] [--lang en]
 """
+
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -44,6 +45,7 @@ from spacy.tokens import Doc
 from experiments.data.inputs import exit_on_bad_input
 from experiments.data.splits import SPLIT_NAMES, seeded_subset, split_indices, write_splits
 from experiments.data.tasks import CATEGORIES, CUT_POINTS, rating_to_label, read_rated_snippets
+
 
 def stratified_split(labels: list[str], seed: int = 0) -> dict[str, list[int]]:
     """80/10/10 split of ``range(len(labels))``, each class cut by ``split_indices``."""
@@ -77,10 +79,7 @@ def convert_sentiment5(
         doc.cats = {category: float(category == label) for category in CATEGORIES}
         docs.append(doc)
         labels.append(label)
-    splits = {
-        name: [docs[i] for i in indices]
-        for name, indices in stratified_split(labels, seed=seed).items()
-    }
+    splits = {name: [docs[i] for i in indices] for name, indices in stratified_split(labels, seed=seed).items()}
     write_splits(output_dir, splits)
     return splits
 

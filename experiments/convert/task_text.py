@@ -5,6 +5,7 @@ Usage: python -m experiments.convert.task_text corpus/full/ner/train.spacy corpu
 Only the text: no label of the task goes into the file (the biLM is tuned on the training
 split's text, and its perplexity is measured on the dev split's).
 """
+
 from pathlib import Path
 
 import spacy
@@ -22,8 +23,10 @@ def task_text(docbin_path: Path) -> str:
         docs = list(DocBin().from_disk(docbin_path).get_docs(nlp.vocab))
     except ValueError as err:  # spaCy says E1014 for any damage
         raise ExperimentError(
-            docbin_path, expected="a spaCy DocBin (.spacy) file",
-            found=f"a file spaCy cannot read ({type(err).__name__}: {err})", fix="convert the task's data again",
+            docbin_path,
+            expected="a spaCy DocBin (.spacy) file",
+            found=f"a file spaCy cannot read ({type(err).__name__}: {err})",
+            fix="convert the task's data again",
         ) from None
     lines = [" ".join(doc.text.split()) + "\n" for doc in docs if doc.text.strip()]
     require_items(lines, docbin_path, "docs with text")

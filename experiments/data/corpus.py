@@ -30,6 +30,7 @@ where an object belongs, bytes that are not UTF-8) ends the command in one line 
 Usage: python -m experiments.data.corpus assets corpus/pretrain
     [--max-docs N (0 = all)] [--dev-fraction 0.02] [--seed 0]
 """
+
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -65,8 +66,12 @@ def load_documents(assets_dir: Path) -> tuple[list[tuple[str, Document]], int]:
     for source, (rel_path, reader) in ASSET_SOURCES.items():
         path = assets_dir / rel_path
         if not path.exists():
-            raise ExperimentError(path, expected=f"the {source} source", found="nothing (it is missing)",
-                                  fix=f"run `python -m experiments.data.fetch {assets_dir}` first")
+            raise ExperimentError(
+                path,
+                expected=f"the {source} source",
+                found="nothing (it is missing)",
+                fix=f"run `python -m experiments.data.fetch {assets_dir}` first",
+            )
         for doc in reader(path):
             key = tuple(doc)
             if key in seen:
@@ -147,9 +152,7 @@ def prepare_corpus(
 
 def main(
     assets_dir: Annotated[Path, typer.Argument(help="Folder `experiments.data.fetch` wrote into.")],
-    output_dir: Annotated[
-        Path, typer.Argument(help="Folder for train.txt, dev*.txt and the stats.")
-    ],
+    output_dir: Annotated[Path, typer.Argument(help="Folder for train.txt, dev*.txt and the stats.")],
     max_docs: Annotated[
         Optional[int],
         typer.Option("--max-docs", help="Keep at most this many documents (0 = all)."),
@@ -175,9 +178,7 @@ def echo_report(report: CorpusReport, output_dir: Path) -> None:
         f"Leakage removed (downstream: {', '.join(DOWNSTREAM)}; all their splits; "
         f">= {MIN_SENTENCE_WORDS} words per sentence, >= {MIN_SUBSTRING_WORDS} per substring):"
     )
-    typer.echo(
-        f"{'source':<8} {'exact':>7} {'normal.':>8} {'substr.':>8} {'tokens':>8} {'docs':>5}"
-    )
+    typer.echo(f"{'source':<8} {'exact':>7} {'normal.':>8} {'substr.':>8} {'tokens':>8} {'docs':>5}")
     for source, row in [*leakage["per_source"].items(), ("total", leakage["total"])]:
         typer.echo(
             f"{source:<8} {row['exact_sentences']:>7,} {row['normalised_sentences']:>8,} "
@@ -188,9 +189,7 @@ def echo_report(report: CorpusReport, output_dir: Path) -> None:
         if not isinstance(by_source, dict):
             continue
         for source, row in by_source.items():
-            typer.echo(
-                f"{split:<6} {source:<8} {row['docs']:>8,} {row['lines']:>8,} {row['tokens']:>10,}"
-            )
+            typer.echo(f"{split:<6} {source:<8} {row['docs']:>8,} {row['lines']:>8,} {row['tokens']:>10,}")
     typer.echo(
         f"Wrote train.txt, dev.txt, {', '.join(f'dev_{s}.txt' for s in report.sources)}, "
         f"stats.json and leakage.json to {output_dir}"

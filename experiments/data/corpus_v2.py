@@ -30,6 +30,7 @@ split and source), ``leakage.json``.
 Usage: python -m experiments.data.corpus_v2 assets corpus/v2/pretrain
     [--packages assets/packages] [--dev-fraction 0.02] [--seed 0]
 """
+
 import hashlib
 import json
 import random

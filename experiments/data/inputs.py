@@ -6,6 +6,7 @@ was found; a data command's body runs inside `exit_on_bad_input`, which prints i
 ``error: PATH:LINE: expected ..., found ...`` and exits with 1, so a wrong file never ends
 in a traceback or in empty splits reported as written.
 """
+
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sized, Union
@@ -18,8 +19,12 @@ from experiments.errors import ExperimentError
 def require_items(items: Sized, path: Union[str, Path], what: str) -> None:
     """An ``ExperimentError`` when the input held nothing to convert (an empty or wrong file)."""
     if len(items) == 0:
-        raise ExperimentError(path, expected=f"{what} to convert", found=f"no {what}",
-                              fix="the file is empty or not in the expected format")
+        raise ExperimentError(
+            path,
+            expected=f"{what} to convert",
+            found=f"no {what}",
+            fix="the file is empty or not in the expected format",
+        )
 
 
 @contextmanager

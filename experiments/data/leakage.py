@@ -19,6 +19,7 @@ alike (stricter than needed: only dev and test matter for a fair evaluation), is
 
 A word, for these thresholds, is a whitespace token with a letter or digit.
 """
+
 from collections import Counter
 from pathlib import Path
 from typing import Iterable
@@ -104,7 +105,9 @@ def load_downstream_texts(assets_dir: Path) -> dict[str, list[str]]:
         path = assets_dir / rel_path
         if not path.exists():
             raise ExperimentError(
-                path, expected=f"the downstream set {name} (kept out of the corpus)", found="nothing (it is missing)",
+                path,
+                expected=f"the downstream set {name} (kept out of the corpus)",
+                found="nothing (it is missing)",
                 fix=f"run `python -m experiments.data.fetch {assets_dir}` first",
             )
         texts[name] = read_texts(path)

@@ -7,6 +7,7 @@
 * ``split_documents`` holds whole documents of the pretraining corpus out as dev,
   per source; ``to_text`` and ``count_by_source`` write and count them.
 """
+
 import random
 from collections import Counter
 from pathlib import Path
@@ -44,9 +45,7 @@ def split_indices(
     every index, and each list is sorted so the outputs keep the input order.
     """
     if dev_fraction < 0 or test_fraction < 0 or dev_fraction + test_fraction > 1:
-        raise ValueError(
-            f"bad split fractions: dev={dev_fraction}, test={test_fraction}"
-        )
+        raise ValueError(f"bad split fractions: dev={dev_fraction}, test={test_fraction}")
     order = list(range(n_items))
     random.Random(seed).shuffle(order)
     n_dev = round(n_items * dev_fraction)

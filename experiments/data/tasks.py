@@ -13,6 +13,7 @@ rt_snippets        rt_snippets/movieReviewSnippets_GroundTruth.txt    `read_rate
 Each reader checks its file and raises ``ExperimentError`` naming the line of a row not in
 the format; ``DOWNSTREAM`` gives each set's file and the function giving its texts.
 """
+
 import bisect
 import csv
 import io
@@ -49,7 +50,8 @@ def read_iob_file(path: Path) -> list[Sentence]:
         fields = line.split("\t")
         if len(fields) != 2 or not fields[0].strip() or not IOB2_TAG.match(fields[1]):
             raise ExperimentError(
-                f"{path}:{line_number}", found=repr(line),
+                f"{path}:{line_number}",
+                found=repr(line),
                 expected="'token<TAB>TAG' with an IOB2 tag (O, B-<label> or I-<label>) or a tweet break (a lone tab)",
             )
         tokens.append(fields[0])
@@ -76,7 +78,8 @@ def read_polarity_csv(path: Path) -> list[tuple[str, str]]:
             continue
         if len(row) != 2 or row[0].strip() not in LABELS or not row[1].strip():
             raise ExperimentError(
-                f"{path}:{reader.line_num}", expected="'label,text' with label 1 or -1 and a non-empty text",
+                f"{path}:{reader.line_num}",
+                expected="'label,text' with label 1 or -1 and a non-empty text",
                 found=repr(row),
             )
         rows.append((LABELS[row[0].strip()], " ".join(row[1].split())))
@@ -118,7 +121,8 @@ def read_rated_snippets(path: Path) -> list[tuple[str, float, str]]:
             rating_to_label(rating)
         except ValueError as err:
             raise ExperimentError(
-                f"{path}:{line_num}", expected=f"'id<TAB>rating<TAB>text' with a rating in {RATING_RANGE}",
+                f"{path}:{line_num}",
+                expected=f"'id<TAB>rating<TAB>text' with a rating in {RATING_RANGE}",
                 found=f"{line[:80]!r} ({err})",
             ) from None
         rows.append((fields[0].strip(), rating, " ".join(fields[2].split())))

@@ -4,6 +4,7 @@ A ``Document`` is a list of paragraphs, each one output line of the pretraining 
 helpers normalise whitespace, group sentences into lines, split lines into sentences, strip
 ``word/TAG`` part-of-speech tags, and give the normalised form texts are matched in.
 """
+
 import re
 
 # A document is a list of paragraphs; each paragraph becomes one output line.

@@ -24,6 +24,7 @@ b/ner_baseline) would share these files: one call refuses them, and a record of 
 never overwritten. (Scoring again every time would cost minutes per run of the workflow: every ELMo
 model runs its biLM over the whole test split.)
 """
+
 import json
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -63,11 +64,21 @@ def seed_run(model_dir: Path, test_path: Path) -> Run:
     try:
         seed = int(load_config(config, interpolate=False)["system"]["seed"])
     except (OSError, KeyError, TypeError, ValueError) as err:
-        raise ExperimentError(config, expected="the config.cfg spaCy saves with a trained pipeline, with its "
-                              "[system] seed", found=f"{type(err).__name__}: {err}".splitlines()[0],
-                              fix="train the run with experiments.demo.train_seeds") from None
-    return Run(id=f"{model_dir.parent.parent.name}/{model_dir.parent.name}", config=str(config), overrides=(),
-               seed=seed, test=str(test_path), inputs=(str(model_dir),), labels={FOLDER: run_of(model_dir)})
+        raise ExperimentError(
+            config,
+            expected="the config.cfg spaCy saves with a trained pipeline, with its [system] seed",
+            found=f"{type(err).__name__}: {err}".splitlines()[0],
+            fix="train the run with experiments.demo.train_seeds",
+        ) from None
+    return Run(
+        id=f"{model_dir.parent.parent.name}/{model_dir.parent.name}",
+        config=str(config),
+        overrides=(),
+        seed=seed,
+        test=str(test_path),
+        inputs=(str(model_dir),),
+        labels={FOLDER: run_of(model_dir)},
+    )
 
 
 def check_current(run: Run, model_dir: Path) -> None:
@@ -77,12 +88,16 @@ def check_current(run: Run, model_dir: Path) -> None:
     if stored is None:
         return
     now = training_fingerprint(run)
-    stale = [key for key in sorted(stored)
-             if (key.startswith("reads ") or key == "versions") and now.get(key) != stored[key]]
+    stale = [
+        key for key in sorted(stored) if (key.startswith("reads ") or key == "versions") and now.get(key) != stored[key]
+    ]
     if stale:
-        raise ExperimentError(model_dir, expected="a model trained from the data, biLM and versions there are now",
-                              found=f"{', '.join(stale)} changed since it was trained",
-                              fix="train it again with experiments.demo.train_seeds (same command), then score it")
+        raise ExperimentError(
+            model_dir,
+            expected="a model trained from the data, biLM and versions there are now",
+            found=f"{', '.join(stale)} changed since it was trained",
+            fix="train it again with experiments.demo.train_seeds (same command), then score it",
+        )
 
 
 def scored_when_trained(run: Run, model_dir: Path) -> Optional[RunRecord]:
@@ -91,8 +106,16 @@ def scored_when_trained(run: Run, model_dir: Path) -> Optional[RunRecord]:
     trained = record_of_model_in_place(model_dir.parent)
     if trained is None or trained.evaluated.get("test") != digest(Path(run.test)):
         return None
-    return trained.model_copy(update={"run": run.id, "config": run.config, "overrides": {}, "test": run.test,
-                                      "labels": dict(run.labels), "fingerprint": fingerprint(run)})
+    return trained.model_copy(
+        update={
+            "run": run.id,
+            "config": run.config,
+            "overrides": {},
+            "test": run.test,
+            "labels": dict(run.labels),
+            "fingerprint": fingerprint(run),
+        }
+    )
 
 
 def check_names(metrics_dir: Path, run_dirs: List[Path]) -> None:
@@ -100,10 +123,12 @@ def check_names(metrics_dir: Path, run_dirs: List[Path]) -> None:
     seen: Dict[str, Path] = {}
     for run_dir in run_dirs:
         if run_dir.name in seen and seen[run_dir.name] != run_dir:
-            raise ExperimentError(metrics_dir, expected="run folders of different names (each run's scores go to "
-                                  "METRICS_DIR/<its folder's name>/)",
-                                  found=f"{seen[run_dir.name]} and {run_dir}, both named {run_dir.name}",
-                                  fix="score them into different METRICS_DIRs")
+            raise ExperimentError(
+                metrics_dir,
+                expected="run folders of different names (each run's scores go to METRICS_DIR/<its folder's name>/)",
+                found=f"{seen[run_dir.name]} and {run_dir}, both named {run_dir.name}",
+                fix="score them into different METRICS_DIRs",
+            )
         seen[run_dir.name] = run_dir
 
 
@@ -131,9 +156,12 @@ def evaluate_runs(test_path: Path, metrics_dir: Path, run_dirs: List[Path]) -> N
             stored = stored_record(records, run)
             other = stored.labels.get(FOLDER) if stored is not None else None
             if other is not None and other != run.labels[FOLDER]:
-                raise ExperimentError(view_path(metrics_dir, run.id), expected=f"the scores of {run.labels[FOLDER]} "
-                                      "or no file", found=f"the scores of another run folder, {other}",
-                                      fix="score this run into another METRICS_DIR, or remove its record")
+                raise ExperimentError(
+                    view_path(metrics_dir, run.id),
+                    expected=f"the scores of {run.labels[FOLDER]} or no file",
+                    found=f"the scores of another run folder, {other}",
+                    fix="score this run into another METRICS_DIR, or remove its record",
+                )
             if is_done(run, records):
                 print(f"{model}: its record holds its scores on this test split, kept")
             elif (scored := scored_when_trained(run, model)) is not None:

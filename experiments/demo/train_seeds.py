@@ -28,11 +28,13 @@ describes the model replaced).
 
 Either way the model's training fingerprint goes into its folder with it
 (OUTPUT_DIR/seed{N}/fingerprint.json), and the model is current when that (or, in a folder without one,
-the training part of the record of this very model) equals what would be trained now. A changed setting, data split or biLM trains the seed again, and the message names what
-changed; an interrupted run resumes where it stopped, and the seed's folder is never half written.
+the training part of the record of this very model) equals what would be trained now. A changed
+setting, data split or biLM trains the seed again, and the message names what changed; an
+interrupted run resumes where it stopped, and the seed's folder is never half written.
 ``evaluate_seeds`` refuses to score a model whose training fingerprint no longer matches what its
 config reads. The logger is not part of the fingerprint: it does not change what is trained.
 """
+
 import json
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -41,19 +43,33 @@ import typer
 
 from experiments.engine.execute import TRAINING_FINGERPRINT, execute, keep_in_place, score, scratch, train_into
 from experiments.engine.run import (
-    Run, RunRecord, changed, config_fingerprint, digest, fingerprint, not_done_because, overrides_from_args,
-    read_record, training_part,
+    Run,
+    RunRecord,
+    changed,
+    config_fingerprint,
+    digest,
+    fingerprint,
+    not_done_because,
+    overrides_from_args,
+    read_record,
+    training_part,
 )
 from experiments.errors import ExperimentError, run_app
 from experiments.records import parse_seeds
 
 
-def seed_run(config: Path, output_dir: Path, seed: int, overrides: Dict[str, object],
-             test: Optional[Path] = None) -> Run:
+def seed_run(
+    config: Path, output_dir: Path, seed: int, overrides: Dict[str, object], test: Optional[Path] = None
+) -> Run:
     """Seed ``seed`` of OUTPUT_DIR as the engine run ``<OUTPUT_DIR's name>/seed{N}`` (scored on ``test``;
     without one the run can only be trained, not scored)."""
-    return Run(id=f"{output_dir.name}/seed{seed}", config=str(config), overrides=tuple(overrides.items()), seed=seed,
-               test=str(test) if test is not None else "")
+    return Run(
+        id=f"{output_dir.name}/seed{seed}",
+        config=str(config),
+        overrides=tuple(overrides.items()),
+        seed=seed,
+        test=str(test) if test is not None else "",
+    )
 
 
 def training_fingerprint(run: Run) -> Dict[str, str]:
@@ -117,8 +133,9 @@ def explain(why: List[str]) -> str:
     return "; ".join(missing) if missing else f"{', '.join(why)} changed"
 
 
-def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dict, gpu_id: int = -1,
-                test: Optional[Path] = None) -> None:
+def train_seeds(
+    config: Path, output_dir: Path, seeds: List[int], overrides: dict, gpu_id: int = -1, test: Optional[Path] = None
+) -> None:
     """Each seed not done: trained (and with ``test`` scored and recorded) as an engine run. With ``test``,
     a seed whose kept model is current but whose record is not (none yet, or another test split) is
     scored again, not trained again."""
@@ -129,11 +146,16 @@ def train_seeds(config: Path, output_dir: Path, seeds: List[int], overrides: dic
         untrained = not_trained_because(run, work)
         unscored = not_scored_because(run, work) if test is not None and not untrained else []
         if not untrained and not unscored:
-            print(f"seed {seed}: {final} was trained from the same config, data and biLM"
-                  f"{' and its record holds its scores on this test split' if test is not None else ''}, skipped")
+            print(
+                f"seed {seed}: {final} was trained from the same config, data and biLM"
+                f"{' and its record holds its scores on this test split' if test is not None else ''}, skipped"
+            )
         elif not untrained:
-            print(f"seed {seed}: {final} was trained from the same config, data and biLM, scoring it "
-                  f"({explain(unscored)})", flush=True)
+            print(
+                f"seed {seed}: {final} was trained from the same config, data and biLM, scoring it "
+                f"({explain(unscored)})",
+                flush=True,
+            )
             score(run, final / "model-best", work, fingerprint(run), final)
         else:
             if (final / "model-best").exists():
@@ -159,8 +181,12 @@ def main(
     seeds: str = typer.Option("0", help="Space-separated seeds"),
     gpu_id: int = typer.Option(-1, help="GPU id, or -1 for the CPU"),
     threads: int = typer.Option(0, min=0, help="Torch threads (0: torch's default, one per core)"),
-    test: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
-                                        help="Test split: each seed is also scored and recorded (OUTPUT_DIR/seedN.json)"),
+    test: Optional[Path] = typer.Option(
+        None,
+        exists=True,
+        dir_okay=False,
+        help="Test split: each seed is also scored and recorded (OUTPUT_DIR/seedN.json)",
+    ),
 ) -> None:
     overrides = overrides_from_args(ctx.args)
     use_threads(threads)

@@ -20,6 +20,7 @@ the same tuning is resumed. The record is complete once the three commands have 
 With ``--published NAME`` nothing is tuned: the task's biLM folder (what the ELMo runs read) holds the
 published model as it is (``experiments.data.published``).
 """
+
 import json
 import os
 import shlex
@@ -48,8 +49,16 @@ TASKS = ("ner", "sentiment5")
 TUNE_CONFIG = "configs/bilm_release.cfg"
 # The tuning's fixed settings: batches of 2,000 tokens, a low learning rate, a short warm-up.
 TUNE_SETTINGS = (
-    "--training.tokens_per_batch", "2000", "--training.eval_every", "50", "--training.checkpoint_every", "50",
-    "--training.optimizer.learn_rate", "0.0005", "--training.schedule.warmup_steps", "20",
+    "--training.tokens_per_batch",
+    "2000",
+    "--training.eval_every",
+    "50",
+    "--training.checkpoint_every",
+    "50",
+    "--training.optimizer.learn_rate",
+    "0.0005",
+    "--training.schedule.warmup_steps",
+    "20",
 )
 # Arguments of a tuning command that change how it runs, not what it makes (its progress bar, its threads):
 # left out of the tuning's record, so that changing them tunes nothing again. Flags, then options with a value.
@@ -61,6 +70,7 @@ BEFORE, AFTER = "before", "after"
 @dataclass(frozen=True)
 class Tuning:
     """``bilm`` tuned to one task of a profile; every path is relative to the project folder."""
+
     task: str
     profile: str = "full"
     bilm: str = ELMO_EN_SMALL  # a model's name or a biLM folder
@@ -114,18 +124,51 @@ def tuning_commands(t: Tuning) -> List[List[str]]:
     perplexity = [PYTHON, "-m", "spacy_elmo", "perplexity"]
     return [
         perplexity + [t.bilm, t.dev_text, "--device", t.device, "--overwrite", "--output", t.perplexity_file(BEFORE)],
-        [PYTHON, "-m", "spacy_elmo", "pretrain", TUNE_CONFIG, t.folder, "--resume",
-         "--init-from", t.bilm, "--device", t.device, "--paths.train", t.train_text,
-         "--paths.dev", t.dev_text, "--vocab.path", t.bilm, "--training.max_steps", str(t.steps),
-         *TUNE_SETTINGS, *(["--system.threads", str(t.threads)] if t.threads else [])],
+        [
+            PYTHON,
+            "-m",
+            "spacy_elmo",
+            "pretrain",
+            TUNE_CONFIG,
+            t.folder,
+            "--resume",
+            "--init-from",
+            t.bilm,
+            "--device",
+            t.device,
+            "--paths.train",
+            t.train_text,
+            "--paths.dev",
+            t.dev_text,
+            "--vocab.path",
+            t.bilm,
+            "--training.max_steps",
+            str(t.steps),
+            *TUNE_SETTINGS,
+            *(["--system.threads", str(t.threads)] if t.threads else []),
+        ],
         perplexity + [t.model, t.dev_text, "--device", t.device, "--overwrite", "--output", t.perplexity_file(AFTER)],
     ]
 
 
 def job_command(t: Tuning) -> List[str]:
     """This module as one job of a plan: the three commands, recorded when they succeed."""
-    return [PYTHON, "-m", MODULE, t.task, "--profile", t.profile, "--bilm", t.bilm, "--tune-steps", str(t.steps),
-            "--gpu-id", str(t.gpu_id), "--tune-text", t.train_text]
+    return [
+        PYTHON,
+        "-m",
+        MODULE,
+        t.task,
+        "--profile",
+        t.profile,
+        "--bilm",
+        t.bilm,
+        "--tune-steps",
+        str(t.steps),
+        "--gpu-id",
+        str(t.gpu_id),
+        "--tune-text",
+        t.train_text,
+    ]
 
 
 def tuning_inputs(t: Tuning) -> List[str]:
@@ -230,23 +273,39 @@ def main(
     bilm: str = typer.Option(Tuning.bilm, help="The biLM that is tuned: a model's name or a biLM folder"),
     tune_steps: int = typer.Option(Tuning.steps, min=1, help="Steps (2,000 tokens each) of the tuning"),
     gpu_id: int = typer.Option(Tuning.gpu_id, help="GPU id, or -1 for the CPU"),
-    published: str = typer.Option("", "--published", help=f"A published AllenNLP model ({', '.join(PUBLISHED)}; in "
-                                  f"{PUBLISHED_DIR}/NAME) to read as it is: nothing is tuned"),
+    published: str = typer.Option(
+        "",
+        "--published",
+        help=f"A published AllenNLP model ({', '.join(PUBLISHED)}; in "
+        f"{PUBLISHED_DIR}/NAME) to read as it is: nothing is tuned",
+    ),
     threads: int = typer.Option(0, min=0, help="Torch threads of the tuning (0: the tuning config's)"),
-    tune_text: str = typer.Option("", "--tune-text", help="Unlabelled text to tune on (\"\": the task's "
-                                                          "training split)"),
+    tune_text: str = typer.Option(
+        "", "--tune-text", help='Unlabelled text to tune on ("": the task\'s training split)'
+    ),
 ) -> None:
     """Tune the biLM to one task (three commands, in the job's log) and record what it was tuned from.
     With --published: no tuning; the task's biLM folder holds the published model as it is."""
     if task not in TASKS:
         raise typer.BadParameter(f"expected one of {', '.join(TASKS)}, got {task!r}", param_hint="TASK")
     os.chdir(ROOT)
-    t = Tuning(task=task, profile=profile, bilm=bilm, steps=tune_steps, gpu_id=gpu_id, threads=threads,
-               text=tune_text, published=published)
+    t = Tuning(
+        task=task,
+        profile=profile,
+        bilm=bilm,
+        steps=tune_steps,
+        gpu_id=gpu_id,
+        threads=threads,
+        text=tune_text,
+        published=published,
+    )
     if not t.published and not Path(t.train_text).exists():
-        typer.echo(f"tuning the biLM to {task}: expected the text to tune on at {t.train_text}, found "
-                   "nothing. Build it first (the task's training split: its convert step; corpus v2's "
-                   "per-source text: `spacy project run prepare-corpus-v2`).", err=True)
+        typer.echo(
+            f"tuning the biLM to {task}: expected the text to tune on at {t.train_text}, found "
+            "nothing. Build it first (the task's training split: its convert step; corpus v2's "
+            "per-source text: `spacy project run prepare-corpus-v2`).",
+            err=True,
+        )
         raise typer.Exit(2)
     if t.published:
         with exit_on_bad_input():

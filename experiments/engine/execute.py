@@ -19,6 +19,7 @@ Training runs in this process (the command's on one torch thread: a plan runs ma
 called from another program keeps its threads), so that pausing the study's processes
 (``pkill -STOP -f 'experiments\\.'``) pauses the training too.
 """
+
 import datetime
 import json
 import shutil
@@ -30,7 +31,18 @@ from typing import Any, Dict, List, Optional, Tuple
 import typer
 
 from experiments.engine.run import (
-    AGREE, TEST, Run, RunRecord, accuracy, changed, digest, f1, fingerprint, macro_f, record_path, training_part,
+    AGREE,
+    TEST,
+    Run,
+    RunRecord,
+    accuracy,
+    changed,
+    digest,
+    f1,
+    fingerprint,
+    macro_f,
+    record_path,
+    training_part,
     write_record,
 )
 from experiments.errors import ExperimentError, run_app
@@ -83,10 +95,10 @@ def ner_counts(examples) -> Dict[str, int]:
         gold = {(e.label_, e.start, e.end) for e in eg.reference.ents}
         x2y = eg.alignment.x2y
         for ent in eg.predicted.ents:
-            indices = x2y[ent.start:ent.end]
+            indices = x2y[ent.start : ent.end]
             if not len(indices):
                 continue
-            if any(token.ent_iob == 0 for token in eg.reference[indices[0]:indices[-1] + 1]):
+            if any(token.ent_iob == 0 for token in eg.reference[indices[0] : indices[-1] + 1]):
                 continue
             key = (ent.label_, int(indices[0]), int(indices[-1]) + 1)
             if key in gold:
@@ -155,13 +167,19 @@ def evaluate(nlp, test: Path) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         counts = tag_counts(examples)
         ours, theirs = f1(**counts), scores.get("tag_acc")
     else:
-        raise ExperimentError(test, expected="a pipeline with a textcat, an ner or a tagger to score on it",
-                              found=f"the components {', '.join(nlp.pipe_names)}",
-                              fix="score other pipelines with `spacy evaluate`")
+        raise ExperimentError(
+            test,
+            expected="a pipeline with a textcat, an ner or a tagger to score on it",
+            found=f"the components {', '.join(nlp.pipe_names)}",
+            fix="score other pipelines with `spacy evaluate`",
+        )
     if theirs is None or abs(ours - theirs) > AGREE:
-        raise ExperimentError(test, expected="the counts kept for the record to give spaCy's score",
-                              found=f"{ours!r} from the counts, {theirs!r} from spaCy",
-                              fix="report this: the record's counts would not give its scores")
+        raise ExperimentError(
+            test,
+            expected="the counts kept for the record to give spaCy's score",
+            found=f"{ours!r} from the counts, {theirs!r} from spaCy",
+            fix="report this: the record's counts would not give its scores",
+        )
     return scores, counts
 
 
@@ -232,8 +250,9 @@ def keep_in_place(run_id: str, records: Path, work: Path, training: Dict[str, st
     swap_into_place(partial, Path(work) / run_id, scratch(work, run_id, "stale"))
 
 
-def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir: Path,
-          train_minutes: Optional[float] = None) -> Path:
+def score(
+    run: Run, model: Path, records: Path, before: Dict[str, str], run_dir: Path, train_minutes: Optional[float] = None
+) -> Path:
     """Score ``model`` (the pipeline ``run`` trained) on the run's test split and write its record, when the
     run's fingerprint is still ``before``; ``run_dir`` holds the training's dev curve. Returns the record's path."""
     import spacy
@@ -246,14 +265,28 @@ def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir:
     after = fingerprint(run)
     moved = changed(before, after)
     if moved:
-        raise ExperimentError(run.id, expected="the run's inputs unchanged while it trained and was scored",
-                              found=f"{', '.join(moved)} changed", fix="run the study again once they are settled")
+        raise ExperimentError(
+            run.id,
+            expected="the run's inputs unchanged while it trained and was scored",
+            found=f"{', '.join(moved)} changed",
+            fix="run the study again once they are settled",
+        )
     record = RunRecord(
-        run=run.id, config=run.config, overrides=dict(run.overrides), seed=run.seed, test=run.test,
-        labels=dict(run.labels), fingerprint=after,
-        evaluated={"model": digest(model), "test": after[TEST]}, scores=scores, counts=counts,
-        dev_curve=read_dev_curve(run_dir), mixes=listener_mixes(nlp), sizes=sizes(run),
-        train_minutes=train_minutes, cpu=cpu_model(),
+        run=run.id,
+        config=run.config,
+        overrides=dict(run.overrides),
+        seed=run.seed,
+        test=run.test,
+        labels=dict(run.labels),
+        fingerprint=after,
+        evaluated={"model": digest(model), "test": after[TEST]},
+        scores=scores,
+        counts=counts,
+        dev_curve=read_dev_curve(run_dir),
+        mixes=listener_mixes(nlp),
+        sizes=sizes(run),
+        train_minutes=train_minutes,
+        cpu=cpu_model(),
         finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     )
     return write_record(records, record)
@@ -261,7 +294,8 @@ def score(run: Run, model: Path, records: Path, before: Dict[str, str], run_dir:
 
 def execute(run: Run, records: Path, work: Path, keep_model: bool = False, gpu_id: int = -1) -> Path:
     """Train, score and record ``run``; returns the record's path."""
-    # torch's threads left as they are: a job runs on one (jobs.ONE_THREAD, main()), a program calling this keeps its own
+    # torch's threads left as they are: a job runs on one (jobs.ONE_THREAD, main()),
+    # a program calling this keeps its own
     before = fingerprint(run)
     partial = scratch(work, run.id, "partial")
     print(f"{run.id}: training {run.config} (seed {run.seed}) in {partial}", flush=True)

@@ -23,6 +23,7 @@ keeps running behind a stopped runner.
             Job("b", ("python", "-c", "..."), Path("logs/b.log"), done=b_is_done, needs=("a",))]
     summary = run_jobs(jobs, n_jobs=2, minutes=30)
 """
+
 import os
 import signal
 import subprocess
@@ -31,7 +32,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, IO, List, Mapping, Optional, Sequence, Tuple
+from typing import IO, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 # One thread per job: the jobs run side by side, one per core.
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
@@ -46,6 +47,7 @@ class Job:
     done: says whether the job's result is current (None: the job always runs).
     needs: names of earlier jobs that must succeed (or be done) before this one starts.
     """
+
     name: str
     command: Tuple[str, ...]
     log: Path
@@ -70,8 +72,7 @@ class Summary:
         if self.not_started:
             parts.append(f"{len(self.not_started)} not started before the deadline")
         if self.blocked:
-            parts.append(f"{len(self.blocked)} not started because a job they need failed: "
-                         f"{', '.join(self.blocked)}")
+            parts.append(f"{len(self.blocked)} not started because a job they need failed: {', '.join(self.blocked)}")
         if self.failed:
             parts.append(f"{len(self.failed)} failed: {', '.join(self.failed)}")
         return "; ".join(parts)
@@ -85,8 +86,10 @@ def check_jobs(jobs: Sequence[Job]) -> None:
             raise ValueError(f"Two jobs are named {job.name!r}: give each job its own name.")
         unknown = [need for need in job.needs if need not in seen]
         if unknown:
-            raise ValueError(f"Job {job.name!r} needs {', '.join(map(repr, unknown))}, which is not a job listed "
-                             f"before it: list the jobs a job needs first.")
+            raise ValueError(
+                f"Job {job.name!r} needs {', '.join(map(repr, unknown))}, which is not a job listed "
+                f"before it: list the jobs a job needs first."
+            )
         seen.add(job.name)
 
 
@@ -144,8 +147,10 @@ def run_jobs(
                     else:
                         status[name] = "failed"
                         summary.failed.append(name)
-                        echo(f"FAILED  {name} (exit status {code}) after {took:.1f} min; its log, {job.log}, "
-                             f"ends:\n" + _tail(job.log))
+                        echo(
+                            f"FAILED  {name} (exit status {code}) after {took:.1f} min; its log, {job.log}, "
+                            f"ends:\n" + _tail(job.log)
+                        )
                 for job in list(pending):
                     if any(status.get(need) == "failed" for need in job.needs):
                         pending.remove(job)
@@ -165,9 +170,16 @@ def run_jobs(
                     job.log.parent.mkdir(parents=True, exist_ok=True)
                     log = open(job.log, "wb")
                     try:
-                        process = subprocess.Popen(list(job.command), stdout=log, stderr=subprocess.STDOUT,
-                                                   stdin=subprocess.DEVNULL, cwd=cwd, env=job_env,
-                                                   start_new_session=True, preexec_fn=_default_sigint)
+                        process = subprocess.Popen(
+                            list(job.command),
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL,
+                            cwd=cwd,
+                            env=job_env,
+                            start_new_session=True,
+                            preexec_fn=_default_sigint,
+                        )
                     except OSError as err:
                         log.close()
                         status[job.name] = "failed"

@@ -17,6 +17,7 @@ One launcher at a time trains into a work folder: a second one started on the sa
 same command run twice) is refused while the first holds the folder's lock, rather than both
 training the same runs into the same places.
 """
+
 import fcntl
 import os
 import shlex
@@ -25,7 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from experiments.engine.jobs import Job, Summary, is_done as job_is_done, run_jobs
+from experiments.engine.jobs import Job, Summary, run_jobs
+from experiments.engine.jobs import is_done as job_is_done
 from experiments.engine.run import Run, is_done
 from experiments.errors import ExperimentError
 
@@ -37,19 +39,41 @@ def check_unique(runs: Sequence[Run]) -> None:
     seen = set()
     for run in runs:
         if run.id in seen:
-            raise ExperimentError("the plan", expected="one run per id", found=f"two runs named {run.id}",
-                                  fix="give each run of a plan its own id")
+            raise ExperimentError(
+                "the plan",
+                expected="one run per id",
+                found=f"two runs named {run.id}",
+                fix="give each run of a plan its own id",
+            )
         seen.add(run.id)
 
 
-def run_job(run: Run, records: Path, work: Path, logs: Path, keep_model: bool = False, name: str = "",
-            needs: Sequence[str] = (), gpu_id: int = -1) -> Job:
+def run_job(
+    run: Run,
+    records: Path,
+    work: Path,
+    logs: Path,
+    keep_model: bool = False,
+    name: str = "",
+    needs: Sequence[str] = (),
+    gpu_id: int = -1,
+) -> Job:
     """A run as a job (named ``name``, else by the run's id): ``experiments.engine.execute`` in a process
     of its own, done when ``is_done``."""
-    command = (sys.executable, "-m", "experiments.engine.execute", str(records), str(work), "--run", run.to_json(),
-               *(("--keep-model",) if keep_model else ()), *(("--gpu-id", str(gpu_id)) if gpu_id >= 0 else ()))
-    return Job(name or run.id, command, logs / f"{name or run.id}.log", done=lambda: is_done(run, records),
-               needs=tuple(needs))
+    command = (
+        sys.executable,
+        "-m",
+        "experiments.engine.execute",
+        str(records),
+        str(work),
+        "--run",
+        run.to_json(),
+        *(("--keep-model",) if keep_model else ()),
+        *(("--gpu-id", str(gpu_id)) if gpu_id >= 0 else ()),
+    )
+    return Job(
+        name or run.id, command, logs / f"{name or run.id}.log", done=lambda: is_done(run, records), needs=tuple(needs)
+    )
 
 
 def importable() -> dict:
@@ -69,8 +93,12 @@ def work_lock(work: Path):
         except BlockingIOError:
             lock.seek(0)
             holder = lock.read().strip() or "another process"
-            raise ExperimentError(work, expected="no other runner training here", found=f"process {holder} runs there",
-                                  fix="wait for it, or stop it (its runs resume when started again)") from None
+            raise ExperimentError(
+                work,
+                expected="no other runner training here",
+                found=f"process {holder} runs there",
+                fix="wait for it, or stop it (its runs resume when started again)",
+            ) from None
         lock.seek(0)
         lock.truncate()
         lock.write(str(os.getpid()))
@@ -81,13 +109,27 @@ def work_lock(work: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def launch(jobs: Sequence[Job], work: Path, n_jobs: int = 1, minutes: Optional[float] = None,
-           cwd: Optional[Path] = None, echo: Callable[[str], None] = print) -> Summary:
+def launch(
+    jobs: Sequence[Job],
+    work: Path,
+    n_jobs: int = 1,
+    minutes: Optional[float] = None,
+    cwd: Optional[Path] = None,
+    echo: Callable[[str], None] = print,
+) -> Summary:
     """The one launcher: every job not done, ``n_jobs`` at a time, while this process holds ``work``'s lock;
     no job starts after ``minutes`` (None or 0: no deadline)."""
     with work_lock(Path(work)):
-        return run_jobs(jobs, n_jobs=n_jobs, minutes=minutes, cwd=cwd, env=importable(), echo=echo, follow=True,
-                        poll_seconds=POLL_SECONDS)
+        return run_jobs(
+            jobs,
+            n_jobs=n_jobs,
+            minutes=minutes,
+            cwd=cwd,
+            env=importable(),
+            echo=echo,
+            follow=True,
+            poll_seconds=POLL_SECONDS,
+        )
 
 
 def jobs_of_runs(runs: Sequence[Run], records: Path, work: Path, logs: Path, keep_model: bool = False) -> List[Job]:
@@ -96,9 +138,16 @@ def jobs_of_runs(runs: Sequence[Run], records: Path, work: Path, logs: Path, kee
     return [run_job(run, records, work, logs, keep_model) for run in runs]
 
 
-def run_plan(runs: Sequence[Run], records: Path, work: Path, logs: Path, jobs: int = 1,
-             minutes: Optional[float] = None, keep_model: bool = False,
-             echo: Callable[[str], None] = print) -> Summary:
+def run_plan(
+    runs: Sequence[Run],
+    records: Path,
+    work: Path,
+    logs: Path,
+    jobs: int = 1,
+    minutes: Optional[float] = None,
+    keep_model: bool = False,
+    echo: Callable[[str], None] = print,
+) -> Summary:
     """Every run not done, ``jobs`` at a time (``launch``); no run starts after ``minutes`` (None: no deadline)."""
     return launch(jobs_of_runs(runs, records, work, logs, keep_model), work, jobs, minutes, echo=echo)
 

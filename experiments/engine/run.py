@@ -25,6 +25,7 @@ a test split, by ``experiments.demo.evaluate_seeds`` through the same ``execute.
 A study names a run's overrides as ``spacy train`` reads them from its command line (``overrides_from_args``:
 ``["--training.max_steps", "1000"]`` is ``{"training.max_steps": 1000}``).
 """
+
 import hashlib
 import json
 import math
@@ -53,6 +54,7 @@ class Run:
     overrides: ``spacy train`` settings (``section.key``: value), the seed left out.
     inputs: other files the run depends on (their content is part of the fingerprint).
     """
+
     id: str
     config: str
     overrides: Tuple[Tuple[str, Any], ...]
@@ -70,9 +72,17 @@ class Run:
         return {**dict(self.overrides), "system.seed": self.seed}
 
     def to_json(self) -> str:
-        return json.dumps({"id": self.id, "config": self.config, "overrides": [list(o) for o in self.overrides],
-                           "seed": self.seed, "test": self.test, "inputs": list(self.inputs),
-                           "labels": dict(self.labels)})
+        return json.dumps(
+            {
+                "id": self.id,
+                "config": self.config,
+                "overrides": [list(o) for o in self.overrides],
+                "seed": self.seed,
+                "test": self.test,
+                "inputs": list(self.inputs),
+                "labels": dict(self.labels),
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str, where: str = "--run") -> "Run":
@@ -81,10 +91,21 @@ class Run:
             data = _RunJson.model_validate_json(text)
         except ValidationError as err:
             fields = ", ".join(_RunJson.model_fields)
-            raise ExperimentError(where, expected=f"a run as Run.to_json writes it ({fields})", found=first_error(err),
-                                  fix="pass the JSON text a plan gives its jobs") from None
-        return cls(id=data.id, config=data.config, overrides=tuple(data.overrides), seed=data.seed, test=data.test,
-                   inputs=tuple(data.inputs), labels=data.labels)
+            raise ExperimentError(
+                where,
+                expected=f"a run as Run.to_json writes it ({fields})",
+                found=first_error(err),
+                fix="pass the JSON text a plan gives its jobs",
+            ) from None
+        return cls(
+            id=data.id,
+            config=data.config,
+            overrides=tuple(data.overrides),
+            seed=data.seed,
+            test=data.test,
+            inputs=tuple(data.inputs),
+            labels=data.labels,
+        )
 
 
 class _RunJson(BaseModel):
@@ -113,8 +134,12 @@ def check_run_id(run_id: str) -> str:
     """``run_id`` when it is a relative path of plain names (``cv/ner/elmo/fold0/seed0``): a run's record and
     views are named by it, so an empty part, ``.``, ``..`` or a leading ``/`` would put them elsewhere."""
     if any(part in ("", ".", "..") for part in run_id.replace("\\", "/").split("/")):
-        raise ExperimentError("a run id", expected="a relative path such as cv/ner/elmo/fold0/seed0",
-                              found=repr(run_id), fix="name each run by a path of plain parts")
+        raise ExperimentError(
+            "a run id",
+            expected="a relative path such as cv/ner/elmo/fold0/seed0",
+            found=repr(run_id),
+            fix="name each run by a path of plain parts",
+        )
     return run_id
 
 
@@ -200,9 +225,12 @@ def config_fingerprint(config_path: str, settings: Mapping[str, Any], where: str
     try:
         config = load_config(config_path, overrides=dict(settings), interpolate=True)
     except (OSError, ValueError) as err:  # confection's ConfigValidationError is a ValueError
-        raise ExperimentError(config_path, expected="a spaCy config that takes the run's overrides",
-                              found=f"{type(err).__name__}: {err}".splitlines()[0],
-                              fix=f"check the config and the overrides{' of run ' + where if where else ''}") from None
+        raise ExperimentError(
+            config_path,
+            expected="a spaCy config that takes the run's overrides",
+            found=f"{type(err).__name__}: {err}".splitlines()[0],
+            fix=f"check the config and the overrides{' of run ' + where if where else ''}",
+        ) from None
     result = {
         "config": hashlib.sha256(config.to_str().encode("utf-8")).hexdigest(),
         "versions": f"spacy {spacy.__version__}, spacy-elmo {spacy_elmo.__version__}",
@@ -221,13 +249,15 @@ def fingerprint(run: Run) -> Dict[str, str]:
     training = config_fingerprint(run.config, run.settings, run.id)
     test = Path(run.test)
     if not test.exists():
-        raise ExperimentError(test, expected=f"the test split of run {run.id}", found="nothing",
-                              fix="convert or cut the data first")
+        raise ExperimentError(
+            test, expected=f"the test split of run {run.id}", found="nothing", fix="convert or cut the data first"
+        )
     result = {**training, TEST: digest(test)}
     for path in run.inputs:
         if not Path(path).exists():
-            raise ExperimentError(path, expected=f"an input of run {run.id}", found="nothing",
-                                  fix="prepare the study's inputs first")
+            raise ExperimentError(
+                path, expected=f"an input of run {run.id}", found="nothing", fix="prepare the study's inputs first"
+            )
         result[f"{INPUT}{path}"] = digest(Path(path))
     return result
 
@@ -272,6 +302,7 @@ def accuracy(matrix: List[List[int]]) -> float:
 
 class RunRecord(BaseModel):
     """What a finished run leaves: its scores and what they were computed from."""
+
     run: str
     config: str
     overrides: Dict[str, Any]
@@ -281,7 +312,9 @@ class RunRecord(BaseModel):
     fingerprint: Dict[str, str]
     evaluated: Dict[str, str]  # {"model": digest of the model scored, "test": digest of the test split}
     scores: Dict[str, Any]
-    counts: Dict[str, Any]  # NER, tagger: {"tp", "fp", "fn"}; textcat: {"labels", "confusion" (gold rows, predicted columns)}
+    counts: Dict[
+        str, Any
+    ]  # NER, tagger: {"tp", "fp", "fn"}; textcat: {"labels", "confusion" (gold rows, predicted columns)}
     dev_curve: List[Dict[str, float]] = []
     mixes: Dict[str, Any] = {}  # each ELMo listener's learned layer mix (spacy_elmo.layer_mixes.listener_mixes)
     sizes: Dict[str, int] = {}  # docs in the training and test splits
@@ -318,11 +351,18 @@ def _cells(counts: Mapping[str, Any]) -> List[Any]:
     """The cells of a textcat record's confusion matrix, once it is square with one row and column per label
     (at least one label, each a name given once)."""
     labels, rows = counts.get("labels"), counts[CONFUSION]
-    if not isinstance(labels, list) or not labels or not all(isinstance(label, str) for label in labels) \
-            or len(set(labels)) != len(labels):
+    if (
+        not isinstance(labels, list)
+        or not labels
+        or not all(isinstance(label, str) for label in labels)
+        or len(set(labels)) != len(labels)
+    ):
         raise ValueError("labels are the classes' names, each once, at least one")
-    if not isinstance(rows, list) or len(rows) != len(labels) \
-            or any(not isinstance(row, list) or len(row) != len(labels) for row in rows):
+    if (
+        not isinstance(rows, list)
+        or len(rows) != len(labels)
+        or any(not isinstance(row, list) or len(row) != len(labels) for row in rows)
+    ):
         raise ValueError("a confusion matrix is square, one row and column per label")
     return [value for row in rows for value in row]
 
@@ -349,13 +389,18 @@ def read_record(path: Path) -> RunRecord:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise ExperimentError(path, expected="a run record (UTF-8 JSON)", found=f"{type(err).__name__}: {err}",
-                              fix="run the study again: a run without a readable record is trained again") from None
+        raise ExperimentError(
+            path,
+            expected="a run record (UTF-8 JSON)",
+            found=f"{type(err).__name__}: {err}",
+            fix="run the study again: a run without a readable record is trained again",
+        ) from None
     try:
         return RunRecord.model_validate_json(text)
     except ValidationError as err:
-        raise ExperimentError(path, expected="a run record", found=first_error(err),
-                              fix="remove it and run the study again") from None
+        raise ExperimentError(
+            path, expected="a run record", found=first_error(err), fix="remove it and run the study again"
+        ) from None
 
 
 def read_record_of(records: Path, run: Run) -> Optional[RunRecord]:
@@ -366,8 +411,12 @@ def read_record_of(records: Path, run: Run) -> Optional[RunRecord]:
         return None
     record = read_record(path)
     if record.run != run.id:
-        raise ExperimentError(path, expected=f"the record of run {run.id}", found=f"the record of run {record.run}",
-                              fix="remove it: the study then trains the run again")
+        raise ExperimentError(
+            path,
+            expected=f"the record of run {run.id}",
+            found=f"the record of run {record.run}",
+            fix="remove it: the study then trains the run again",
+        )
     return record
 
 

@@ -8,6 +8,7 @@ that file from its record: the record's scores, ``evaluated`` (the digests of th
 split scored) and ``run``. A view is derived, never a second done-check: it is rewritten whenever
 it differs from its record, and a run without a record has none.
 """
+
 import json
 import sys
 from pathlib import Path
@@ -25,8 +26,12 @@ def view_path(metrics: Path, run_id: str) -> Path:
     `check_run_id`: a view and the record it is read from stay inside their folders)."""
     parts = check_run_id(run_id).split("/")
     if len(parts) < 2 or not parts[-1].startswith("seed"):
-        raise ExperimentError(run_id, expected="an engine run named <run>/seed<N>", found="another name",
-                              fix="name the plan's runs <run>/seed<N> to give them per-seed score files")
+        raise ExperimentError(
+            run_id,
+            expected="an engine run named <run>/seed<N>",
+            found="another name",
+            fix="name the plan's runs <run>/seed<N> to give them per-seed score files",
+        )
     return Path(metrics, *parts[:-1], f"{parts[-1]}.json")
 
 
@@ -49,8 +54,9 @@ def write_views(records: Path, metrics: Path, run_ids: List[str]) -> List[Path]:
     return written
 
 
-def main(records: Path = typer.Argument(...), metrics: Path = typer.Argument(...),
-         run_ids: List[str] = typer.Argument(...)) -> None:
+def main(
+    records: Path = typer.Argument(...), metrics: Path = typer.Argument(...), run_ids: List[str] = typer.Argument(...)
+) -> None:
     for path in write_views(records, metrics, run_ids):
         typer.echo(f"wrote {path}")
 

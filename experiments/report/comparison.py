@@ -13,6 +13,7 @@ A run of two seeds or more shows mean ± std and its gain a paired 95% interval
 and sign-flip p; a run of one seed shows its score alone, and the table and the
 plot then say that one seed is not a result (``ONE_SEED_CAVEAT``).
 """
+
 import json
 import statistics
 import textwrap
@@ -50,8 +51,10 @@ SIGN_FLIP_CHUNK = 10_000  # draws held in memory at once
 COMPONENTS = {"ner": "ner", "sentiment5": "textcat", "textcat": "textcat", "pos": "tagger"}
 # Where a run has one seed: under the table, and (shorter) on the plot.
 CV_STUDY = "docs/results/cv/results.md"
-ONE_SEED_CAVEAT = (f"**One seed: not a result.** A single run per side has no spread, no interval and no test; "
-                   f"see the cross-validated study ({CV_STUDY}) for what ELMo measurably adds.")
+ONE_SEED_CAVEAT = (
+    f"**One seed: not a result.** A single run per side has no spread, no interval and no test; "
+    f"see the cross-validated study ({CV_STUDY}) for what ELMo measurably adds."
+)
 ONE_SEED_PLOT_CAVEAT = f"one seed: not a result; see the cross-validated study, {CV_STUDY}"
 COLOURS = ["#999999", "#3b75af", "#9ecae1"]  # baseline, then VARIANTS in order
 
@@ -92,7 +95,9 @@ def collect_scores(metrics_dir: Path) -> Dict[str, Dict[str, Dict[str, float]]]:
     return results
 
 
-def gains(row: Dict[str, Dict[str, float]], variant: str = "elmo", against: str = "baseline") -> Optional[Dict[str, float]]:
+def gains(
+    row: Dict[str, Dict[str, float]], variant: str = "elmo", against: str = "baseline"
+) -> Optional[Dict[str, float]]:
     """The variant against another run of the row (the baseline): absolute gain, relative
     error reduction, a bootstrap 95% interval of the mean difference and the two-sided
     sign-flip p-value (`sign_flip_test`), all over the seeds both have (paired by seed); over all seeds of each
@@ -110,8 +115,12 @@ def gains(row: Dict[str, Dict[str, float]], variant: str = "elmo", against: str 
     reduction = 100.0 * (error_base - (100.0 - other)) / error_base if error_base else None
     differences = numpy.asarray([row[variant]["by_seed"][s] - row[against]["by_seed"][s] for s in common])
     # pairs: the seeds compared (0: the means of runs that share no seed, unpaired)
-    return {"absolute": other - base, "relative_error_reduction": reduction, "pairs": len(common),
-            **paired_test(differences)}
+    return {
+        "absolute": other - base,
+        "relative_error_reduction": reduction,
+        "pairs": len(common),
+        **paired_test(differences),
+    }
 
 
 def reduction_text(gain: Dict[str, Any]) -> str:
@@ -135,7 +144,9 @@ def paired_test(differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_PAI
 
 
 def sign_flip_test(
-    differences: numpy.ndarray, exact_max_pairs: int = EXACT_MAX_PAIRS, draws: int = SIGN_FLIP_DRAWS,
+    differences: numpy.ndarray,
+    exact_max_pairs: int = EXACT_MAX_PAIRS,
+    draws: int = SIGN_FLIP_DRAWS,
     seed: int = SIGN_FLIP_SEED,
 ) -> Dict[str, object]:
     """The two-sided sign-flip test of a mean paired difference of zero.
@@ -207,17 +218,39 @@ def comparison_cells(g: Optional[Dict[str, Any]]) -> List[str]:
 def markdown_table(scores, perplexity: Optional[dict]) -> str:
     """The results table; the interval and the sign-flip p only where some comparison is paired over
     two seeds or more, and ``ONE_SEED_CAVEAT`` under it where some run has one seed."""
-    compared = [(task, row, variant, gains(row, variant)) for task, row in scores.items() for variant in VARIANTS
-                if variant in row]
+    compared = [
+        (task, row, variant, gains(row, variant))
+        for task, row in scores.items()
+        for variant in VARIANTS
+        if variant in row
+    ]
     tested = any(g and "ci95_low" in g for *_, g in compared)
-    header = ["task", "baseline", "run", "score", "absolute gain [95% CI]" if tested else "absolute gain",
-              "relative error reduction", *(["sign-flip p"] if tested else []), "seeds"]
+    header = [
+        "task",
+        "baseline",
+        "run",
+        "score",
+        "absolute gain [95% CI]" if tested else "absolute gain",
+        "relative error reduction",
+        *(["sign-flip p"] if tested else []),
+        "seeds",
+    ]
     rows = []
     for task, row, variant, g in compared:
         gain, reduction, p_value = comparison_cells(g)
         base = mean_text(row["baseline"]) if "baseline" in row else "—"
-        rows.append([TASKS[task][1], base, VARIANTS[variant], mean_text(row[variant]), gain, reduction,
-                     *([p_value] if tested else []), str(max(run["n"] for run in row.values()))])
+        rows.append(
+            [
+                TASKS[task][1],
+                base,
+                VARIANTS[variant],
+                mean_text(row[variant]),
+                gain,
+                reduction,
+                *([p_value] if tested else []),
+                str(max(run["n"] for run in row.values())),
+            ]
+        )
     lines = [md_table(header, rows)]
     if one_seed(scores):
         lines += ["", ONE_SEED_CAVEAT]

@@ -7,6 +7,7 @@ the share of the training split, log x, mean ± std over seeds) and
 layer_weights.png (the learned mix of NER, sentiment and the POS probe). Gains
 are paired by seed, with report.py's bootstrap interval and sign-flip p.
 """
+
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -16,7 +17,7 @@ import typer
 
 from experiments.errors import run_main
 from experiments.report.comparison import TASKS as REPORT_TASKS
-from experiments.report.comparison import gains, mean_std, mean_text, md_table, reduction_text
+from experiments.report.comparison import gains, md_table, mean_std, mean_text, reduction_text
 from spacy_elmo.layer_mixes import layer_names, mean_over_runs, plot_mixes
 
 TITLES = {task: label for task, (_, label) in REPORT_TASKS.items()}
@@ -84,8 +85,16 @@ def curve_table(task: str, shares: dict, docs: dict) -> str:
     for share in sorted(shares):
         row = shares[share]
         n = min(row[v]["n"] for v in ("baseline", "elmo") if v in row)
-        rows.append([f"{share:.0%}", f"{docs[share]:,}", fmt(row.get("baseline")), fmt(row.get("elmo")),
-                     fmt_gain(gains(row, "elmo")), str(n)])
+        rows.append(
+            [
+                f"{share:.0%}",
+                f"{docs[share]:,}",
+                fmt(row.get("baseline")),
+                fmt(row.get("elmo")),
+                fmt_gain(gains(row, "elmo")),
+                str(n),
+            ]
+        )
     header = ["share of train", "docs", "baseline", "+ ELMo", "gain [95% CI], sign-flip p", "seeds"]
     return f"**{TITLES[task]}**: learning curve\n\n" + md_table(header, rows)
 
@@ -109,14 +118,20 @@ def probe_table(row: dict, mixes: dict) -> str:
     if mixes.get("probe_mix"):
         runs = mixes["probe_mix"]
         mean = [sum(w[j] for w in runs) / len(runs) for j in range(len(runs[0]))]
-        lines += ["", "Learned mix of the probe (softmax(s), mean over seeds): "
-                  + ", ".join(f"{name} {w:.3f}" for name, w in zip(layer_names(len(mean)), mean))]
+        lines += [
+            "",
+            "Learned mix of the probe (softmax(s), mean over seeds): "
+            + ", ".join(f"{name} {w:.3f}" for name, w in zip(layer_names(len(mean)), mean)),
+        ]
     return "\n".join(lines)
 
 
 def cost_table(cost: dict) -> str:
-    rows = [[task, variant, f"{c['train_wps_first']:,.0f}", f"{c['train_wps_cached']:,.0f}", f"{c['predict_wps']:,.0f}"]
-            for task, variants in cost["tasks"].items() for variant, c in variants.items()]
+    rows = [
+        [task, variant, f"{c['train_wps_first']:,.0f}", f"{c['train_wps_cached']:,.0f}", f"{c['predict_wps']:,.0f}"]
+        for task, variants in cost["tasks"].items()
+        for variant, c in variants.items()
+    ]
     header = ["task", "run", "train words/s (first epoch)", "train words/s (cached epochs)", "predict words/s"]
     return md_table(header, rows)
 
@@ -133,8 +148,13 @@ def plot_curves(task: str, shares: dict, output: Path) -> None:
         stds = [s["std"] for _, s in points]
         share_xs = [100 * x for x, _ in points]
         ax.plot(share_xs, means, marker="o", color=colour, label=label)
-        ax.fill_between(share_xs, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
-                        color=colour, alpha=0.2)
+        ax.fill_between(
+            share_xs,
+            [m - s for m, s in zip(means, stds)],
+            [m + s for m, s in zip(means, stds)],
+            color=colour,
+            alpha=0.2,
+        )
     ax.set_xscale("log")
     ax.set_xticks([100 * x for x in xs])
     ax.set_xticklabels([f"{100 * x:g}%" for x in xs])
@@ -158,22 +178,40 @@ def main(
     parts = [f"# {title}", ""]
     for task in ("ner", "sentiment5"):
         if task in scores:
-            parts += [curve_table(task, scores[task], docs[task]), "",
-                      four_row_table(task, scores[task].get(1.0, {})), ""]
+            parts += [
+                curve_table(task, scores[task], docs[task]),
+                "",
+                four_row_table(task, scores[task].get(1.0, {})),
+                "",
+            ]
             plot_curves(task, scores[task], output_dir / f"curves_{task}.png")
     if "pos" in scores:
         parts += [f"**{TITLES['pos']}**: the layer probe", "", probe_table(scores["pos"][1.0], mixes["pos"]), ""]
-    task_mixes = {name: mixes[task][variant] for name, task, variant in
-                  (("NER", "ner", "elmo"), ("sentiment", "sentiment5", "elmo"), ("POS probe", "pos", "probe_mix"))
-                  if mixes[task].get(variant)}
+    task_mixes = {
+        name: mixes[task][variant]
+        for name, task, variant in (
+            ("NER", "ner", "elmo"),
+            ("sentiment", "sentiment5", "elmo"),
+            ("POS probe", "pos", "probe_mix"),
+        )
+        if mixes[task].get(variant)
+    }
     plot_mixes(mean_over_runs(task_mixes), output_dir / "layer_weights.png", title="Layer weights each task learned")
     cost_data = json.loads(cost.read_text()) if cost else None
     if cost_data:
         parts += ["**Cost** on " + cost_data["machine"], "", cost_table(cost_data), ""]
     (output_dir / "results.md").write_text("\n".join(parts))
-    (output_dir / "results.json").write_text(json.dumps(
-        {"scores": {t: {str(s): v for s, v in shares.items()} for t, shares in scores.items()},
-         "mixes": task_mixes, "cost": cost_data}, indent=1) + "\n")
+    (output_dir / "results.json").write_text(
+        json.dumps(
+            {
+                "scores": {t: {str(s): v for s, v in shares.items()} for t, shares in scores.items()},
+                "mixes": task_mixes,
+                "cost": cost_data,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     typer.echo("\n".join(parts))
 
 

@@ -14,6 +14,7 @@ over the (fold, seed) pairs both arms have run:
 
     python -m experiments.studies.cv report          # docs/results/cv/results.{md,json}
 """
+
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -68,14 +69,19 @@ def confusion_in(record: RunRecord, labels: List[str]) -> numpy.ndarray:
     if own == labels:
         return numpy.asarray(record.counts[CONFUSION])
     if sorted(own) != sorted(labels):
-        raise ExperimentError(record.run, expected=f"a run scored on the classes {', '.join(labels)}",
-                              found=f"the classes {', '.join(own)}", fix="pool only the runs of one task")
+        raise ExperimentError(
+            record.run,
+            expected=f"a run scored on the classes {', '.join(labels)}",
+            found=f"the classes {', '.join(own)}",
+            fix="pool only the runs of one task",
+        )
     order = [own.index(label) for label in labels]
     return numpy.asarray(record.counts[CONFUSION])[numpy.ix_(order, order)]
 
 
-def compare(a: Sequence[RunRecord], b: Sequence[RunRecord], metric: str, draws: int = BOOTSTRAP,
-            seed: int = SEED) -> Dict[str, Any]:
+def compare(
+    a: Sequence[RunRecord], b: Sequence[RunRecord], metric: str, draws: int = BOOTSTRAP, seed: int = SEED
+) -> Dict[str, Any]:
     """A → B over paired runs (``a[i]`` and ``b[i]`` share fold and seed)."""
     pooled_a, pooled_b = metrics_of(sum_counts(a))[metric], metrics_of(sum_counts(b))[metric]
     differences = [metrics_of(rb.counts)[metric] - metrics_of(ra.counts)[metric] for ra, rb in zip(a, b)]
@@ -83,18 +89,26 @@ def compare(a: Sequence[RunRecord], b: Sequence[RunRecord], metric: str, draws: 
     gains = []
     for _ in range(draws):
         picks = rng.integers(0, len(a), size=len(a))
-        gains.append(metrics_of(sum_counts([b[i] for i in picks]))[metric]
-                     - metrics_of(sum_counts([a[i] for i in picks]))[metric])
+        gains.append(
+            metrics_of(sum_counts([b[i] for i in picks]))[metric]
+            - metrics_of(sum_counts([a[i] for i in picks]))[metric]
+        )
     low, high = numpy.percentile(gains, [2.5, 97.5])
     test = sign_flip_test(numpy.asarray(differences))
     p, p_error = test["sign_flip_p"], (test["sign_flip_se"] if test["sign_flip_method"] != "exact" else None)
     error_a, error_b = 100 - pooled_a, 100 - pooled_b
     return {
-        "metric": metric, "pairs": len(a), "score_a": pooled_a, "score_b": pooled_b, "gain": pooled_b - pooled_a,
-        "interval": [float(low), float(high)], "p": p, "p_error": p_error,
+        "metric": metric,
+        "pairs": len(a),
+        "score_a": pooled_a,
+        "score_b": pooled_b,
+        "gain": pooled_b - pooled_a,
+        "interval": [float(low), float(high)],
+        "p": p,
+        "p_error": p_error,
         "relative_error_reduction": (error_a - error_b) / error_a if error_a else None,
-        "mean_run_gain": float(numpy.mean(differences)), "run_gain_std": float(numpy.std(differences, ddof=1))
-        if len(differences) > 1 else None,
+        "mean_run_gain": float(numpy.mean(differences)),
+        "run_gain_std": float(numpy.std(differences, ddof=1)) if len(differences) > 1 else None,
     }
 
 
@@ -115,8 +129,12 @@ def check_records(runs: Sequence[Run], records: Path) -> None:
     where = "RECORDS/<task>/<arm>/fold<i>/seed<s>.json"
     fix = "name the folder `python -m experiments.studies.cv run` writes the records to (--records)"
     if not Path(records).is_dir():
-        raise ExperimentError(records, expected="the folder of the study's records",
-                              found="a file" if Path(records).exists() else "nothing", fix=fix)
+        raise ExperimentError(
+            records,
+            expected="the folder of the study's records",
+            found="a file" if Path(records).exists() else "nothing",
+            fix=fix,
+        )
     if not any(record_path(records, run.id).exists() for run in runs):
         raise ExperimentError(records, expected=f"the records of the planned runs ({where})", found="none", fix=fix)
 
@@ -147,7 +165,7 @@ def build(runs: Sequence[Run], records: Path, comparisons: Sequence[Tuple[str, s
         done_a, done_b = read_arm(by_arm[task, a], records), read_arm(by_arm[task, b], records)
         pairs = sorted(set(done_a) & set(done_b))
         planned = len(by_arm[task, a])
-        for metric in (("f1",) if task == "ner" else ("macro_f", "accuracy")):
+        for metric in ("f1",) if task == "ner" else ("macro_f", "accuracy"):
             entry = {"task": task, "a": a, "b": b, "metric": metric, "planned_pairs": planned, "pairs": len(pairs)}
             if pairs:
                 entry.update(compare([done_a[k] for k in pairs], [done_b[k] for k in pairs], metric))
@@ -162,10 +180,15 @@ def markdown(report: Dict[str, Any]) -> str:
     lines = ["# Cross-validated comparisons", ""]
     partial = [c for c in report["comparisons"] if c["pairs"] < c["planned_pairs"]]
     if partial:
-        lines += ["**Partial**: not every planned (fold, seed) pair has run; the figures below are over the "
-                  "pairs that have, and will move.", ""]
-    lines += ["| task | A → B | metric | pairs | A | B | gain [95% CI] | rel. error reduction | p |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "**Partial**: not every planned (fold, seed) pair has run; the figures below are over the "
+            "pairs that have, and will move.",
+            "",
+        ]
+    lines += [
+        "| task | A → B | metric | pairs | A | B | gain [95% CI] | rel. error reduction | p |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for c in report["comparisons"]:
         head = f"| {c['task']} | {c['a']} → {c['b']} | {c['metric']} | {c['pairs']} of {c['planned_pairs']} |"
         if "gain" not in c:
@@ -181,19 +204,29 @@ def markdown(report: Dict[str, Any]) -> str:
             interval = f"[{c['interval'][0]:+.2f}, {c['interval'][1]:+.2f}]"
         rer = _reduction_text(c["relative_error_reduction"])
         lines.append(head + f" {c['score_a']:.2f} | {c['score_b']:.2f} | {c['gain']:+.2f} {interval} | {rer} | {p} |")
-    lines += ["", "Pooled over all test examples of the pairs' runs (NER: F1 over all entities; sentiment: "
-              "macro-F and accuracy over all snippets); the interval resamples (fold, seed) pairs; p: two-sided "
-              "sign-flip test over the pairs' run-level differences.", "", "## Arms", "",
-              "| arm | runs | pooled | training minutes |", "| --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "Pooled over all test examples of the pairs' runs (NER: F1 over all entities; sentiment: "
+        "macro-F and accuracy over all snippets); the interval resamples (fold, seed) pairs; p: two-sided "
+        "sign-flip test over the pairs' run-level differences.",
+        "",
+        "## Arms",
+        "",
+        "| arm | runs | pooled | training minutes |",
+        "| --- | --- | --- | --- |",
+    ]
     for name, arm in report["arms"].items():
         pooled = ", ".join(f"{k} {v:.2f}" for k, v in arm.get("pooled", {}).items())
         lines.append(f"| {name} | {arm['done']} of {arm['planned']} | {pooled} | {_minutes_text(arm)} |")
     lines += fold_tables(report)
     cpus = sorted({cpu for arm in report["arms"].values() for cpu in arm.get("cpus", [])})
-    lines += ["", f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one thread a run, one or two runs "
-              "at a time, on machines shared with other work (the minutes are wall-clock). Runs: "
-              "`python -m experiments.studies.cv run --jobs N` (resumes; records in docs/results/cv/records); this page: "
-              "`python -m experiments.studies.cv report`."]
+    lines += [
+        "",
+        f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one thread a run, one or two runs "
+        "at a time, on machines shared with other work (the minutes are wall-clock). Runs: "
+        "`python -m experiments.studies.cv run --jobs N` (resumes; records in docs/results/cv/records); this page: "
+        "`python -m experiments.studies.cv report`.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -214,18 +247,28 @@ def fold_tables(report: Dict[str, Any]) -> List[str]:
         by_fold: Dict[str, List[str]] = {}
         for key in c["pair_keys"]:
             by_fold.setdefault(key.split("/")[0], []).append(key)
-        lines += [f"{c['task']}, {c['a']} → {c['b']}, {c['metric']} (mean of the fold's runs):", "",
-                  "| fold | seeds | " + c["a"] + " | " + c["b"] + " | gain |", "| --- | --- | ---: | ---: | ---: |"]
-        for fold, keys in sorted(by_fold.items(), key=lambda item: int(item[0][len("fold"):])):
+        lines += [
+            f"{c['task']}, {c['a']} → {c['b']}, {c['metric']} (mean of the fold's runs):",
+            "",
+            "| fold | seeds | " + c["a"] + " | " + c["b"] + " | gain |",
+            "| --- | --- | ---: | ---: | ---: |",
+        ]
+        for fold, keys in sorted(by_fold.items(), key=lambda item: int(item[0][len("fold") :])):
             a = float(numpy.mean([runs_a[k][c["metric"]] for k in keys]))
             b = float(numpy.mean([runs_b[k][c["metric"]] for k in keys]))
-            lines.append(f"| {fold[len('fold'):]} | {len(keys)} | {a:.2f} | {b:.2f} | {b - a:+.2f} |")
+            lines.append(f"| {fold[len('fold') :]} | {len(keys)} | {a:.2f} | {b:.2f} | {b - a:+.2f} |")
         lines.append("")
     return lines
 
 
-def write_report(runs: Sequence[Run], records: Path, output: Path, comparisons: Sequence[Tuple[str, str, str]],
-                 readme: Optional[Path] = None, day: str = "") -> Dict[str, Any]:
+def write_report(
+    runs: Sequence[Run],
+    records: Path,
+    output: Path,
+    comparisons: Sequence[Tuple[str, str, str]],
+    readme: Optional[Path] = None,
+    day: str = "",
+) -> Dict[str, Any]:
     """Pool the records into OUTPUT/results.json and results.md, and with ``readme`` write its results block
     (`update_readme`, made on ``day``). The records and the README are checked before anything is written."""
     if readme is not None:
@@ -244,8 +287,9 @@ def write_report(runs: Sequence[Run], records: Path, output: Path, comparisons: 
 # writes it again from the report. The block is found by how its first line opens (the rest of that line
 # says where the figures come from, and is written as README_START says).
 README_OPENING = "<!-- cv results:"
-README_START = (f"{README_OPENING} the figures of docs/results/cv/results.md "
-                "(python -m experiments.studies.cv report) -->")
+README_START = (
+    f"{README_OPENING} the figures of docs/results/cv/results.md (python -m experiments.studies.cv report) -->"
+)
 README_END = "<!-- cv results end -->"
 _TASK_NAMES = {"ner": ("NER", "NER (WNUT-16 tweets)"), "sentiment5": ("sentiment", "5-class sentiment (RT snippets)")}
 _METRIC_NAMES = {"f1": "F1", "macro_f": "macro-F", "accuracy": "accuracy"}
@@ -276,33 +320,58 @@ def readme_block(report: Dict[str, Any], day: str) -> str:
         "mean ± std "
         "([record, commands, folds](docs/results/cv/results.md): `python -m experiments.studies.cv run`, then "
         f"`report --readme README.md`; one thread a run, 2-core {', '.join(f'`{c}`' for c in cpus) or 'CPUs'}):",
-        width=99, break_on_hyphens=False, break_long_words=False)
+        width=99,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
     rows, words = [], []
     for c in done:
         short, long = _TASK_NAMES.get(c["task"], (c["task"], c["task"]))
         metric = _METRIC_NAMES.get(c["metric"], c["metric"])
         low, high = c["interval"]
         p = _p_text(c["p"]) + (" (MC)" if c["p_error"] is not None else "")
-        rows.append(f"| {long}, {metric} | {c['a']} → {c['b']} | {c['score_a']:.2f} → {c['score_b']:.2f} | "
-                    f"{c['gain']:+.2f} [{low:+.2f}, {high:+.2f}] | {c['mean_run_gain']:+.2f} ± {c['run_gain_std']:.2f} | "
-                    f"{_reduction_text(c['relative_error_reduction'])} | {p} |")
+        rows.append(
+            f"| {long}, {metric} | {c['a']} → {c['b']} | {c['score_a']:.2f} → {c['score_b']:.2f} | "
+            f"{c['gain']:+.2f} [{low:+.2f}, {high:+.2f}] | {c['mean_run_gain']:+.2f} ± {c['run_gain_std']:.2f} | "
+            f"{_reduction_text(c['relative_error_reduction'])} | {p} |"
+        )
         significant = c["p"] < 0.05 and (low > 0 or high < 0)
-        words.append(f"{short} {metric}, {c['a']} → {c['b']}: {c['gain']:+.2f} ("
-                     + (f"significant: interval clear of 0, p {_p_text(c['p'])}" if significant
-                        else f"not significant at 0.05: p {c['p']:.2f}") + ")")
-    waiting = sorted({f"{c['task']} {c['a']} → {c['b']}: {c['pairs']} of {c['planned_pairs']} pairs so far"
-                      for c in pending})
-    summary = (f"Verdict, {len(done[0]['pair_keys']) if done else 0} pairs each: " + "; ".join(words) + "."
-               if done else "No comparison has all its pairs yet.")
+        words.append(
+            f"{short} {metric}, {c['a']} → {c['b']}: {c['gain']:+.2f} ("
+            + (
+                f"significant: interval clear of 0, p {_p_text(c['p'])}"
+                if significant
+                else f"not significant at 0.05: p {c['p']:.2f}"
+            )
+            + ")"
+        )
+    waiting = sorted(
+        {f"{c['task']} {c['a']} → {c['b']}: {c['pairs']} of {c['planned_pairs']} pairs so far" for c in pending}
+    )
+    summary = (
+        f"Verdict, {len(done[0]['pair_keys']) if done else 0} pairs each: " + "; ".join(words) + "."
+        if done
+        else "No comparison has all its pairs yet."
+    )
     if waiting:
-        summary += " Not reported here until complete ([partial figures](docs/results/cv/results.md)): " + \
-            "; ".join(waiting) + "."
-    return "\n".join([
-        README_START, intro, "",
-        "| task | arms | pooled | gain [95% CI] | per-run gain | rel. error reduction | sign-flip p |",
-        "| --- | --- | --- | --- | --- | ---: | ---: |", *rows, "",
-        textwrap.fill(summary, width=99, break_on_hyphens=False, break_long_words=False), README_END,
-    ])
+        summary += (
+            " Not reported here until complete ([partial figures](docs/results/cv/results.md)): "
+            + "; ".join(waiting)
+            + "."
+        )
+    return "\n".join(
+        [
+            README_START,
+            intro,
+            "",
+            "| task | arms | pooled | gain [95% CI] | per-run gain | rel. error reduction | sign-flip p |",
+            "| --- | --- | --- | --- | --- | ---: | ---: |",
+            *rows,
+            "",
+            textwrap.fill(summary, width=99, break_on_hyphens=False, break_long_words=False),
+            README_END,
+        ]
+    )
 
 
 def readme_around(path: Path) -> Tuple[str, str]:
@@ -311,9 +380,13 @@ def readme_around(path: Path) -> Tuple[str, str]:
     text = read_utf8(path, "a README with the cv results block")
     start, end = text.find(README_OPENING), text.find(README_END)
     if start < 0 or end < start:
-        raise ExperimentError(path, expected=f"a block from {README_START!r} to {README_END!r}", found="none",
-                              fix="put the two lines where the summary belongs")
-    return text[:start], text[end + len(README_END):]
+        raise ExperimentError(
+            path,
+            expected=f"a block from {README_START!r} to {README_END!r}",
+            found="none",
+            fix="put the two lines where the summary belongs",
+        )
+    return text[:start], text[end + len(README_END) :]
 
 
 def update_readme(path: Path, report: Dict[str, Any], day: str) -> None:

@@ -9,6 +9,7 @@ early after ``training.patience`` steps without a better dev score) and, for eac
 which its mean curve over all seeds first came within ``--within`` points of its own best (where it
 stops improving), and writes the plot. Scores are in percent.
 """
+
 import json
 from pathlib import Path
 from typing import Dict, List
@@ -16,8 +17,8 @@ from typing import Dict, List
 import numpy
 import typer
 
-from experiments.report.comparison import md_table, save_figure
 from experiments.engine.execute import TRAIN_LOG
+from experiments.report.comparison import md_table, save_figure
 
 
 def dev_scores(run_dir: Path, key: str) -> Dict[str, Dict[int, float]]:
@@ -86,15 +87,19 @@ def main(
 ) -> None:
     curves = {run_dir.name: mean_curve(dev_scores(run_dir, key)) for run_dir in run_dirs}
     steps = sorted(set.union(*(set(c) for c in curves.values())))
-    rows = [[str(step)] + [f"{c[step][0]:.2f} ± {c[step][1]:.2f} ({c[step][2]})" if step in c else ""
-                           for c in curves.values()]
-            for step in steps]
+    rows = [
+        [str(step)]
+        + [f"{c[step][0]:.2f} ± {c[step][1]:.2f} ({c[step][2]})" if step in c else "" for c in curves.values()]
+        for step in steps
+    ]
     typer.echo(md_table(["step", *curves], rows))
     for name, curve in curves.items():
         seeds = max(n for _, _, n in curve.values())
         best = max(m for m, _, n in curve.values() if n == seeds)
-        typer.echo(f"{name}: best mean dev {key} over all {seeds} seeds {best:.2f}, "
-                   f"within {within} of it from step {plateau_step(curve, within)}")
+        typer.echo(
+            f"{name}: best mean dev {key} over all {seeds} seeds {best:.2f}, "
+            f"within {within} of it from step {plateau_step(curve, within)}"
+        )
     plot(curves, key, output)
     typer.echo(f"wrote {output}")
 

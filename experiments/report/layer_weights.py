@@ -9,6 +9,7 @@ names them (``spacy_elmo.layer_mixes.layer_names``: tokens, LSTM 1, …) and dra
 standard deviation as error bars over two seeds or more. A run folder is named by its last part; a
 pipeline with several mixes adds the component's name.
 """
+
 from pathlib import Path
 from typing import Dict, List
 
@@ -33,8 +34,9 @@ def run_mixes(run_dir: Path) -> Dict[str, List[Dict[str, object]]]:
             label = run_dir.name if len(mixes) == 1 else f"{run_dir.name}: {name}"
             found.setdefault(label, []).append(mix)
     if not found:
-        raise typer.BadParameter(f"no model in {run_dir} has a mix with learned layer weights "
-                                 "(only spacy-elmo.ScalarMix.v1 learns them)")
+        raise typer.BadParameter(
+            f"no model in {run_dir} has a mix with learned layer weights (only spacy-elmo.ScalarMix.v1 learns them)"
+        )
     return found
 
 

@@ -9,10 +9,12 @@ rerun of some of its seeds has reproduced the record's scores). Scores are
 printed in percent; each later folder gets its gain over the first, the relative error
 reduction, a bootstrap 95% interval of the paired mean difference and the sign-flip p (exact up
 to 16 pairs, Monte Carlo with its standard error beyond: ``comparison.gains``). ``--json FILE``
-also writes every row, its seeds' scores and its comparison to FILE (the record behind a README table: metrics/ is not kept in the repository).
+also writes every row, its seeds' scores and its comparison to FILE (the record behind a README
+table: metrics/ is not kept in the repository).
 Every file is checked against ``experiments.records``; a bad one ends the command in one line
 naming it (exit 1).
 """
+
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
@@ -26,13 +28,17 @@ from experiments.report.comparison import format_p, gains, mean_std, mean_text, 
 def scores(folder: Path, key: str) -> Dict[str, float]:
     """{seed name: 100 × the score} of a folder's seedN.json files (each checked: ``experiments.records``)."""
     if not folder.is_dir():
-        raise ExperimentError(folder, found="a file" if folder.exists() else "nothing",
-                              expected="a folder of seedN.json (experiments.demo.evaluate_seeds) or "
-                              "RECORD.json:RUN (a record --json wrote)")
+        raise ExperimentError(
+            folder,
+            found="a file" if folder.exists() else "nothing",
+            expected="a folder of seedN.json (experiments.demo.evaluate_seeds) or "
+            "RECORD.json:RUN (a record --json wrote)",
+        )
     files = sorted(folder.glob("seed*.json"))
     if not files:
-        raise ExperimentError(folder, expected="seedN.json files", found="none",
-                              fix="score the runs with experiments.demo.evaluate_seeds")
+        raise ExperimentError(
+            folder, expected="seedN.json files", found="none", fix="score the runs with experiments.demo.evaluate_seeds"
+        )
     return {path.stem: read_seed_score(path, key) for path in files}
 
 
@@ -41,12 +47,17 @@ def recorded_scores(source: str, key: str) -> Dict[str, float]:
     path, _, run = source.partition(".json:")
     path = Path(path + ".json")
     if not path.is_file():
-        raise ExperimentError(source, expected="RECORD.json:RUN with RECORD.json a record written by --json",
-                              found=f"no file {path}")
+        raise ExperimentError(
+            source, expected="RECORD.json:RUN with RECORD.json a record written by --json", found=f"no file {path}"
+        )
     record = read_comparison(path)
     if record.key != key:
-        raise ExperimentError(path, expected=f"a record of the score '{key}'", found=f"a record of '{record.key}'",
-                              fix=f"name a record of '{key}'")
+        raise ExperimentError(
+            path,
+            expected=f"a record of the score '{key}'",
+            found=f"a record of '{record.key}'",
+            fix=f"name a record of '{key}'",
+        )
     if run not in record.runs:
         raise ExperimentError(path, expected=f"the run '{run}'", found=f"only: {', '.join(record.runs)}")
     return dict(record.runs[run].by_seed)
@@ -64,12 +75,18 @@ def seed_row(source: Union[str, Path], key: str) -> Dict[str, object]:
 
 def main(
     key: str = typer.Argument(..., help="The score, e.g. ents_f, cats_macro_f, cats_score"),
-    folders: List[str] = typer.Argument(..., help="Folders of seedN.json, or RECORD.json:RUN; the first is the reference"),
+    folders: List[str] = typer.Argument(
+        ..., help="Folders of seedN.json, or RECORD.json:RUN; the first is the reference"
+    ),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the rows, seeds and comparisons here"),
 ) -> None:
     if json_path is not None and json_path.is_dir():  # refused before any work
-        raise ExperimentError(json_path, expected="a file name for the record (--json)", found="a folder",
-                              fix="name a .json file, e.g. FOLDER/record.json")
+        raise ExperimentError(
+            json_path,
+            expected="a file name for the record (--json)",
+            found="a folder",
+            fix="name a .json file, e.g. FOLDER/record.json",
+        )
     rows = {folder: seed_row(folder, key) for folder in folders}
     first = folders[0]
     for name, row in rows.items():
@@ -78,9 +95,11 @@ def main(
         if gain:
             row["against_first"] = gain
         if gain and "sign_flip_p" in gain:
-            line += (f"; against {first}: {gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}], "
-                     f"relative error reduction {reduction_text(gain)}, sign-flip p "
-                     f"{format_p(gain)} ({gain['pairs']} pairs)")
+            line += (
+                f"; against {first}: {gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}], "
+                f"relative error reduction {reduction_text(gain)}, sign-flip p "
+                f"{format_p(gain)} ({gain['pairs']} pairs)"
+            )
         typer.echo(line)
     if json_path is not None:
         write_comparison(json_path, {"key": key, "reference": first, "runs": rows})

@@ -7,6 +7,7 @@ dev text (``dev.json`` for all of them, ``dev_<source>.json`` for one source). A
 for every text that each biLM was measured on; the mean of the forward and backward perplexity
 is shown, with the relative change of the last column against the first.
 """
+
 import json
 from pathlib import Path
 from typing import Dict, List, Optional

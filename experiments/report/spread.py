@@ -7,6 +7,7 @@ token vectors, and the mean cosine similarity of 2,000 random pairs of tokens. A
 vectors point the same way whatever the token (mean cosine near 1) no longer tells tokens apart;
 fine-tuning the biLM with a task's loss can do that to it.
 """
+
 from pathlib import Path
 from typing import Dict, List
 

@@ -6,6 +6,7 @@ Each run's ``log.jsonl`` is read in the order given and placed after the runs be
 steps are offset by the last step those runs logged, and a dotted line marks where each stage
 starts. The released biLM's card shows its corpus-v2 stages this way.
 """
+
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -47,8 +48,10 @@ def main(
         raise typer.BadParameter(str(err)) from None
     output.parent.mkdir(parents=True, exist_ok=True)
     plot_curves(records, output, title=title, stage_starts=starts[1:])
-    print(f"{output}: {len(runs)} stages, {records[-1]['step']:,} steps in all; stages start at "
-          + ", ".join(f"{s:,}" for s in starts))
+    print(
+        f"{output}: {len(runs)} stages, {records[-1]['step']:,} steps in all; stages start at "
+        + ", ".join(f"{s:,}" for s in starts)
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The report of the downstream evaluation (``experiments.studies.v2eval``): one table of every
 comparison, the dev curves of the converged runs and the learned layer weights.
 
-    python -m experiments.report.v2eval [--metrics metrics/v2eval] [--training training/v2eval] [--output reports/v2eval]
+    python -m experiments.report.v2eval [--metrics metrics/v2eval] [--training training/v2eval] \\
+        [--output reports/v2eval]
 
 Each comparison pairs two runs seed by seed (``comparison.gains``: the mean gain, a bootstrap 95%
 interval, the relative error reduction and the exact sign-flip p) from their test scores in
@@ -9,15 +10,16 @@ METRICS/<run>/seedN.json. A comparison whose runs have not been scored is listed
 yet" rather than left out; the report says how many seeds each row pairs. Writes results.md,
 results.json, dev_curves_<task>.png and layer_weights.png into OUTPUT.
 """
+
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Tuple
 
 import srsly
 import typer
 
+from experiments.errors import run_main
 from experiments.report.comparison import gains, md_table, mean_text, reduction_text
 from experiments.report.paired import seed_row
-from experiments.errors import run_main
 from spacy_elmo.util import atomic_path
 
 # The scores each task is reported by: the test metric and the dev metric of its curves.
@@ -51,10 +53,15 @@ SECTIONS = {
         ("baseline", "elmo_v2_tuned_train", "+ ELMo, the biLM tuned on the training split (1,000 steps)"),
     ],
     "Ablations (1,000 steps, against the learned mix)": [
-        ("elmo_v2", f"elmo_v2_{name}", label) for name, label in (
-            ("top_layer", "the top layer alone"), ("average", "the plain average"), ("lambda1", "λ = 1"),
-            ("dropout05", "ELMo dropout 0.5"), ("finetuned", "the biLM fine-tuned with the task"),
-            ("output", "ELMo at the encoder's output too"))
+        ("elmo_v2", f"elmo_v2_{name}", label)
+        for name, label in (
+            ("top_layer", "the top layer alone"),
+            ("average", "the plain average"),
+            ("lambda1", "λ = 1"),
+            ("dropout05", "ELMo dropout 0.5"),
+            ("finetuned", "the biLM fine-tuned with the task"),
+            ("output", "ELMo at the encoder's output too"),
+        )
     ],
     "Static word vectors (trained to convergence)": [
         ("baseline_converged", "glove_converged", "baseline + GloVe"),
@@ -75,11 +82,18 @@ def compare(reference: Path, run: Path, key: str) -> Dict[str, object]:
 
 def table_row(row: Dict[str, object]) -> List[str]:
     ref, run, gain = row["reference_score"], row["run_score"], row["gain"]
-    cells = [f"{TASK_NAMES[row['task']]}, {KEY_NAMES[row['key']]}", str(row["label"]),
-             f"{mean_text(ref)} → {mean_text(run)}"]
+    cells = [
+        f"{TASK_NAMES[row['task']]}, {KEY_NAMES[row['key']]}",
+        str(row["label"]),
+        f"{mean_text(ref)} → {mean_text(run)}",
+    ]
     if "sign_flip_p" in gain:
-        cells += [f"{gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}]",
-                  reduction_text(gain), f"{gain['sign_flip_p']:.3f}", str(gain["pairs"])]
+        cells += [
+            f"{gain['absolute']:+.2f} [{gain['ci95_low']:+.2f}, {gain['ci95_high']:+.2f}]",
+            reduction_text(gain),
+            f"{gain['sign_flip_p']:.3f}",
+            str(gain["pairs"]),
+        ]
     else:  # fewer than two paired seeds: no interval, no test
         cells += [f"{gain['absolute']:+.2f}", "", "", str(gain.get("pairs", 0))]
     return cells
@@ -93,8 +107,17 @@ def write_plots(training: Path, output: Path) -> List[str]:
 
     written = []
     for task, key in DEV_KEY.items():
-        runs = [training / f"{task}_{name}" for name in ("baseline_converged", "elmo_v2_converged", "glove_converged",
-                                                         "glove_elmo_v2_converged", "baseline_bilstm", "elmo_v2_bilstm")]
+        runs = [
+            training / f"{task}_{name}"
+            for name in (
+                "baseline_converged",
+                "elmo_v2_converged",
+                "glove_converged",
+                "glove_elmo_v2_converged",
+                "baseline_bilstm",
+                "elmo_v2_bilstm",
+            )
+        ]
         runs = [run for run in runs if sorted(run.glob("seed*/train_log.jsonl"))]
         if runs:
             plot({run.name: mean_curve(dev_scores(run, key)) for run in runs}, key, output / f"dev_curves_{task}.png")
@@ -123,17 +146,36 @@ def main(
             if not (any(reference.glob("seed*.json")) and any(run.glob("seed*.json"))):
                 missing.append(f"{TASK_NAMES[task]}: {comparison.label} ({run.name} against {reference.name})")
                 continue
-            rows += [{"task": task, "key": key, **comparison._asdict(), "run": run.name[len(task) + 1:],
-                      **compare(reference, run, key)} for key in keys]
+            rows += [
+                {
+                    "task": task,
+                    "key": key,
+                    **comparison._asdict(),
+                    "run": run.name[len(task) + 1 :],
+                    **compare(reference, run, key),
+                }
+                for key in keys
+            ]
     if not rows:
         raise typer.BadParameter(f"{metrics} holds no pair of scored runs: run experiments.studies.v2eval first")
     output.mkdir(parents=True, exist_ok=True)
     plots = write_plots(training, output)
-    lines = ["# ELMo against the baseline, and the ablations", "",
-             "Test scores, mean ± std over seeds; gains paired by seed (bootstrap 95% interval, exact sign-flip p); "
-             "relative error reduction 100 · (err_ref − err_run) / err_ref with err = 100 − score.", ""]
-    header = ["task, score", "comparison", "reference → run", "gain [95% CI]", "rel. error reduction", "sign-flip p",
-              "seeds"]
+    lines = [
+        "# ELMo against the baseline, and the ablations",
+        "",
+        "Test scores, mean ± std over seeds; gains paired by seed (bootstrap 95% interval, exact sign-flip p); "
+        "relative error reduction 100 · (err_ref − err_run) / err_ref with err = 100 − score.",
+        "",
+    ]
+    header = [
+        "task, score",
+        "comparison",
+        "reference → run",
+        "gain [95% CI]",
+        "rel. error reduction",
+        "sign-flip p",
+        "seeds",
+    ]
     for section in dict.fromkeys(c.section for c in COMPARISONS):
         own = [table_row(row) for row in rows if row["section"] == section]
         if own:

@@ -1,5 +1,6 @@
 """What the studies' command lines share: a command group that runs the study by default, the seeds
 option, and the end of a run (what ran; exit status 1 when a job failed)."""
+
 from typing import List, Tuple
 
 import click

@@ -16,6 +16,7 @@ first ``ceil(share · n)`` docs, so the 5% docs are among the 10% docs and so on
 when the plan is made. Baseline and ELMo runs of one seed train on the same docs. The ELMo runs
 read the shipped biLM, frozen and not tuned to the task.
 """
+
 import math
 import random
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ CURVE_VARIANTS = ("baseline", "elmo")
 @dataclass(frozen=True)
 class Study:
     """The study's settings; paths are read from the working folder."""
+
     corpus: Path = Path("corpus/curves")  # holds ner/, sentiment5/, pos/ and glove/
     records: Path = Path("metrics/curves")
     work: Path = Path("training/curves")
@@ -81,11 +83,17 @@ def points(study: Study) -> List[Tuple[str, str, float, int]]:
     """(task, variant, share, seed) of every run, in the plan's order: the four GloVe/ELMo variants on the
     whole training split (full_seeds), the POS probe (curve_seeds), then the learning curves (baseline and
     ELMo at every smaller share, curve_seeds), the largest share first."""
-    full = [(task, variant, 1.0, seed) for seed in study.full_seeds for task in CURVE_TASKS
-            for variant in FULL_VARIANTS]
+    full = [
+        (task, variant, 1.0, seed) for seed in study.full_seeds for task in CURVE_TASKS for variant in FULL_VARIANTS
+    ]
     probe = [("pos", variant, 1.0, seed) for seed in study.curve_seeds for variant in PROBE_VARIANTS]
-    curves = [(task, variant, share, seed) for share in sorted((s for s in study.shares if s < 1.0), reverse=True)
-              for seed in study.curve_seeds for task in CURVE_TASKS for variant in CURVE_VARIANTS]
+    curves = [
+        (task, variant, share, seed)
+        for share in sorted((s for s in study.shares if s < 1.0), reverse=True)
+        for seed in study.curve_seeds
+        for task in CURVE_TASKS
+        for variant in CURVE_VARIANTS
+    ]
     return full + probe + curves
 
 
@@ -109,8 +117,12 @@ def subset_path(corpus: Path, task: str, share: float, seed: int) -> Path:
     """
     train = corpus / task / "train.spacy"
     if not train.exists():
-        raise ExperimentError(train, expected=f"the {task} training split", found="nothing",
-                              fix="convert the tasks first (`python -m spacy project run convert-curves`)")
+        raise ExperimentError(
+            train,
+            expected=f"the {task} training split",
+            found="nothing",
+            fix="convert the tasks first (`python -m spacy project run convert-curves`)",
+        )
     if share == 1.0:
         return train
     path = corpus / task / "subsets" / f"train_f{share:g}_seed{seed}_{digest(train)[:12]}.spacy"
@@ -142,8 +154,10 @@ def run_overrides(study: Study, task: str, variant: str, train_path: Path) -> Di
     _, component = TASKS[task]
     _, elmo, glove, layer = VARIANTS[variant]
     overrides: Dict[str, object] = {
-        "paths.train": str(train_path), "paths.dev": str(study.corpus / task / "dev.spacy"),
-        "training.max_steps": study.steps, "training.eval_frequency": study.eval_frequency,
+        "paths.train": str(train_path),
+        "paths.dev": str(study.corpus / task / "dev.spacy"),
+        "training.max_steps": study.steps,
+        "training.eval_frequency": study.eval_frequency,
     }
     if elmo:
         overrides["paths.elmo"] = BILM
@@ -158,17 +172,24 @@ def run_overrides(study: Study, task: str, variant: str, train_path: Path) -> Di
 def make_run(study: Study, task: str, variant: str, share: float, seed: int) -> Run:
     """One run of the study: its config, settings and test split (its training subset written if missing)."""
     train_path = subset_path(study.corpus, task, share, seed)
-    return Run(id=run_id(task, variant, share, seed), config=str(config_path(task, variant)),
-               overrides=tuple(run_overrides(study, task, variant, train_path).items()), seed=seed,
-               test=str(study.corpus / task / "test.spacy"),
-               labels={"task": task, "variant": variant, "share": f"{share:g}", "seed": str(seed)})
+    return Run(
+        id=run_id(task, variant, share, seed),
+        config=str(config_path(task, variant)),
+        overrides=tuple(run_overrides(study, task, variant, train_path).items()),
+        seed=seed,
+        test=str(study.corpus / task / "test.spacy"),
+        labels={"task": task, "variant": variant, "share": f"{share:g}", "seed": str(seed)},
+    )
 
 
 def plan_runs(study: Study, only: Optional[List[str]] = None) -> List[Run]:
     """Every run of the study in the plan's order (``points``); with ``only``, those whose id starts with one
     of them."""
-    return [make_run(study, *point) for point in points(study)
-            if not only or any(run_id(*point).startswith(prefix) for prefix in only)]
+    return [
+        make_run(study, *point)
+        for point in points(study)
+        if not only or any(run_id(*point).startswith(prefix) for prefix in only)
+    ]
 
 
 # The command line.
@@ -185,19 +206,38 @@ STEPS = typer.Option(Study.steps, help="Training steps per run")
 EVAL_FREQUENCY = typer.Option(Study.eval_frequency, help="Steps between dev evaluations")
 
 
-def study_of(corpus: Path, metrics: Path, work: Path, curve_seeds: str, full_seeds: str, shares: str, steps: int,
-             eval_frequency: int) -> Study:
+def study_of(
+    corpus: Path,
+    metrics: Path,
+    work: Path,
+    curve_seeds: str,
+    full_seeds: str,
+    shares: str,
+    steps: int,
+    eval_frequency: int,
+) -> Study:
     """The study the command line describes."""
-    return Study(corpus=corpus, records=metrics, work=work,
-                 curve_seeds=parse_seeds_option(curve_seeds, "--curve-seeds"),
-                 full_seeds=parse_seeds_option(full_seeds, "--full-seeds"),
-                 shares=tuple(float(s) for s in shares.split()), steps=steps, eval_frequency=eval_frequency)
+    return Study(
+        corpus=corpus,
+        records=metrics,
+        work=work,
+        curve_seeds=parse_seeds_option(curve_seeds, "--curve-seeds"),
+        full_seeds=parse_seeds_option(full_seeds, "--full-seeds"),
+        shares=tuple(float(s) for s in shares.split()),
+        steps=steps,
+        eval_frequency=eval_frequency,
+    )
 
 
 @app.command("plan")
 def plan_cli(
-    corpus: Path = CORPUS, metrics: Path = METRICS, work: Path = WORK, curve_seeds: str = CURVE_SEEDS,
-    full_seeds: str = FULL_SEEDS, shares: str = SHARES_OPTION, steps: int = STEPS,
+    corpus: Path = CORPUS,
+    metrics: Path = METRICS,
+    work: Path = WORK,
+    curve_seeds: str = CURVE_SEEDS,
+    full_seeds: str = FULL_SEEDS,
+    shares: str = SHARES_OPTION,
+    steps: int = STEPS,
     eval_frequency: int = EVAL_FREQUENCY,
 ) -> None:
     """List the runs and which are done (a result counts only if trained from today's config, data and biLM)."""
@@ -207,8 +247,13 @@ def plan_cli(
 
 @app.command("run")
 def run_cli(
-    corpus: Path = CORPUS, metrics: Path = METRICS, work: Path = WORK, curve_seeds: str = CURVE_SEEDS,
-    full_seeds: str = FULL_SEEDS, shares: str = SHARES_OPTION, steps: int = STEPS,
+    corpus: Path = CORPUS,
+    metrics: Path = METRICS,
+    work: Path = WORK,
+    curve_seeds: str = CURVE_SEEDS,
+    full_seeds: str = FULL_SEEDS,
+    shares: str = SHARES_OPTION,
+    steps: int = STEPS,
     eval_frequency: int = EVAL_FREQUENCY,
     jobs: int = typer.Option(2, help="Runs side by side (one thread each)"),
     minutes: float = typer.Option(0, help="Start no run after this many minutes (0 = no limit)"),

@@ -33,6 +33,7 @@ A path given to a command (``--records``, ``--output``, ``--readme``, ``--work``
 the study names its own files. ``report`` refuses a records folder that does not exist or holds none of
 the planned runs' records, and a ``--readme`` without its results block, before it writes anything.
 """
+
 import json
 import os
 import random
@@ -71,8 +72,9 @@ class Task:
 
 TASKS = {
     "ner": Task("assets/wnut16/ner.txt", "ner", "ner", ("baseline", "elmo", "glove", "glove_elmo"), False),
-    "sentiment5": Task("assets/rt_snippets/movieReviewSnippets_GroundTruth.txt", "textcat", "textcat",
-                       ("baseline", "elmo"), True),
+    "sentiment5": Task(
+        "assets/rt_snippets/movieReviewSnippets_GroundTruth.txt", "textcat", "textcat", ("baseline", "elmo"), True
+    ),
 }
 # arm: (reads the biLM, reads GloVe)
 ARMS = {"baseline": (False, False), "elmo": (True, False), "glove": (False, True), "glove_elmo": (True, True)}
@@ -98,13 +100,15 @@ class Study:
 
 # The folds.
 
+
 def assign_folds(n: int, k: int, seed: int, strata: Optional[Sequence[str]] = None) -> List[int]:
     """The fold of each of ``n`` examples: a seeded shuffle dealt round-robin into ``k`` folds, so
     fold sizes differ by at most one; with ``strata``, each stratum (in sorted order) is shuffled
     and dealt on from where the last one stopped, so every fold holds each class's share too."""
     if k < 3:
-        raise ExperimentError("--k", expected="3 folds or more (one to test, one for dev, the rest to train)",
-                              found=str(k))
+        raise ExperimentError(
+            "--k", expected="3 folds or more (one to test, one for dev, the rest to train)", found=str(k)
+        )
     if n < k:
         raise ExperimentError("the task's data", expected=f"at least {k} examples for {k} folds", found=str(n))
     rng = random.Random(seed)
@@ -134,8 +138,12 @@ def load_task(task: str):
 
     source = Path(TASKS[task].source)
     if not source.exists():
-        raise ExperimentError(source, expected=f"the {task} data", found="nothing",
-                              fix="run `python -m spacy project assets`, then `python -m experiments.data.fetch assets`")
+        raise ExperimentError(
+            source,
+            expected=f"the {task} data",
+            found="nothing",
+            fix="run `python -m spacy project assets`, then `python -m experiments.data.fetch assets`",
+        )
     if task == "ner":
         from experiments.convert.ner import make_doc, read_iob_file
 
@@ -162,8 +170,15 @@ def fold_assignment(study: Study, task: str, n: int, labels: Optional[List[str]]
     """The task's recorded fold assignment (cut now and recorded when there is none yet)."""
     path = folds_path(study, task)
     source = TASKS[task].source
-    settings = {"task": task, "source": source, "source_sha256": digest(Path(source)), "k": study.k,
-                "seed": study.fold_seed, "stratified": TASKS[task].stratified, "n": n}
+    settings = {
+        "task": task,
+        "source": source,
+        "source_sha256": digest(Path(source)),
+        "k": study.k,
+        "seed": study.fold_seed,
+        "stratified": TASKS[task].stratified,
+        "n": n,
+    }
     if not path.exists():
         fold_of = assign_folds(n, study.k, study.fold_seed, labels if TASKS[task].stratified else None)
         write_atomic(path, json.dumps({**settings, "fold_of": fold_of}) + "\n")
@@ -171,17 +186,35 @@ def fold_assignment(study: Study, task: str, n: int, labels: Optional[List[str]]
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise ExperimentError(path, expected="the task's fold assignment (JSON)", found=str(err),
-                              fix="remove it to cut the folds again (every run of the task is then retrained)")
-    differs = [key for key, value in settings.items() if stored.get(key) != value] if isinstance(stored, dict) else ["all"]
+        raise ExperimentError(
+            path,
+            expected="the task's fold assignment (JSON)",
+            found=str(err),
+            fix="remove it to cut the folds again (every run of the task is then retrained)",
+        )
+    differs = (
+        [key for key, value in settings.items() if stored.get(key) != value] if isinstance(stored, dict) else ["all"]
+    )
     if differs:
-        raise ExperimentError(path, expected=f"folds cut with {settings}", found=f"other {', '.join(differs)}",
-                              fix="remove it to cut the folds again (every run of the task is then retrained)")
+        raise ExperimentError(
+            path,
+            expected=f"folds cut with {settings}",
+            found=f"other {', '.join(differs)}",
+            fix="remove it to cut the folds again (every run of the task is then retrained)",
+        )
     fold_of = stored.get("fold_of")
-    if (not isinstance(fold_of, list) or len(fold_of) != n or any(f not in range(study.k) for f in fold_of)
-            or set(fold_of) != set(range(study.k))):
-        raise ExperimentError(path, expected=f"fold_of: {n} folds numbered 0 to {study.k - 1}, each used",
-                              found="something else", fix="remove it to cut the folds again")
+    if (
+        not isinstance(fold_of, list)
+        or len(fold_of) != n
+        or any(f not in range(study.k) for f in fold_of)
+        or set(fold_of) != set(range(study.k))
+    ):
+        raise ExperimentError(
+            path,
+            expected=f"fold_of: {n} folds numbered 0 to {study.k - 1}, each used",
+            found="something else",
+            fix="remove it to cut the folds again",
+        )
     return fold_of
 
 
@@ -205,24 +238,33 @@ def write_folds(study: Study, task: str) -> None:
 
 # The runs.
 
+
 def make_run(study: Study, task: str, arm: str, fold: int, seed: int) -> Run:
     t = TASKS[task]
     elmo, glove = ARMS[arm]
     split = split_dir(study, task, fold)
     overrides: List[Tuple[str, object]] = [
-        ("paths.train", str(split / "train.spacy")), ("paths.dev", str(split / "dev.spacy")),
-        ("training.max_steps", study.steps), ("training.eval_frequency", study.eval_frequency),
+        ("paths.train", str(split / "train.spacy")),
+        ("paths.dev", str(split / "dev.spacy")),
+        ("training.max_steps", study.steps),
+        ("training.eval_frequency", study.eval_frequency),
     ]
     if elmo:
         overrides.append(("paths.elmo", study.bilm))
     if glove:
-        overrides += [("paths.vectors", study.glove),
-                      (f"components.{t.pipe}.model.tok2vec.embed.include_static_vectors", True)]
-    return Run(id=f"{task}/{arm}/fold{fold}/seed{seed}",
-               config=f"configs/{t.config_stem}_{'elmo' if elmo else 'baseline'}.cfg",
-               overrides=tuple(overrides), seed=seed, test=str(split / "test.spacy"),
-               inputs=(str(folds_path(study, task)),),
-               labels={"task": task, "arm": arm, "fold": str(fold), "seed": str(seed)})
+        overrides += [
+            ("paths.vectors", study.glove),
+            (f"components.{t.pipe}.model.tok2vec.embed.include_static_vectors", True),
+        ]
+    return Run(
+        id=f"{task}/{arm}/fold{fold}/seed{seed}",
+        config=f"configs/{t.config_stem}_{'elmo' if elmo else 'baseline'}.cfg",
+        overrides=tuple(overrides),
+        seed=seed,
+        test=str(split / "test.spacy"),
+        inputs=(str(folds_path(study, task)),),
+        labels={"task": task, "arm": arm, "fold": str(fold), "seed": str(seed)},
+    )
 
 
 def plan_runs(study: Study) -> List[Run]:
@@ -246,12 +288,18 @@ def prepare(study: Study, echo=typer.echo) -> Study:
     for task in study.tasks:
         write_folds(study, task)
     if any(ARMS[arm][0] for arm in study.arms) and not (model_folder(study.bilm) / "weights.hdf5").exists():
-        raise ExperimentError(study.bilm, expected="a model's name, or a biLM folder with options.json and "
-                              "weights.hdf5", found="no weights.hdf5", fix="name one with --bilm")
+        raise ExperimentError(
+            study.bilm,
+            expected="a model's name, or a biLM folder with options.json and weights.hdf5",
+            found="no weights.hdf5",
+            fix="name one with --bilm",
+        )
     if any(ARMS[arm][1] for arm in study.arms) and not Path(study.glove, "config.cfg").exists():
-        echo(f"{study.glove} holds no spaCy vectors, so the GloVe arms are left out; to run them: "
-             f"`python -m spacy project assets --extra`, `python -m experiments.data.fetch assets --only glove`, "
-             f"`python -m experiments.data.glove assets/glove {study.glove}`")
+        echo(
+            f"{study.glove} holds no spaCy vectors, so the GloVe arms are left out; to run them: "
+            f"`python -m spacy project assets --extra`, `python -m experiments.data.fetch assets --only glove`, "
+            f"`python -m experiments.data.glove assets/glove {study.glove}`"
+        )
         study = Study(**{**study.__dict__, "arms": tuple(a for a in study.arms if not ARMS[a][1])})
     return study
 
@@ -274,8 +322,17 @@ def from_caller(given: Optional[str], default: Path = Path()) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def _study(k: int, seeds: str, steps: int, eval_frequency: int, bilm: Optional[str], glove: Optional[str], tasks: str,
-           arms: str, records: Optional[str]) -> Study:
+def _study(
+    k: int,
+    seeds: str,
+    steps: int,
+    eval_frequency: int,
+    bilm: Optional[str],
+    glove: Optional[str],
+    tasks: str,
+    arms: str,
+    records: Optional[str],
+) -> Study:
     """The study the options describe, its paths read from the caller's folder (`from_caller`)."""
     seed_list = tuple(parse_seeds(seeds))
     task_list = tuple(t for t in tasks.replace(",", " ").split())
@@ -285,8 +342,17 @@ def _study(k: int, seeds: str, steps: int, eval_frequency: int, bilm: Optional[s
     if not arm_list or any(a not in ARMS for a in arm_list):
         raise ExperimentError("--arms", expected=f"some of {', '.join(ARMS)}", found=repr(arms))
     bilm = bilm if is_model_name(bilm) else from_caller(bilm, Path(BILM))
-    return Study(k=k, seeds=seed_list, steps=steps, eval_frequency=eval_frequency, bilm=bilm,
-                 glove=from_caller(glove, GLOVE), tasks=task_list, arms=arm_list, records=from_caller(records, RECORDS))
+    return Study(
+        k=k,
+        seeds=seed_list,
+        steps=steps,
+        eval_frequency=eval_frequency,
+        bilm=bilm,
+        glove=from_caller(glove, GLOVE),
+        tasks=task_list,
+        arms=arm_list,
+        records=from_caller(records, RECORDS),
+    )
 
 
 def path_option(default: Path, help: str, name: Optional[str] = None) -> typer.models.OptionInfo:
@@ -298,8 +364,9 @@ K = typer.Option(10, help="Folds")
 SEEDS = typer.Option("0 1", help="Seeds of each fold's runs")
 STEPS = typer.Option(3000, help="Training steps of each run")
 EVAL_FREQUENCY = typer.Option(250, help="Steps between dev evaluations")
-BILM_OPTION = path_option(Path(BILM), "The biLM of the ELMo arms (frozen, not tuned): a model's name or a folder",
-                          "--bilm")
+BILM_OPTION = path_option(
+    Path(BILM), "The biLM of the ELMo arms (frozen, not tuned): a model's name or a folder", "--bilm"
+)
 GLOVE_OPTION = path_option(GLOVE, "GloVe as spaCy vectors (experiments.data.glove)", "--glove")
 TASKS_OPTION = typer.Option(",".join(TASKS), "--tasks", help="Comma-separated: " + ", ".join(TASKS))
 ARMS_OPTION = typer.Option(",".join(ARMS), "--arms", help="Comma-separated: " + ", ".join(ARMS))
@@ -308,9 +375,15 @@ RECORDS_OPTION = path_option(RECORDS, "Folder of the runs' records (committed)",
 
 @app.command("run")
 def run_cli(
-    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
-    bilm: Optional[str] = BILM_OPTION, glove: Optional[str] = GLOVE_OPTION, tasks: str = TASKS_OPTION,
-    arms: str = ARMS_OPTION, records: Optional[str] = RECORDS_OPTION,
+    k: int = K,
+    seeds: str = SEEDS,
+    steps: int = STEPS,
+    eval_frequency: int = EVAL_FREQUENCY,
+    bilm: Optional[str] = BILM_OPTION,
+    glove: Optional[str] = GLOVE_OPTION,
+    tasks: str = TASKS_OPTION,
+    arms: str = ARMS_OPTION,
+    records: Optional[str] = RECORDS_OPTION,
     jobs: int = typer.Option(1, min=1, help="Runs side by side (one thread each)"),
     minutes: float = typer.Option(0, min=0, help="Start no run after this many minutes (0: no limit)"),
     work: Optional[str] = path_option(WORK, "Scratch folder of the trainings"),
@@ -328,9 +401,15 @@ def run_cli(
 
 @app.command("plan")
 def plan_cli(
-    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
-    bilm: Optional[str] = BILM_OPTION, glove: Optional[str] = GLOVE_OPTION, tasks: str = TASKS_OPTION,
-    arms: str = ARMS_OPTION, records: Optional[str] = RECORDS_OPTION,
+    k: int = K,
+    seeds: str = SEEDS,
+    steps: int = STEPS,
+    eval_frequency: int = EVAL_FREQUENCY,
+    bilm: Optional[str] = BILM_OPTION,
+    glove: Optional[str] = GLOVE_OPTION,
+    tasks: str = TASKS_OPTION,
+    arms: str = ARMS_OPTION,
+    records: Optional[str] = RECORDS_OPTION,
 ) -> None:
     """List the runs and which are done (a record counts only if made from what would be trained now)."""
     study = _study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records)
@@ -341,9 +420,15 @@ def plan_cli(
 
 @app.command("report")
 def report_cli(
-    k: int = K, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
-    bilm: Optional[str] = BILM_OPTION, glove: Optional[str] = GLOVE_OPTION, tasks: str = TASKS_OPTION,
-    arms: str = ARMS_OPTION, records: Optional[str] = RECORDS_OPTION,
+    k: int = K,
+    seeds: str = SEEDS,
+    steps: int = STEPS,
+    eval_frequency: int = EVAL_FREQUENCY,
+    bilm: Optional[str] = BILM_OPTION,
+    glove: Optional[str] = GLOVE_OPTION,
+    tasks: str = TASKS_OPTION,
+    arms: str = ARMS_OPTION,
+    records: Optional[str] = RECORDS_OPTION,
     output: Optional[str] = path_option(RESULTS, "Where results.md and results.json go"),
     readme: Optional[str] = typer.Option(None, help="Also write the summary block of this README (README.md)"),
 ) -> None:
@@ -357,8 +442,9 @@ def report_cli(
     output_dir = Path(from_caller(output, RESULTS))
     readme_path = Path(from_caller(readme)) if readme is not None else None
     os.chdir(ROOT)
-    write_report(plan_runs(study), Path(study.records), output_dir, COMPARISONS, readme_path,
-                 datetime.date.today().isoformat())
+    write_report(
+        plan_runs(study), Path(study.records), output_dir, COMPARISONS, readme_path, datetime.date.today().isoformat()
+    )
 
 
 if __name__ == "__main__":

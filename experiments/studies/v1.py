@@ -36,6 +36,7 @@ of its inputs and outputs as they are now (``experiments.demo.tune.is_tuned``). 
 files and the report are cheap and run every time; their outputs are deterministic, so the digests that
 the fingerprints compare do not move.
 """
+
 import os
 import sys
 from dataclasses import dataclass
@@ -62,8 +63,11 @@ VARIANTS = ("baseline", "elmo", "elmo_untuned")
 # task: (converter module, its input under the project folder, the stem of the task's configs)
 SOURCES = {
     "ner": ("experiments.convert.ner", "assets/wnut16/ner.txt", "ner"),
-    "sentiment5": ("experiments.convert.sentiment5", "assets/rt_snippets/movieReviewSnippets_GroundTruth.txt",
-                   "textcat"),
+    "sentiment5": (
+        "experiments.convert.sentiment5",
+        "assets/rt_snippets/movieReviewSnippets_GroundTruth.txt",
+        "textcat",
+    ),
 }
 SPLITS = ("train", "dev", "test")
 
@@ -71,6 +75,7 @@ SPLITS = ("train", "dev", "test")
 @dataclass(frozen=True)
 class Study:
     """The settings of one profile of the study; every path is relative to the project folder."""
+
     profile: str = "full"
     seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)
     steps: int = 1000
@@ -128,8 +133,15 @@ class Study:
 
     def tuning(self, task: str) -> Tuning:
         """The biLM's tuning to ``task``, in the profile whose tuned biLMs the runs read."""
-        return Tuning(task=task, profile=self.data_profile, bilm=self.bilm, steps=self.tune_steps,
-                      gpu_id=self.gpu_id, text=dict(self.tune_texts).get(task, ""), published=self.published)
+        return Tuning(
+            task=task,
+            profile=self.data_profile,
+            bilm=self.bilm,
+            steps=self.tune_steps,
+            gpu_id=self.gpu_id,
+            text=dict(self.tune_texts).get(task, ""),
+            published=self.published,
+        )
 
     def bilm_of(self, task: str, variant: str) -> Optional[str]:
         """The biLM a variant's runs read (None: no ELMo)."""
@@ -157,28 +169,55 @@ def text_command(study: Study, task: str, split: str) -> List[str]:
 def train_overrides(study: Study, task: str, variant: str) -> List[str]:
     """The ``spacy train`` settings of a run, as command-line arguments."""
     corpus = study.corpus(task)
-    args = ["--paths.train", f"{corpus}/train.spacy", "--paths.dev", f"{corpus}/dev.spacy",
-            "--training.max_steps", str(study.steps), "--training.eval_frequency", str(study.eval_frequency)]
+    args = [
+        "--paths.train",
+        f"{corpus}/train.spacy",
+        "--paths.dev",
+        f"{corpus}/dev.spacy",
+        "--training.max_steps",
+        str(study.steps),
+        "--training.eval_frequency",
+        str(study.eval_frequency),
+    ]
     bilm = study.bilm_of(task, variant)
     return args + (["--paths.elmo", bilm] if bilm else [])
 
 
 def make_run(study: Study, task: str, variant: str, seed: int) -> Run:
     """One seed of a task's variant, as the engine trains, scores and records it: ``TASK_VARIANT/seedN``."""
-    return Run(id=f"{task}_{variant}/seed{seed}", config=study.config(task, variant),
-               overrides=tuple(overrides_from_args(train_overrides(study, task, variant)).items()), seed=seed,
-               test=f"{study.corpus(task)}/test.spacy", labels={"task": task, "variant": variant, "seed": str(seed)})
+    return Run(
+        id=f"{task}_{variant}/seed{seed}",
+        config=study.config(task, variant),
+        overrides=tuple(overrides_from_args(train_overrides(study, task, variant)).items()),
+        seed=seed,
+        test=f"{study.corpus(task)}/test.spacy",
+        labels={"task": task, "variant": variant, "seed": str(seed)},
+    )
 
 
 def scores_command(study: Study, task: str, variant: str) -> List[str]:
     """The per-seed score files of a variant's runs, from their records, for the report."""
-    return [PYTHON, "-m", "experiments.engine.views", study.records, study.metrics,
-            *(make_run(study, task, variant, seed).id for seed in study.seeds)]
+    return [
+        PYTHON,
+        "-m",
+        "experiments.engine.views",
+        study.records,
+        study.metrics,
+        *(make_run(study, task, variant, seed).id for seed in study.seeds),
+    ]
 
 
 def report_command(study: Study) -> List[str]:
-    return [PYTHON, "-m", "experiments.report.comparison", study.metrics, study.work, f"reports/{study.profile}",
-            "--title", study.report_title]
+    return [
+        PYTHON,
+        "-m",
+        "experiments.report.comparison",
+        study.metrics,
+        study.work,
+        f"reports/{study.profile}",
+        "--title",
+        study.report_title,
+    ]
 
 
 def plan_jobs(study: Study) -> List[Job]:
@@ -195,12 +234,13 @@ def plan_jobs(study: Study) -> List[Job]:
         for task in TASKS:
             corpus_ready[task] = [add(f"convert_{task}", convert_command(study, task))]
         for task in TASKS:
-            texts = [add(f"text_{task}_{split}", text_command(study, task, split), needs=corpus_ready[task])
-                     for split in ("train", "dev")]
+            texts = [
+                add(f"text_{task}_{split}", text_command(study, task, split), needs=corpus_ready[task])
+                for split in ("train", "dev")
+            ]
             if "elmo" in study.variants and not study.published:
                 tuning = study.tuning(task)
-                tuned[task] = [add(f"tune_{task}", job_command(tuning), done=lambda t=tuning: is_tuned(t),
-                                   needs=texts)]
+                tuned[task] = [add(f"tune_{task}", job_command(tuning), done=lambda t=tuning: is_tuned(t), needs=texts)]
     trained: Dict[Tuple[str, str], List[str]] = {}
     for variant in study.run_variants:
         for task in TASKS:
@@ -208,11 +248,24 @@ def plan_jobs(study: Study) -> List[Job]:
             trained[task, variant] = []
             for seed in study.seeds:
                 name = f"{task}_{variant}_seed{seed}"
-                jobs.append(run_job(make_run(study, task, variant, seed), Path(study.records), Path(study.work),
-                                    Path(study.logs), keep_model=True, name=name, needs=needs, gpu_id=study.gpu_id))
+                jobs.append(
+                    run_job(
+                        make_run(study, task, variant, seed),
+                        Path(study.records),
+                        Path(study.work),
+                        Path(study.logs),
+                        keep_model=True,
+                        name=name,
+                        needs=needs,
+                        gpu_id=study.gpu_id,
+                    )
+                )
                 trained[task, variant].append(name)
-    scored = [add(f"scores_{task}_{variant}", scores_command(study, task, variant), needs=trained[task, variant])
-              for task in TASKS for variant in study.run_variants]
+    scored = [
+        add(f"scores_{task}_{variant}", scores_command(study, task, variant), needs=trained[task, variant])
+        for task in TASKS
+        for variant in study.run_variants
+    ]
     add("report", report_command(study), needs=scored)
     return jobs
 
@@ -236,8 +289,9 @@ def parse_variants(text: str) -> Tuple[str, ...]:
     variants = tuple(v for v in text.replace(",", " ").split())
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
-        raise typer.BadParameter(f"expected some of {', '.join(VARIANTS)} (comma-separated), got {text!r}",
-                                 param_hint="--variants")
+        raise typer.BadParameter(
+            f"expected some of {', '.join(VARIANTS)} (comma-separated), got {text!r}", param_hint="--variants"
+        )
     return tuple(v for v in VARIANTS if v in variants)  # the table's order
 
 
@@ -247,70 +301,126 @@ def parse_tune_texts(values: Sequence[str]) -> Tuple[Tuple[str, str], ...]:
     for value in values:
         task, sep, path = value.partition("=")
         if not sep or task not in TASKS:
-            raise typer.BadParameter(f"expected TASK=PATH with TASK one of {', '.join(TASKS)}, got {value!r}",
-                                     param_hint="--tune-text")
+            raise typer.BadParameter(
+                f"expected TASK=PATH with TASK one of {', '.join(TASKS)}, got {value!r}", param_hint="--tune-text"
+            )
         if path:
             pairs.append((task, path))
     return tuple(pairs)
 
 
 def study_of(
-    profile: str, seeds: str, steps: int, eval_frequency: int, tune_steps: int, bilm: str, gpu_id: int,
-    variants: str, reuse_tuned_from: Optional[str], title: Optional[str], published: str = "",
+    profile: str,
+    seeds: str,
+    steps: int,
+    eval_frequency: int,
+    tune_steps: int,
+    bilm: str,
+    gpu_id: int,
+    variants: str,
+    reuse_tuned_from: Optional[str],
+    title: Optional[str],
+    published: str = "",
     tune_texts: Sequence[str] = (),
 ) -> Study:
     """The study the command line describes, its options checked."""
     if reuse_tuned_from and parse_tune_texts(tune_texts):
-        raise typer.BadParameter(f"a profile that reuses {reuse_tuned_from}'s tuned biLMs tunes none: leave "
-                                 "--tune-text out, or tune in that profile", param_hint="--tune-text")
-    return Study(profile=profile, seeds=parse_seeds_option(seeds), steps=steps, eval_frequency=eval_frequency,
-                 tune_steps=tune_steps, bilm=bilm, gpu_id=gpu_id, variants=parse_variants(variants),
-                 reuse_tuned_from=reuse_tuned_from, title=title, published=published,
-                 tune_texts=parse_tune_texts(tune_texts))
+        raise typer.BadParameter(
+            f"a profile that reuses {reuse_tuned_from}'s tuned biLMs tunes none: leave "
+            "--tune-text out, or tune in that profile",
+            param_hint="--tune-text",
+        )
+    return Study(
+        profile=profile,
+        seeds=parse_seeds_option(seeds),
+        steps=steps,
+        eval_frequency=eval_frequency,
+        tune_steps=tune_steps,
+        bilm=bilm,
+        gpu_id=gpu_id,
+        variants=parse_variants(variants),
+        reuse_tuned_from=reuse_tuned_from,
+        title=title,
+        published=published,
+        tune_texts=parse_tune_texts(tune_texts),
+    )
 
 
 _DEFAULT = Study()
-PROFILE = typer.Option(_DEFAULT.profile, help="Name of the study's profile: its corpus/, training/, metrics/, "
-                                               "reports/ and logs/ folders")
+PROFILE = typer.Option(
+    _DEFAULT.profile, help="Name of the study's profile: its corpus/, training/, metrics/, reports/ and logs/ folders"
+)
 SEEDS = typer.Option(" ".join(map(str, _DEFAULT.seeds)), help="Seeds of the runs")
 STEPS = typer.Option(_DEFAULT.steps, min=1, help="Training steps of each run")
 EVAL_FREQUENCY = typer.Option(_DEFAULT.eval_frequency, min=1, help="Steps between dev evaluations")
 TUNE_STEPS = typer.Option(_DEFAULT.tune_steps, min=1, help="Steps (2,000 tokens each) of the biLM's tuning")
-BILM = typer.Option(_DEFAULT.bilm, help="The biLM that is tuned, and that elmo_untuned reads: a model's name or "
-                                         "a biLM folder")
+BILM = typer.Option(
+    _DEFAULT.bilm, help="The biLM that is tuned, and that elmo_untuned reads: a model's name or a biLM folder"
+)
 GPU_ID = typer.Option(_DEFAULT.gpu_id, help="GPU id, or -1 for the CPU")
-VARIANTS_OPTION = typer.Option(",".join(VARIANTS), "--variants", help="Which runs: baseline, elmo (the tuned "
-                                                                      "biLM), elmo_untuned")
+VARIANTS_OPTION = typer.Option(
+    ",".join(VARIANTS), "--variants", help="Which runs: baseline, elmo (the tuned biLM), elmo_untuned"
+)
 REUSE = typer.Option(None, help="Read this profile's corpora and tuned biLMs instead of converting and tuning")
-TITLE = typer.Option(None, help="Heading of the report (default: \"Profile PROFILE, seeds SEEDS\")")
-TUNE_TEXT = typer.Option([], "--tune-text", help="TASK=PATH: tune the biLM for TASK on this unlabelled text "
-                                                   "instead of the task's training split (repeatable)")
-PUBLISHED_OPTION = typer.Option("", "--published", help=f"A published AllenNLP model ({', '.join(PUBLISHED)}; "
-                                                        f"in {PUBLISHED_DIR}/NAME) to read as it is instead of "
-                                                        f"--bilm, with no tuning; \"\": --bilm, tuned")
+TITLE = typer.Option(None, help='Heading of the report (default: "Profile PROFILE, seeds SEEDS")')
+TUNE_TEXT = typer.Option(
+    [],
+    "--tune-text",
+    help="TASK=PATH: tune the biLM for TASK on this unlabelled text instead of the task's training split (repeatable)",
+)
+PUBLISHED_OPTION = typer.Option(
+    "",
+    "--published",
+    help=f"A published AllenNLP model ({', '.join(PUBLISHED)}; "
+    f"in {PUBLISHED_DIR}/NAME) to read as it is instead of "
+    f'--bilm, with no tuning; "": --bilm, tuned',
+)
 
 
 @app.command("run")
 def run_cli(
-    profile: str = PROFILE, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
-    tune_steps: int = TUNE_STEPS, bilm: str = BILM, gpu_id: int = GPU_ID, variants: str = VARIANTS_OPTION,
-    reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE, published: str = PUBLISHED_OPTION,
+    profile: str = PROFILE,
+    seeds: str = SEEDS,
+    steps: int = STEPS,
+    eval_frequency: int = EVAL_FREQUENCY,
+    tune_steps: int = TUNE_STEPS,
+    bilm: str = BILM,
+    gpu_id: int = GPU_ID,
+    variants: str = VARIANTS_OPTION,
+    reuse_tuned_from: Optional[str] = REUSE,
+    title: Optional[str] = TITLE,
+    published: str = PUBLISHED_OPTION,
     tune_text: List[str] = TUNE_TEXT,
     jobs: int = typer.Option(2, min=1, help="Jobs side by side (one thread each)"),
     minutes: float = typer.Option(0, min=0, help="Start no job after this many minutes (0 = no limit)"),
 ) -> None:
     """Run every job of the study that is not done yet (the default command)."""
     os.chdir(ROOT)
-    study = study_of(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from,
-                     title, published, tune_text)
+    study = study_of(
+        profile,
+        seeds,
+        steps,
+        eval_frequency,
+        tune_steps,
+        bilm,
+        gpu_id,
+        variants,
+        reuse_tuned_from,
+        title,
+        published,
+        tune_text,
+    )
     if study.published:
         with exit_on_bad_input():
             published_bilm(study.published)
     missing = missing_inputs(study)
     if missing:
-        typer.echo(f"--reuse-tuned-from {study.reuse_tuned_from}: {', '.join(missing)} not found. Run "
-                   f"`python -m {MODULE} --profile {study.reuse_tuned_from}` first, or name a profile "
-                   f"that has been run.", err=True)
+        typer.echo(
+            f"--reuse-tuned-from {study.reuse_tuned_from}: {', '.join(missing)} not found. Run "
+            f"`python -m {MODULE} --profile {study.reuse_tuned_from}` first, or name a profile "
+            f"that has been run.",
+            err=True,
+        )
         raise typer.Exit(2)
     Path(study.metrics).mkdir(parents=True, exist_ok=True)
     planned = plan_jobs(study)
@@ -320,15 +430,35 @@ def run_cli(
 
 @app.command("plan")
 def plan_cli(
-    profile: str = PROFILE, seeds: str = SEEDS, steps: int = STEPS, eval_frequency: int = EVAL_FREQUENCY,
-    tune_steps: int = TUNE_STEPS, bilm: str = BILM, gpu_id: int = GPU_ID, variants: str = VARIANTS_OPTION,
-    reuse_tuned_from: Optional[str] = REUSE, title: Optional[str] = TITLE, published: str = PUBLISHED_OPTION,
+    profile: str = PROFILE,
+    seeds: str = SEEDS,
+    steps: int = STEPS,
+    eval_frequency: int = EVAL_FREQUENCY,
+    tune_steps: int = TUNE_STEPS,
+    bilm: str = BILM,
+    gpu_id: int = GPU_ID,
+    variants: str = VARIANTS_OPTION,
+    reuse_tuned_from: Optional[str] = REUSE,
+    title: Optional[str] = TITLE,
+    published: str = PUBLISHED_OPTION,
     tune_text: List[str] = TUNE_TEXT,
 ) -> None:
     """List the jobs, what each needs and whether it is done ("always": it runs every time)."""
     os.chdir(ROOT)
-    study = study_of(profile, seeds, steps, eval_frequency, tune_steps, bilm, gpu_id, variants, reuse_tuned_from,
-                     title, published, tune_text)
+    study = study_of(
+        profile,
+        seeds,
+        steps,
+        eval_frequency,
+        tune_steps,
+        bilm,
+        gpu_id,
+        variants,
+        reuse_tuned_from,
+        title,
+        published,
+        tune_text,
+    )
     for path in missing_inputs(study):
         typer.echo(f"missing: {path}")
     show_plan(plan_jobs(study), typer.echo, commands=True)

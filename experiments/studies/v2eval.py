@@ -36,6 +36,7 @@ training/v2eval. Each group ends with per-seed score files of its runs, metrics/
 experiments.report.v2eval`` writes the report of every comparison, and ``experiments.report.paired``
 and ``experiments.report.dev_curves`` compare any runs by hand.
 """
+
 import shutil
 import sys
 from dataclasses import dataclass, replace
@@ -65,8 +66,12 @@ WORK = "training/v2eval"
 LOGS = Path("logs/v2eval")
 GROUPS = ("converged", "glove", "ablations", "encoders")
 CORPUS = {"ner": "corpus/v2eval/ner", "sentiment5": "corpus/v2eval/sentiment5"}
-CONFIG = {("ner", False): "configs/ner_baseline.cfg", ("ner", True): "configs/ner_elmo.cfg",
-          ("sentiment5", False): "configs/textcat_baseline.cfg", ("sentiment5", True): "configs/textcat_elmo.cfg"}
+CONFIG = {
+    ("ner", False): "configs/ner_baseline.cfg",
+    ("ner", True): "configs/ner_elmo.cfg",
+    ("sentiment5", False): "configs/textcat_baseline.cfg",
+    ("sentiment5", True): "configs/textcat_elmo.cfg",
+}
 OUTPUT_CONFIG = {"ner": "configs/ner_elmo_output.cfg", "sentiment5": "configs/textcat_elmo_output.cfg"}
 PIPE = {"ner": "ner", "sentiment5": "textcat"}
 # The paper's task encoders: a BiLSTM, here 2 layers of spaCy's, as wide as the CNN it replaces.
@@ -79,6 +84,7 @@ GLOVE = "corpus/v2eval/glove"
 class Variant:
     """One named run of the study (``--runs``): a config and its settings, trained once per seed into
     training/v2eval/<name>/seed<N>."""
+
     name: str
     task: str
     config: str
@@ -92,29 +98,45 @@ class Variant:
 
     def run(self, seed: int) -> Run:
         """The run of one seed, as the engine trains, scores and records it: ``<name>/seed<N>``."""
-        return Run(id=f"{self.name}/seed{seed}", config=self.config,
-                   overrides=tuple(overrides_from_args(self.overrides).items()), seed=seed,
-                   test=f"{CORPUS[self.task]}/test.spacy",
-                   labels={"run": self.name, "task": self.task, "seed": str(seed)})
+        return Run(
+            id=f"{self.name}/seed{seed}",
+            config=self.config,
+            overrides=tuple(overrides_from_args(self.overrides).items()),
+            seed=seed,
+            test=f"{CORPUS[self.task]}/test.spacy",
+            labels={"run": self.name, "task": self.task, "seed": str(seed)},
+        )
 
 
 def converged_runs(steps: int) -> List[Variant]:
     """Baseline and ELMo on each task, ``steps`` steps with a dev score every 250."""
     return [
-        Variant(f"{task}_{'elmo_v2' if elmo else 'baseline'}_converged", task, CONFIG[task, elmo],
-                ("--training.max_steps", str(steps), "--training.eval_frequency", "250")
-                + (("--paths.elmo", BILM) if elmo else ()))
-        for task in CORPUS for elmo in (False, True)
+        Variant(
+            f"{task}_{'elmo_v2' if elmo else 'baseline'}_converged",
+            task,
+            CONFIG[task, elmo],
+            ("--training.max_steps", str(steps), "--training.eval_frequency", "250")
+            + (("--paths.elmo", BILM) if elmo else ()),
+        )
+        for task in CORPUS
+        for elmo in (False, True)
     ]
 
 
 def glove_runs(steps: int) -> List[Variant]:
     """The converged runs with GloVe in the embedding: {task}_glove_converged, {task}_glove_elmo_v2_converged."""
     return [
-        replace(run, name=f"{run.task}_glove_{run.name[len(run.task) + 1:].removeprefix('baseline_')}",
-                settings=run.settings + ("--paths.vectors", GLOVE,
-                                         f"--components.{PIPE[run.task]}.model.tok2vec.embed.include_static_vectors",
-                                         "true"))
+        replace(
+            run,
+            name=f"{run.task}_glove_{run.name[len(run.task) + 1 :].removeprefix('baseline_')}",
+            settings=run.settings
+            + (
+                "--paths.vectors",
+                GLOVE,
+                f"--components.{PIPE[run.task]}.model.tok2vec.embed.include_static_vectors",
+                "true",
+            ),
+        )
         for run in converged_runs(steps)
     ]
 
@@ -148,8 +170,11 @@ def encoder_runs(steps: int) -> List[Variant]:
     as the converged runs: the BiLSTM learns more slowly than the CNN (at 1,000 steps its NER dev F1
     is half the CNN's)."""
     return [
-        replace(run, name=run.name.replace("_converged", "_bilstm"),
-                config=str(bilstm_config(run.task, elmo=run.config == CONFIG[run.task, True])))
+        replace(
+            run,
+            name=run.name.replace("_converged", "_bilstm"),
+            config=str(bilstm_config(run.task, elmo=run.config == CONFIG[run.task, True])),
+        )
         for run in converged_runs(steps)
     ]
 
@@ -164,8 +189,10 @@ def write_bilstm_configs() -> None:
         config = Config().from_disk(source, interpolate=False)
         encoder = config["components"][PIPE[task]]["model"]["tok2vec"]
         if encoder["encode"]["width"] != BILSTM["width"]:
-            raise ValueError(f"{source}: the encoder is {encoder['encode']['width']} wide, the BiLSTM "
-                             f"{BILSTM['width']}: make BILSTM's width the encoder's")
+            raise ValueError(
+                f"{source}: the encoder is {encoder['encode']['width']} wide, the BiLSTM "
+                f"{BILSTM['width']}: make BILSTM's width the encoder's"
+            )
         encoder["encode"] = dict(BILSTM)
         target = bilstm_config(task, elmo)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -177,16 +204,27 @@ def write_bilstm_configs() -> None:
 
 def group_runs(steps: int) -> Dict[str, List[Variant]]:
     """{group: its runs}, in GROUPS' order."""
-    return {"converged": converged_runs(steps), "glove": glove_runs(steps), "ablations": ablation_runs(),
-            "encoders": encoder_runs(steps)}
+    return {
+        "converged": converged_runs(steps),
+        "glove": glove_runs(steps),
+        "ablations": ablation_runs(),
+        "encoders": encoder_runs(steps),
+    }
 
 
-def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Sequence[str] = tuple(CORPUS),
-              only: Sequence[str] = ()) -> List[Job]:
+def plan_jobs(
+    groups: Sequence[str],
+    seeds: Sequence[int],
+    steps: int,
+    tasks: Sequence[str] = tuple(CORPUS),
+    only: Sequence[str] = (),
+) -> List[Job]:
     """Each group's runs of `tasks` (those named in `only`, if any) seed by seed (paired runs side by
     side), then their test scores."""
-    planned = {group: [run for run in runs if run.task in tasks and (not only or run.name in only)]
-               for group, runs in group_runs(steps).items()}
+    planned = {
+        group: [run for run in runs if run.task in tasks and (not only or run.name in only)]
+        for group, runs in group_runs(steps).items()
+    }
     jobs: List[Job] = []
     for group in groups:
         trained: Dict[str, List[Tuple[str, str]]] = {}
@@ -197,9 +235,14 @@ def plan_jobs(groups: Sequence[str], seeds: Sequence[int], steps: int, tasks: Se
                 jobs.append(run_job(run, Path(RECORDS), Path(WORK), LOGS, keep_model=True, name=name))
                 trained.setdefault(variant.task, []).append((name, run.id))
         for task, names in trained.items():
-            jobs.append(Job(f"scores_{group}_{task}", (PYTHON, "-m", "experiments.engine.views", RECORDS, METRICS,
-                                                       *(run_id for _, run_id in names)),
-                            LOGS / f"scores_{group}_{task}.log", needs=tuple(name for name, _ in names)))
+            jobs.append(
+                Job(
+                    f"scores_{group}_{task}",
+                    (PYTHON, "-m", "experiments.engine.views", RECORDS, METRICS, *(run_id for _, run_id in names)),
+                    LOGS / f"scores_{group}_{task}.log",
+                    needs=tuple(name for name, _ in names),
+                )
+            )
     return jobs
 
 
@@ -211,8 +254,11 @@ def sync_bilm(source: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for name in BILM_FILES:
         if not (source / name).is_file():
-            raise typer.BadParameter(f"{source} holds no {name}: expected a biLM folder with options.json and "
-                                     "weights.hdf5 (as `python -m spacy_elmo pretrain` exports)", param_hint="--bilm")
+            raise typer.BadParameter(
+                f"{source} holds no {name}: expected a biLM folder with options.json and "
+                "weights.hdf5 (as `python -m spacy_elmo pretrain` exports)",
+                param_hint="--bilm",
+            )
         if not (target / name).is_file() or digest(target / name) != digest(source / name):
             with atomic_path(target / name) as tmp:
                 shutil.copyfile(source / name, tmp)
@@ -237,9 +283,12 @@ def planned_jobs(groups: str, seeds: str, steps: int, tasks: str, runs: str, bil
     if not chosen_tasks or any(task not in CORPUS for task in chosen_tasks):
         raise typer.BadParameter(f"expected tasks among {', '.join(CORPUS)}, got {tasks!r}", param_hint="--tasks")
     if "glove" in chosen and not Path(GLOVE, "config.cfg").exists():
-        raise typer.BadParameter(f"{GLOVE} holds no spaCy vectors: run `python -m spacy project assets --extra`, "
-                                 f"`python -m spacy project run fetch-glove`, then `python -m experiments.data.glove "
-                                 f"assets/glove {GLOVE}`", param_hint="--groups")
+        raise typer.BadParameter(
+            f"{GLOVE} holds no spaCy vectors: run `python -m spacy project assets --extra`, "
+            f"`python -m spacy project run fetch-glove`, then `python -m experiments.data.glove "
+            f"assets/glove {GLOVE}`",
+            param_hint="--groups",
+        )
     seed_list = parse_seeds_option(seeds)
     if published:
         with exit_on_bad_input():  # an unknown name, or (what to do, one line) not downloaded
@@ -248,8 +297,9 @@ def planned_jobs(groups: str, seeds: str, steps: int, tasks: str, runs: str, bil
     only = split_names(runs)
     known = {variant.name for variants in group_runs(steps).values() for variant in variants}
     if any(name not in known for name in only):
-        raise typer.BadParameter(f"expected run names among {', '.join(sorted(known))}, got {runs!r}",
-                                 param_hint="--runs")
+        raise typer.BadParameter(
+            f"expected run names among {', '.join(sorted(known))}, got {runs!r}", param_hint="--runs"
+        )
     write_bilstm_configs()
     return plan_jobs(chosen, seed_list, steps, chosen_tasks, only)
 
@@ -260,16 +310,23 @@ STEPS = typer.Option(3000, help="Training steps of the converged runs")
 TASKS = typer.Option(",".join(CORPUS), help="Comma-separated: ner, sentiment5")
 RUNS = typer.Option("", help="Comma-separated run names, e.g. ner_elmo_v2_dropout05 (default: all)")
 BILM_OPTION = typer.Option(ELMO_EN_SMALL, help="The biLM of every ELMo run: a model's name or a biLM folder")
-PUBLISHED = typer.Option("", help="A published AllenNLP model's name instead of --bilm (assets/published/NAME, "
-                                  "`spacy project assets --extra`)")
+PUBLISHED = typer.Option(
+    "",
+    help="A published AllenNLP model's name instead of --bilm (assets/published/NAME, `spacy project assets --extra`)",
+)
 
 
 @app.command("run")
 def run_cli(
     jobs: int = typer.Option(2, help="Runs side by side, one CPU thread each"),
-    groups: str = GROUPS_OPTION, seeds: str = SEEDS, steps: int = STEPS, tasks: str = TASKS,
+    groups: str = GROUPS_OPTION,
+    seeds: str = SEEDS,
+    steps: int = STEPS,
+    tasks: str = TASKS,
     minutes: float = typer.Option(0, help="Start no run after this many minutes (0: no deadline)"),
-    runs: str = RUNS, bilm: str = BILM_OPTION, published: str = PUBLISHED,
+    runs: str = RUNS,
+    bilm: str = BILM_OPTION,
+    published: str = PUBLISHED,
 ) -> None:
     """Train and score every run not done yet, then each group's per-seed score files (the default command)."""
     finish(launch(planned_jobs(groups, seeds, steps, tasks, runs, bilm, published), Path(WORK), jobs, minutes))
@@ -277,8 +334,13 @@ def run_cli(
 
 @app.command("plan")
 def plan_cli(
-    groups: str = GROUPS_OPTION, seeds: str = SEEDS, steps: int = STEPS, tasks: str = TASKS, runs: str = RUNS,
-    bilm: str = BILM_OPTION, published: str = PUBLISHED,
+    groups: str = GROUPS_OPTION,
+    seeds: str = SEEDS,
+    steps: int = STEPS,
+    tasks: str = TASKS,
+    runs: str = RUNS,
+    bilm: str = BILM_OPTION,
+    published: str = PUBLISHED,
 ) -> None:
     """List the jobs and which are done (the biLM is copied first, so that the fingerprints see it)."""
     show_plan(planned_jobs(groups, seeds, steps, tasks, runs, bilm, published), typer.echo)

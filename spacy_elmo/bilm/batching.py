@@ -4,6 +4,7 @@ Whole sentences into batches (embed uses it); the layout of one batch's rows
 is packing.py's, and pretraining's batches (with targets) are
 `spacy_elmo.training.data.lm_batches`.
 """
+
 from typing import List, Sequence
 
 

@@ -1,5 +1,6 @@
 """The state a stateful biLM carries from each call to the next, as bilm-tf did; it exists to
 reproduce bilm-tf's reference outputs (`BiLM` with ``stateful=True``)."""
+
 import threading
 from typing import List, Optional
 
@@ -77,8 +78,8 @@ class CarriedState:
             merged = []
             for (h_old, c_old), (h, c) in zip(self.states, new):
                 if h_old.shape[1] > h.shape[1]:
-                    h = torch.cat([h, h_old[:, h.shape[1]:]], dim=1)
-                    c = torch.cat([c, c_old[:, c.shape[1]:]], dim=1)
+                    h = torch.cat([h, h_old[:, h.shape[1] :]], dim=1)
+                    c = torch.cat([c, c_old[:, c.shape[1] :]], dim=1)
                 merged.append((h, c))
             new = merged
         self.states = new

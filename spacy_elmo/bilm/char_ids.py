@@ -16,6 +16,7 @@ with `CodePointIds` instead: characters by code point, and with a word table a
 last column of word ids. `token_ids` gives a biLM's scheme, either way an
 object with `words_to_ids`, `lengths`, `width`, `pad_id` and `max_id`.
 """
+
 from itertools import chain
 from operator import methodcaller
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
@@ -44,9 +45,7 @@ def _special_token_ids(char: int, max_chars: int) -> numpy.ndarray:
     return ids
 
 
-def words_to_ids(
-    words: Sequence[str], max_chars: int = MAX_CHARS_PER_TOKEN
-) -> numpy.ndarray:
+def words_to_ids(words: Sequence[str], max_chars: int = MAX_CHARS_PER_TOKEN) -> numpy.ndarray:
     """Character ids of distinct words, shape ``(len(words), max_chars)``.
 
     The strings ``<S>`` and ``</S>`` map to the sentence boundary tokens, as in

@@ -23,6 +23,7 @@ converting each convention on the way:
 The architecture must be a ``cnn`` token embedder and an ``elmo`` encoder
 (every published model's), else E902.
 """
+
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -51,16 +52,21 @@ SHIPPED_ARCHITECTURE_NAMES = ("cnn_50_100_512_4096_sample.json", "cnn_0_100_512_
 SHIPPED_ARCHITECTURE = {
     "encoder": {"name": "elmo", "projection_dim": 512, "cell_clip": 3, "proj_clip": 3, "dim": 4096, "n_layers": 2},
     "token_embedder": {
-        "name": "cnn", "activation": "relu",
+        "name": "cnn",
+        "activation": "relu",
         "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
-        "n_highway": 2, "word_dim": 100, "char_dim": 50, "max_characters_per_token": 50,
+        "n_highway": 2,
+        "word_dim": 100,
+        "char_dim": 50,
+        "max_characters_per_token": 50,
     },
 }
 
 # ELMoForManyLangs' marks, as its code uses them: a token starts with the id of
 # "<eow>" and ends with that of "<bow>".
-CHAR_MARKS = dict(begin_word="<eow>", end_word="<bow>", begin_sentence="<bos>", end_sentence="<eos>",
-                  padding="<pad>", unknown="<oov>")
+CHAR_MARKS = dict(
+    begin_word="<eow>", end_word="<bow>", begin_sentence="<bos>", end_sentence="<eos>", padding="<pad>", unknown="<oov>"
+)
 WORD_MARKS = dict(unknown="<oov>", begin_sentence="<bos>", end_sentence="<eos>")
 # The line of a table whose entry is whitespace alone: its code reads it as this character.
 WHITESPACE_ENTRY = "\u3000"
@@ -89,8 +95,12 @@ def read_efml(folder: PathLike) -> Tuple[BiLMOptions, Dict[str, numpy.ndarray]]:
     try:
         options_dict = _options_dict(architecture, chars, words)
     except (KeyError, TypeError) as err:
-        raise DamagedFileError("E902", path=folder, problem=f"has an architecture JSON without {err}",
-                               fix="Use the architecture JSON that came with the model.") from None
+        raise DamagedFileError(
+            "E902",
+            path=folder,
+            problem=f"has an architecture JSON without {err}",
+            fix="Use the architecture JSON that came with the model.",
+        ) from None
     options = BiLMOptions.from_allennlp(options_dict, folder / CONFIG_NAME)
     token_embedder = _state_dict(folder / TOKEN_EMBEDDER_NAME)
     lstm = _state_dict(folder / ENCODER_NAME)
@@ -116,13 +126,25 @@ def _options_dict(architecture: Dict[str, Any], chars: List[str], words: Optiona
             "char_table": {"entries": chars, **CHAR_MARKS},
         },
         "lstm": {
-            "dim": encoder["dim"], "projection_dim": encoder["projection_dim"], "n_layers": encoder["n_layers"],
-            "cell_clip": _clip(encoder.get("cell_clip")), "proj_clip": _clip(encoder.get("proj_clip")),
+            "dim": encoder["dim"],
+            "projection_dim": encoder["projection_dim"],
+            "n_layers": encoder["n_layers"],
+            "cell_clip": _clip(encoder.get("cell_clip")),
+            "proj_clip": _clip(encoder.get("proj_clip")),
             "use_skip_connections": True,
         },
-        **({} if words is None else {"word_table": {
-            "entries": words, "n_words": len(words), "dim": embedder["word_dim"], **WORD_MARKS,
-        }}),
+        **(
+            {}
+            if words is None
+            else {
+                "word_table": {
+                    "entries": words,
+                    "n_words": len(words),
+                    "dim": embedder["word_dim"],
+                    **WORD_MARKS,
+                }
+            }
+        ),
     }
 
 
@@ -160,8 +182,12 @@ def _architecture(folder: Path) -> Dict[str, Any]:
     config = _read_json(folder / CONFIG_NAME, folder)
     named = config.get("config_path") if isinstance(config, dict) else None
     if not isinstance(named, str):
-        raise DamagedFileError("E902", path=folder, problem=f"has a {CONFIG_NAME} without 'config_path'",
-                               fix=f"Restore the model's {CONFIG_NAME}.")
+        raise DamagedFileError(
+            "E902",
+            path=folder,
+            problem=f"has a {CONFIG_NAME} without 'config_path'",
+            fix=f"Restore the model's {CONFIG_NAME}.",
+        )
     inside = (folder / named).resolve().is_relative_to(folder.resolve())
     for candidate in ((folder / named,) if inside else ()) + (folder / Path(named).name,):
         if candidate.is_file():
@@ -169,23 +195,40 @@ def _architecture(folder: Path) -> Dict[str, Any]:
             break
     else:
         if Path(named).name not in SHIPPED_ARCHITECTURE_NAMES:
-            raise DamagedFileError("E902", path=folder, problem=f"lacks the architecture file '{named}'",
-                                   fix=f"Put '{Path(named).name}' (from the model's zip) in the folder.")
+            raise DamagedFileError(
+                "E902",
+                path=folder,
+                problem=f"lacks the architecture file '{named}'",
+                fix=f"Put '{Path(named).name}' (from the model's zip) in the folder.",
+            )
         architecture = SHIPPED_ARCHITECTURE
-    sections = [architecture.get(key) if isinstance(architecture, dict) else None
-                for key in ("token_embedder", "encoder")]
+    sections = [
+        architecture.get(key) if isinstance(architecture, dict) else None for key in ("token_embedder", "encoder")
+    ]
     if not all(isinstance(section, dict) for section in sections):
-        raise DamagedFileError("E902", path=folder, problem="has an architecture JSON without its two sections",
-                               fix="Use the architecture JSON that came with the model ('token_embedder', 'encoder').")
+        raise DamagedFileError(
+            "E902",
+            path=folder,
+            problem="has an architecture JSON without its two sections",
+            fix="Use the architecture JSON that came with the model ('token_embedder', 'encoder').",
+        )
     embedder, encoder = sections
     kinds = (str(embedder.get("name", "")).lower(), str(encoder.get("name", "")).lower())
     if kinds != ("cnn", "elmo"):
         problem = f"is a '{kinds[0]}' token embedder and '{kinds[1]}' encoder"
-        raise DamagedFileError("E902", path=folder, problem=problem,
-                               fix="Only the character CNN and ELMo encoder (every published model's) load.")
+        raise DamagedFileError(
+            "E902",
+            path=folder,
+            problem=problem,
+            fix="Only the character CNN and ELMo encoder (every published model's) load.",
+        )
     if not _has_positive(embedder, "char_dim"):
-        raise DamagedFileError("E902", path=folder, problem="has no character embedding (char_dim 0)",
-                               fix="Only models with a character CNN load.")
+        raise DamagedFileError(
+            "E902",
+            path=folder,
+            problem="has no character embedding (char_dim 0)",
+            fix="Only models with a character CNN load.",
+        )
     return architecture
 
 
@@ -199,8 +242,12 @@ def _read_json(path: Path, folder: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DamagedFileError("E902", path=folder, problem=f"has a '{path.name}' that cannot be read ({err})",
-                               fix="Unzip the model again.") from err
+        raise DamagedFileError(
+            "E902",
+            path=folder,
+            problem=f"has a '{path.name}' that cannot be read ({err})",
+            fix="Unzip the model again.",
+        ) from err
 
 
 def _read_dic(path: Path, kind: str) -> List[str]:
@@ -213,11 +260,16 @@ def _read_dic(path: Path, kind: str) -> List[str]:
     try:
         text = path.read_text(encoding="utf8")
     except FileNotFoundError:
-        raise DamagedFileError("E902", path=path.parent, problem=f"has no '{path.name}'",
-                               fix=f"Put the model's '{path.name}' in the folder.") from None
+        raise DamagedFileError(
+            "E902",
+            path=path.parent,
+            problem=f"has no '{path.name}'",
+            fix=f"Put the model's '{path.name}' in the folder.",
+        ) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise DamagedFileError("E903", kind=kind, path=path, problem=f"cannot be read ({err})",
-                               expected="UTF-8 text") from err
+        raise DamagedFileError(
+            "E903", kind=kind, path=path, problem=f"cannot be read ({err})", expected="UTF-8 text"
+        ) from err
     ids: Dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
         fields = line.strip().split("\t")
@@ -227,13 +279,23 @@ def _read_dic(path: Path, kind: str) -> List[str]:
             entry, i = fields
             ids[entry] = int(i)
         except ValueError:  # not two fields, or an id that is not a number
-            raise DamagedFileError("E903", kind=kind, path=path, problem=f"has line {number} {line!r:.60}",
-                                   expected="lines '<entry>\\t<id>', the id a number") from None
+            raise DamagedFileError(
+                "E903",
+                kind=kind,
+                path=path,
+                problem=f"has line {number} {line!r:.60}",
+                expected="lines '<entry>\\t<id>', the id a number",
+            ) from None
     entries = [""] * len(ids)
     for entry, i in ids.items():
         if not 0 <= i < len(ids) or entries[i]:
-            raise DamagedFileError("E903", kind=kind, path=path, problem=f"gives {entry!r} the id {i}",
-                                   expected=f"the ids 0 to {len(ids) - 1}, each once")
+            raise DamagedFileError(
+                "E903",
+                kind=kind,
+                path=path,
+                problem=f"gives {entry!r} the id {i}",
+                expected=f"the ids 0 to {len(ids) - 1}, each once",
+            )
         entries[i] = entry
     return entries
 
@@ -245,8 +307,12 @@ def _clip(value: Any) -> Any:
 
 def _state_dict(path: Path) -> Dict[str, numpy.ndarray]:
     if not path.is_file():
-        raise DamagedFileError("E902", path=path.parent, problem=f"has no '{path.name}'",
-                               fix=f"Put the model's '{path.name}' in the folder.")
+        raise DamagedFileError(
+            "E902",
+            path=path.parent,
+            problem=f"has no '{path.name}'",
+            fix=f"Put the model's '{path.name}' in the folder.",
+        )
     return {name: tensor.float().numpy() for name, tensor in read_state_dict(path).items()}
 
 
@@ -255,8 +321,12 @@ def _take(state: Dict[str, numpy.ndarray], name: str, shape: Tuple[int, ...], pa
     value = state.get(name)
     if value is None or value.shape != shape:
         found = f"no tensor '{name}'" if value is None else f"'{name}' of shape {value.shape}"
-        raise DamagedFileError("E902", path=path, problem=f"holds {found}, expected {shape}",
-                               fix="Check that the weights and the architecture JSON come from the same zip.")
+        raise DamagedFileError(
+            "E902",
+            path=path,
+            problem=f"holds {found}, expected {shape}",
+            fix="Check that the weights and the architecture JSON come from the same zip.",
+        )
     return value
 
 
@@ -327,5 +397,6 @@ def _check_finite(values: Dict[str, numpy.ndarray], folder: Path) -> None:
     for name, value in values.items():
         finite = numpy.isfinite(value)
         if not finite.all():
-            raise DamagedFileError("E502", path=f"'{folder}'", dataset=name, count=int(finite.size - finite.sum()),
-                                   size=int(finite.size))
+            raise DamagedFileError(
+                "E502", path=f"'{folder}'", dataset=name, count=int(finite.size - finite.sum()), size=int(finite.size)
+            )

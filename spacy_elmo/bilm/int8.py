@@ -19,6 +19,7 @@ block (`BiLSTMStack.forward` reads `int8_enabled`); `int8_pays` says whether thi
 CPU's int8 products beat its float32 ones (`precision(device, "int8")` stays in
 float32 where they do not).
 """
+
 import contextlib
 import contextvars
 import time

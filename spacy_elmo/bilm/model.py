@@ -4,6 +4,7 @@
 Thinc model over Docs, and `spacy_elmo.training.PretrainingLM` adds the
 softmax to train it.
 """
+
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -212,9 +213,7 @@ class BiLM(nn.Module):
         ids = torch.cat([self.boundary_ids.to(device), char_ids[mask]])
         keys, first, inverse_array = distinct_rows(ids)
         first_t = to_device(first, device)
-        distinct = self._token_vectors(
-            keys, lambda positions: (ids[first_t[to_device(positions, device)]], None)
-        )
+        distinct = self._token_vectors(keys, lambda positions: (ids[first_t[to_device(positions, device)]], None))
         inverse = to_device(inverse_array, device)
         lengths = mask.sum(dim=1) + 2  # with <S> and </S>
         steps = n_tokens + 2
@@ -239,9 +238,9 @@ class BiLM(nn.Module):
         # step length - 2 - k; layer 0 is the token vector in both halves.
         forward_rows = packing.positions[:, 1 : n_tokens + 1][mask]
         backward_rows = torch.gather(packing.positions, 1, reversed_positions)[:, 1 : n_tokens + 1][mask]
-        values = torch.stack([
-            torch.cat([out[0][forward_rows], out[1][backward_rows]], dim=1) for out in [inputs, *outputs]
-        ])  # (n_layers + 1, n_real_tokens, 2p)
+        values = torch.stack(
+            [torch.cat([out[0][forward_rows], out[1][backward_rows]], dim=1) for out in [inputs, *outputs]]
+        )  # (n_layers + 1, n_real_tokens, 2p)
         layers = values.new_zeros(self.n_layers, batch * n_tokens, self.output_dim)
         layers[:, mask.reshape(-1)] = values
         return BiLMOutput(layers=layers.view(self.n_layers, batch, n_tokens, self.output_dim), mask=mask)
@@ -320,7 +319,9 @@ class BiLM(nn.Module):
         self._check_float32()
         vectors = self._word_vectors(words)
         if not len(lengths):
-            return vectors.new_zeros(2, 0, vectors.shape[1], dtype=torch.float32), numpy.zeros((2, 0), dtype=numpy.int64)
+            return vectors.new_zeros(2, 0, vectors.shape[1], dtype=torch.float32), numpy.zeros(
+                (2, 0), dtype=numpy.int64
+            )
         packing = SentencePacking.of(index, lengths, predictions=True)
         _, outputs = self._run_packed(vectors, packing)
         positions = to_device(packing.predictions[0], self.boundary_ids.device)
@@ -411,7 +412,9 @@ class BiLM(nn.Module):
         return encoder.head(torch.cat(parts))[to_device(where, device)]
 
     def _token_vectors(
-        self, keys: Sequence[Hashable], char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]],
+        self,
+        keys: Sequence[Hashable],
+        char_ids: Callable[[numpy.ndarray], Tuple[torch.Tensor, Optional[int]]],
         encode: Optional[Callable[[numpy.ndarray], torch.Tensor]] = None,
     ) -> torch.Tensor:
         """Vectors of the distinct tokens `keys` (n_distinct, projection_dim),
@@ -442,29 +445,35 @@ class BiLM(nn.Module):
         )
         weights_key = tuple((p.data_ptr(), p.device, p.dtype) for p in parameters)
         if encode is None:
+
             def encode(missing: numpy.ndarray) -> torch.Tensor:
                 return self.token_encoder(*char_ids(missing))
+
         return self.token_cache.lookup(keys, encode, (weights_key, arithmetic))
 
     def _check_ids(self, char_ids: torch.Tensor) -> None:
         """E101 to E108 unless `char_ids` are as `batch_to_ids` makes them (one
         read from the device)."""
         width, max_id = self.token_encoder.token_ids.width, self.token_encoder.token_ids.max_id
-        if char_ids.dim() != 3 or char_ids.shape[2] != width or char_ids.dtype not in (
-            torch.int64, torch.int32, torch.int16
+        if (
+            char_ids.dim() != 3
+            or char_ids.shape[2] != width
+            or char_ids.dtype not in (torch.int64, torch.int32, torch.int16)
         ):
-            raise InputError(
-                "E101", n_chars=width, max_id=max_id, shape=tuple(char_ids.shape), dtype=char_ids.dtype
-            )
+            raise InputError("E101", n_chars=width, max_id=max_id, shape=tuple(char_ids.shape), dtype=char_ids.dtype)
         if not char_ids.numel():
             return
         tokens = char_ids[:, :, 0] > 0
         after_padding = tokens[:, 1:] & ~tokens[:, :-1]
         filled_padding = char_ids.ne(0).any(dim=2) & ~tokens
-        low, high, row_after, row_filled = torch.stack([
-            char_ids.min().long(), char_ids.max().long(),
-            _first_row(after_padding), _first_row(filled_padding),
-        ]).tolist()
+        low, high, row_after, row_filled = torch.stack(
+            [
+                char_ids.min().long(),
+                char_ids.max().long(),
+                _first_row(after_padding),
+                _first_row(filled_padding),
+            ]
+        ).tolist()
         if low < 0 or high > max_id:
             raise InputError("E102", found=low if low < 0 else high, n_characters=max_id + 1, max_id=max_id)
         if row_after >= 0:
@@ -497,4 +506,3 @@ def _first_row(flags: torch.Tensor) -> torch.Tensor:
 
 def _forget_token_vectors(cache: TokenCache, module: nn.Module, incompatible_keys) -> None:
     cache.clear()
-

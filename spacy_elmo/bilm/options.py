@@ -14,6 +14,7 @@ of UTF-8 bytes, and a word table whose vectors join the char CNN's features
 beside it that lists the table's entries (`TABLE_FILES`); in the dict of
 `BiLMOptions.to_allennlp` (a pipeline's bytes) the entries are inline.
 """
+
 import json
 import os
 import stat
@@ -197,13 +198,19 @@ class BiLMOptions:
         widest = max(width for width, _ in cnn.filters)
         if cnn.max_characters_per_token < widest:
             raise DamagedFileError(
-                "E003", path=path, key="char_cnn.max_characters_per_token",
-                expected=f"at least the widest filter ({widest})", found=cnn.max_characters_per_token,
+                "E003",
+                path=path,
+                key="char_cnn.max_characters_per_token",
+                expected=f"at least the widest filter ({widest})",
+                found=cnn.max_characters_per_token,
             )
         char_table = None if cnn.char_table is None else _char_table(cnn.char_table, cnn.n_characters, path)
         if char_table is None and cnn.n_characters not in (261, 262):
             raise DamagedFileError(
-                "E003", path=path, key="char_cnn.n_characters", found=cnn.n_characters,
+                "E003",
+                path=path,
+                key="char_cnn.n_characters",
+                found=cnn.n_characters,
                 expected="261 or 262 (UTF-8 bytes), or the size of char_cnn.char_table",
             )
         word_table = None if checked.word_table is None else _word_table(checked.word_table, path)
@@ -225,7 +232,10 @@ class BiLMOptions:
         )
         if options.n_parameters > MAX_PARAMETERS:
             raise DamagedFileError(
-                "E007", path=path, n_parameters=options.n_parameters, gib=options.n_parameters * 4 / 2**30,
+                "E007",
+                path=path,
+                n_parameters=options.n_parameters,
+                gib=options.n_parameters * 4 / 2**30,
                 limit=MAX_PARAMETERS,
             )
         return options
@@ -249,7 +259,6 @@ class BiLMOptions:
         return cls.from_allennlp(data, path)
 
 
-
 def _table_dict(table: Union[CharTable, WordTable]) -> Dict[str, Any]:
     """A table as its section of options.json, the entries inline."""
     data = {name: getattr(table, name) for name in table.MARKS}
@@ -270,7 +279,11 @@ def _read_table_files(data: Dict[str, Any], path: Path) -> None:
         name = table["file"]
         if Path(name).name != name:
             raise DamagedFileError(
-                "E003", path=path, key=f"{key}.file", found=name, expected="the name of a file beside options.json",
+                "E003",
+                path=path,
+                key=f"{key}.file",
+                found=name,
+                expected="the name of a file beside options.json",
             )
         table["entries"] = _read_table_file(path.parent / name, key)
 
@@ -291,8 +304,9 @@ def _read_table_file(path: Path, key: str) -> List[str]:
         finally:
             os.close(fd)
     except OSError as err:
-        raise DamagedFileError("E903", kind=kind, path=path, problem=f"cannot be read ({err})",
-                               expected="the JSON file options.json names") from err
+        raise DamagedFileError(
+            "E903", kind=kind, path=path, problem=f"cannot be read ({err})", expected="the JSON file options.json names"
+        ) from err
     problem = None if regular else "is not a regular file"
     if problem is None and len(raw) > MAX_TABLE_BYTES:
         problem = f"holds more than {MAX_TABLE_BYTES:,} bytes"
@@ -305,8 +319,13 @@ def _read_table_file(path: Path, key: str) -> List[str]:
     if problem is None and not (isinstance(entries, list) and all(type(e) is str for e in entries)):
         problem = "is not a list of strings"
     if problem is not None:
-        raise DamagedFileError("E903", kind=kind, path=path, problem=problem,
-                               expected="a JSON list of the table's entries, entry k having id k")
+        raise DamagedFileError(
+            "E903",
+            kind=kind,
+            path=path,
+            problem=problem,
+            expected="a JSON list of the table's entries, entry k having id k",
+        )
     return entries
 
 
@@ -316,13 +335,17 @@ def _checked_entries(entries: List[str], marks: Dict[str, str], key: str, path: 
     if len(distinct) != len(entries):
         seen: set = set()
         twice = next(e for e in entries if e in seen or seen.add(e))
-        raise DamagedFileError("E003", path=path, key=f"{key}.entries", found=twice,
-                               expected="distinct entries (this one is there more than once)")
+        raise DamagedFileError(
+            "E003",
+            path=path,
+            key=f"{key}.entries",
+            found=twice,
+            expected="distinct entries (this one is there more than once)",
+        )
     missing = {name: mark for name, mark in marks.items() if mark not in distinct}
     if missing:
         name, mark = next(iter(missing.items()))
-        raise DamagedFileError("E003", path=path, key=f"{key}.{name}", found=mark,
-                               expected="an entry of the table")
+        raise DamagedFileError("E003", path=path, key=f"{key}.{name}", found=mark, expected="an entry of the table")
     return tuple(entries)
 
 
@@ -330,25 +353,45 @@ def _char_table(section: "_CharTableSection", n_characters: int, path: Union[str
     """The character table of a checked ``char_cnn.char_table`` section."""
     key = "char_cnn.char_table"
     if section.entries is None:
-        raise DamagedFileError("E003", path=path, key=f"{key}.entries", found=None,
-                               expected="the table's entries, inline or in the file that 'file' names")
+        raise DamagedFileError(
+            "E003",
+            path=path,
+            key=f"{key}.entries",
+            found=None,
+            expected="the table's entries, inline or in the file that 'file' names",
+        )
     marks = {name: getattr(section, name) for name in CharTable.MARKS}
     if len(set(marks.values())) != len(marks):
         raise DamagedFileError("E003", path=path, key=key, found=marks, expected="six distinct marks")
     if len(section.entries) != n_characters:
-        raise DamagedFileError("E003", path=path, key="char_cnn.n_characters", found=n_characters,
-                               expected=f"the size of char_cnn.char_table ({len(section.entries)})")
+        raise DamagedFileError(
+            "E003",
+            path=path,
+            key="char_cnn.n_characters",
+            found=n_characters,
+            expected=f"the size of char_cnn.char_table ({len(section.entries)})",
+        )
     return CharTable(_checked_entries(section.entries, marks, key, path), **marks)
 
 
 def _word_table(section: "_WordTableSection", path: Union[str, Path]) -> WordTable:
     """The word table of a checked ``word_table`` section."""
     if section.entries is None:
-        raise DamagedFileError("E003", path=path, key="word_table.entries", found=None,
-                               expected="the table's entries, inline or in the file that 'file' names")
+        raise DamagedFileError(
+            "E003",
+            path=path,
+            key="word_table.entries",
+            found=None,
+            expected="the table's entries, inline or in the file that 'file' names",
+        )
     if len(section.entries) != section.n_words:
-        raise DamagedFileError("E003", path=path, key="word_table.n_words", found=section.n_words,
-                               expected=f"the size of the word table ({len(section.entries)})")
+        raise DamagedFileError(
+            "E003",
+            path=path,
+            key="word_table.n_words",
+            found=section.n_words,
+            expected=f"the size of the word table ({len(section.entries)})",
+        )
     marks = {name: getattr(section, name) for name in WordTable.MARKS}
     entries = _checked_entries(section.entries, {"unknown": section.unknown}, "word_table", path)
     return WordTable(entries, dim=section.dim, **marks)
@@ -377,8 +420,11 @@ def _read_small_file(path: Path) -> str:
 
 # What a file of each kind but a regular one is, as messages name it.
 _NOT_REGULAR = (
-    (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
 )
 
 
@@ -396,9 +442,10 @@ def check_regular_file(path: Path, mode: int, kind: str) -> None:
 
 # The schema of options.json. Each field's description is what an error says it expected.
 _Dim = Annotated[StrictInt, Field(ge=1, le=MAX_DIM, description=f"an integer from 1 to {MAX_DIM}")]
-_Clip = Annotated[Optional[Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]], Field(
-    description="a finite number >= 0 (0 or null: no clipping)"
-)]
+_Clip = Annotated[
+    Optional[Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]],
+    Field(description="a finite number >= 0 (0 or null: no clipping)"),
+]
 _Filter = Annotated[List[Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]], Field(min_length=2, max_length=2)]
 _SECTION = ConfigDict(extra="ignore")  # bilm-tf's files hold training settings too
 
@@ -409,9 +456,9 @@ _Entries = Optional[List[StrictStr]]
 
 class _CharTableSection(BaseModel):
     model_config = _SECTION
-    entries: _Entries = Field(None, max_length=MAX_CHAR_TABLE, description=(
-        f"a list of at most {MAX_CHAR_TABLE:,} strings"
-    ))
+    entries: _Entries = Field(
+        None, max_length=MAX_CHAR_TABLE, description=(f"a list of at most {MAX_CHAR_TABLE:,} strings")
+    )
     begin_word: _Mark
     end_word: _Mark
     begin_sentence: _Mark
@@ -422,9 +469,9 @@ class _CharTableSection(BaseModel):
 
 class _WordTableSection(BaseModel):
     model_config = _SECTION
-    entries: _Entries = Field(None, max_length=MAX_WORD_TABLE, description=(
-        f"a list of at most {MAX_WORD_TABLE:,} strings"
-    ))
+    entries: _Entries = Field(
+        None, max_length=MAX_WORD_TABLE, description=(f"a list of at most {MAX_WORD_TABLE:,} strings")
+    )
     n_words: StrictInt = Field(ge=1, le=MAX_WORD_TABLE, description=f"an integer from 1 to {MAX_WORD_TABLE}")
     dim: _Dim
     unknown: _Mark
@@ -440,16 +487,20 @@ class _Embedding(BaseModel):
 class _CharCNN(BaseModel):
     model_config = _SECTION
     embedding: _Embedding
-    filters: List[_Filter] = Field(min_length=1, max_length=MAX_FILTERS, description=(
-        f"a list of 1 to {MAX_FILTERS} [width, n_filters] pairs, each an integer from 1 to {MAX_DIM}"
-    ))
+    filters: List[_Filter] = Field(
+        min_length=1,
+        max_length=MAX_FILTERS,
+        description=(f"a list of 1 to {MAX_FILTERS} [width, n_filters] pairs, each an integer from 1 to {MAX_DIM}"),
+    )
     n_highway: StrictInt = Field(ge=0, le=MAX_LAYERS, description=f"an integer from 0 to {MAX_LAYERS}")
-    n_characters: StrictInt = Field(ge=1, le=MAX_CHAR_TABLE, description=(
-        "261 or 262 (UTF-8 bytes), or the size of char_cnn.char_table"
-    ))
-    max_characters_per_token: StrictInt = Field(ge=3, le=MAX_CHARACTERS_PER_TOKEN, description=(
-        f"an integer from 3 to {MAX_CHARACTERS_PER_TOKEN}, at least the widest filter"
-    ))
+    n_characters: StrictInt = Field(
+        ge=1, le=MAX_CHAR_TABLE, description=("261 or 262 (UTF-8 bytes), or the size of char_cnn.char_table")
+    )
+    max_characters_per_token: StrictInt = Field(
+        ge=3,
+        le=MAX_CHARACTERS_PER_TOKEN,
+        description=(f"an integer from 3 to {MAX_CHARACTERS_PER_TOKEN}, at least the widest filter"),
+    )
     activation: Literal["relu", "tanh"] = Field(description="'relu' or 'tanh'")
     char_table: Optional[_CharTableSection] = None
 
@@ -477,7 +528,7 @@ def _coded(error: Dict[str, Any], path: Union[str, Path]) -> DamagedFileError:
     key = ".".join(names) or "<root>"
     if error["type"] == "missing":
         return DamagedFileError("E002", path=path, key=key)
-    key += "".join(f"[{part}]" for part in error["loc"][len(names):])
+    key += "".join(f"[{part}]" for part in error["loc"][len(names) :])
     expected = None
     section: Any = _OptionsFile
     for name in names:

@@ -8,6 +8,7 @@ after step the rows still running, so step t holds sorted rows
 with `TimeMajor`; `length_sorted_batches` (batching.py) is another thing: it
 groups whole sentences into batches.
 """
+
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -121,8 +122,10 @@ class SentencePacking:
             # backwards, the cell at step t < steps - 1 from step t + 1.
             forwards = numpy.flatnonzero(t > 0)
             backwards = numpy.flatnonzero(t < steps[row] - 1)
-            packing.predictions = numpy.stack([
-                numpy.stack([forward[forwards - 1], backward[backwards + 1]]),
-                numpy.stack([words[forwards], words[backwards]]),
-            ])
+            packing.predictions = numpy.stack(
+                [
+                    numpy.stack([forward[forwards - 1], backward[backwards + 1]]),
+                    numpy.stack([words[forwards], words[backwards]]),
+                ]
+            )
         return packing

@@ -17,6 +17,7 @@ The setting holds inside the ``with`` block only: the process-wide TF32 switches
 restored when it ends. A backward pass runs outside autocast but must multiply as its
 forward pass did: it runs under `tf32_switches` of the same setting.
 """
+
 import contextlib
 import warnings
 from typing import Iterator, Union
@@ -86,8 +87,10 @@ def _int8_or_float32(device_type: str) -> Iterator[None]:
     if device_type != "cpu":
         _warn_float32(f'precision "int8" is for CPUs; on {device_type!r} computing in float32, as with "fp32".')
     elif not int8_pays():
-        _warn_float32(f'precision "int8" asked for, but on this CPU int8 matrix products (torch._int_mm) do not run '
-                      f'{INT8_MARGIN} times as fast as float32 ones: computing in float32, as with "fp32".')
+        _warn_float32(
+            f'precision "int8" asked for, but on this CPU int8 matrix products (torch._int_mm) do not run '
+            f'{INT8_MARGIN} times as fast as float32 ones: computing in float32, as with "fp32".'
+        )
     else:
         with int8_products():
             yield

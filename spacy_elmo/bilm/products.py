@@ -22,6 +22,7 @@ CPU as a batch of blocks of rows; the batched products of the recurrence
 (recurrence/) write contiguous outputs, which MKL's batched path needs.
 tests/bilm/test_products.py checks both at several row and thread counts.
 """
+
 from typing import Tuple
 
 import torch

@@ -14,6 +14,7 @@ checks. It ships in the package, not under tests/, because the benchmarks
 too, and anyone can run it to check the model on their own hardware; it is
 never imported by the model itself.
 """
+
 import torch
 
 from .model import BiLM

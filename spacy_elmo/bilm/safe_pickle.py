@@ -12,6 +12,7 @@ archive (torch >= 1.6) and the legacy stream (magic number, protocol, system
 info, the pickle, its storage keys, then each storage's bytes), in which
 ELMoForManyLangs' models were saved. Anything else is refused (E901).
 """
+
 import io
 import math
 import pickle
@@ -31,9 +32,16 @@ LEGACY_PROTOCOL_VERSION = 1001
 
 # The storage classes a state dict's tensors name, by their name in module `torch`.
 STORAGE_DTYPES = {
-    "FloatStorage": torch.float32, "DoubleStorage": torch.float64, "HalfStorage": torch.float16,
-    "BFloat16Storage": torch.bfloat16, "LongStorage": torch.int64, "IntStorage": torch.int32,
-    "ShortStorage": torch.int16, "CharStorage": torch.int8, "ByteStorage": torch.uint8, "BoolStorage": torch.bool,
+    "FloatStorage": torch.float32,
+    "DoubleStorage": torch.float64,
+    "HalfStorage": torch.float16,
+    "BFloat16Storage": torch.bfloat16,
+    "LongStorage": torch.int64,
+    "IntStorage": torch.int32,
+    "ShortStorage": torch.int16,
+    "CharStorage": torch.int8,
+    "ByteStorage": torch.uint8,
+    "BoolStorage": torch.bool,
 }
 # The functions that rebuild a tensor from a storage: (storage, offset, size, stride, ...).
 TENSOR_REBUILDERS = ("_rebuild_tensor", "_rebuild_tensor_v2")

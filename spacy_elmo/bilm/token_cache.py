@@ -5,6 +5,7 @@ character ids, by the bytes of each distinct row of ids. Nothing is read back
 from the device to look a key up: keys live on the host, vectors on the
 model's device.
 """
+
 import threading
 from itertools import repeat
 from typing import Callable, Dict, Hashable, List, Sequence

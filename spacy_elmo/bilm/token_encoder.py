@@ -1,5 +1,6 @@
 """The context-insensitive token representation: char CNN, highway, projection
 (and, with a word table, word vectors joined in front of the CNN's features)."""
+
 from typing import List, Optional, Tuple
 
 import torch
@@ -74,9 +75,7 @@ class CharCNNTokenEncoder(nn.Module):
         self.word_embed: Optional[nn.Parameter] = None  # (n_words + 1, word_dim) with a word table
         if options.word_table is not None:
             self.word_embed = _embedding_table(len(options.word_table.entries) + 1, options.word_dim, 0.25)
-        self.convs = nn.ModuleList(
-            nn.Conv1d(options.char_embedding_dim, n, kernel_size=w) for w, n in options.filters
-        )
+        self.convs = nn.ModuleList(nn.Conv1d(options.char_embedding_dim, n, kernel_size=w) for w, n in options.filters)
         self.highways = nn.ModuleList(Highway(options.n_filters) for _ in range(options.n_highway))
         self.projection = nn.Linear(options.n_filters + options.word_dim, options.projection_dim)
 

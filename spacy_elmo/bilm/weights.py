@@ -17,6 +17,7 @@ A weights file is read by itself: an external link, a dataset stored in raw
 files beside it or a virtual dataset over other files is refused (E012), so
 that a file handed over cannot make HDF5 read other paths.
 """
+
 import os
 import re
 from pathlib import Path
@@ -26,8 +27,8 @@ import h5py
 import numpy
 import torch
 
-from ..errors import ConfigError, DamagedFileError, DivergedRunError, InputError, OutputError
 from ..disk import hdf5_writer, writing
+from ..errors import ConfigError, DamagedFileError, DivergedRunError, InputError, OutputError
 from ..util import atomic_path, make_parent_dir
 from .options import OPTIONS_NAME, BiLMOptions, check_regular_file
 
@@ -184,9 +185,7 @@ def _check_all_used(names: List[str], used: set, path: str, options_path) -> Non
                 why = f"'{key}' describes fewer {kind} than the weights hold"
                 fix = f"set '{key}' to match the weights, or {fix}"
                 break
-        raise DamagedFileError(
-            "E501", path=path, dataset=name, options=options_path, why=why, fix=fix
-        )
+        raise DamagedFileError("E501", path=path, dataset=name, options=options_path, why=why, fix=fix)
 
 
 def _describe(weights_path) -> str:
@@ -310,12 +309,18 @@ def _find_dataset(fin: h5py.File, dataset: _Dataset, path: str, options_path) ->
     shape = None if found.shape is None else tuple(found.shape)  # None: an empty (null) dataset
     if shape != dataset.shape:
         raise DamagedFileError(
-            "E005", path=path, dataset=name, found=shape, expected=dataset.shape, options=options_path,
+            "E005",
+            path=path,
+            dataset=name,
+            found=shape,
+            expected=dataset.shape,
+            options=options_path,
         )
     kind = found.dtype.kind
     if kind not in "fiu":
         why = {"c": "complex numbers have no float32 value", "b": "booleans are not weights"}.get(
-            kind, "it does not hold numbers")
+            kind, "it does not hold numbers"
+        )
         dtype = "strings" if h5py.check_string_dtype(found.dtype) else found.dtype
         raise DamagedFileError("E009", path=path, dataset=name, found=dtype, why=why)
     return found
@@ -351,11 +356,18 @@ def _read_values(dataset: h5py.Dataset, name: str, path: str) -> numpy.ndarray:
         finite = numpy.isfinite(value)
         if not finite.all():
             raise DamagedFileError(
-                "E502", path=f"'{path}'", dataset=name, count=int(finite.size - finite.sum()), size=int(finite.size),
+                "E502",
+                path=f"'{path}'",
+                dataset=name,
+                count=int(finite.size - finite.sum()),
+                size=int(finite.size),
             )
         if value.size and float(numpy.max(numpy.abs(value))) > _FLOAT32_MAX:
             raise DamagedFileError(
-                "E009", path=path, dataset=name, found=dataset.dtype,
+                "E009",
+                path=path,
+                dataset=name,
+                found=dataset.dtype,
                 why=f"it holds values beyond the float32 range (+-{_FLOAT32_MAX:.3g})",
             )
     return numpy.asarray(value, dtype=numpy.float32)
@@ -380,8 +392,9 @@ def write_datasets(model, fout: h5py.File, dtype: str = "float32", check: Callab
             for tensor in _targets(model, dataset):
                 finite = torch.isfinite(tensor)
                 if not bool(finite.all()):
-                    raise DivergedRunError("E536", dataset=dataset.name, count=int(finite.numel() - finite.sum()),
-                                           size=finite.numel())
+                    raise DivergedRunError(
+                        "E536", dataset=dataset.name, count=int(finite.numel() - finite.sum()), size=finite.numel()
+                    )
         for dataset in layout:
             value = _to_file(_targets(model, dataset), dataset.how)
             fout.create_dataset(dataset.name, data=as_storage(value, storage, dataset.name))
@@ -403,8 +416,7 @@ def as_storage(value: numpy.ndarray, storage: numpy.dtype, name: str) -> numpy.n
         finite = numpy.abs(value[numpy.isfinite(value)])
         largest = float(finite.max()) if finite.size else 0.0
         if largest > float(numpy.finfo(numpy.float16).max):
-            raise ConfigError("E532", found="float16",
-                              why=f"'{name}' holds {largest:.6g}, beyond float16's +-65504")
+            raise ConfigError("E532", found="float16", why=f"'{name}' holds {largest:.6g}, beyond float16's +-65504")
     return numpy.ascontiguousarray(value, dtype=storage)
 
 

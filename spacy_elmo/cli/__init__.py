@@ -5,6 +5,7 @@ plain Python, callable from tests. Help is plain text, as spaCy's own CLI
 writes it (`rich_markup_mode=None`): an option that takes no value shows
 none. With no command, the help is shown and the exit status is 0.
 """
+
 import typer
 
 app = typer.Typer(
@@ -24,8 +25,12 @@ def _show_help_without_a_command(ctx: typer.Context) -> None:
 
 
 # Command modules (each adds its commands to `app`).
-from . import embed  # noqa: E402,F401
-from . import pretrain, perplexity, export  # noqa
-from . import mix_weights  # noqa: E402,F401
-from . import models  # noqa: E402,F401
-from . import convert  # noqa: E402,F401
+from . import (  # noqa
+    convert,  # noqa: E402,F401
+    embed,  # noqa: E402,F401
+    export,
+    mix_weights,  # noqa: E402,F401
+    models,  # noqa: E402,F401
+    perplexity,
+    pretrain,
+)

@@ -1,4 +1,5 @@
 """``python -m spacy_elmo convert EFML_FOLDER OUTPUT [--dtype float16]``"""
+
 from pathlib import Path
 
 import typer
@@ -12,9 +13,13 @@ from . import app
 @app.command("convert")
 def convert_cli(
     # fmt: off
-    source: Path = typer.Argument(..., help="An ELMoForManyLangs model's folder, as its zip unpacks", exists=True, file_okay=False),
+    source: Path = typer.Argument(
+        ..., help="An ELMoForManyLangs model's folder, as its zip unpacks", exists=True, file_okay=False
+    ),
     output: Path = typer.Argument(..., help="A folder for the converted model (new, or without its files)"),
-    dtype: str = typer.Option("float32", "--dtype", help="'float32', or 'float16' (half the size, loaded back as float32)"),
+    dtype: str = typer.Option(
+        "float32", "--dtype", help="'float32', or 'float16' (half the size, loaded back as float32)"
+    ),
     # fmt: on
 ):
     """Convert an ELMoForManyLangs model (config.json, char.dic, word.dic,

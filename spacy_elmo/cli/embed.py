@@ -2,6 +2,7 @@
 
 The work is done by `spacy_elmo.embed.embed_file`.
 """
+
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
@@ -10,11 +11,10 @@ from typer.core import TyperCommand
 from wasabi import msg
 
 from .. import embed
-from ..errors import ElmoError
 from ..distributed import Distributed
+from ..errors import ElmoError
 from . import app
 from .model_argument import model_name_or_folder
-
 
 USAGE = "MODEL [WEIGHTS] INPUT OUTPUT"
 
@@ -33,12 +33,34 @@ def embed_cli(
     # fmt: off
     model: str = typer.Argument(..., metavar="MODEL", hidden=True, show_default=False),
     paths: List[str] = typer.Argument(..., metavar="[WEIGHTS] INPUT OUTPUT", hidden=True, show_default=False),
-    layers: str = typer.Option("all", "--layers", metavar="all|top|average", help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers"),
+    layers: str = typer.Option(
+        "all",
+        "--layers",
+        metavar="all|top|average",
+        help="all: (layers, tokens, dim) per line; top: the last layer; average: the mean of the layers",
+    ),
     batch_size: int = typer.Option(64, "--batch-size", metavar="N", min=1, help="Sentences per batch"),
-    device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)"),
-    precision: str = typer.Option("fp32", "--precision", metavar="fp32|tf32|bf16|int8", help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16); int8 (CPU, where faster)"),
-    cuda_graphs: bool = typer.Option(False, "--cuda-graphs", help="On a GPU, run the LSTMs from CUDA graphs (fewer launches from Python; the same vectors within float32 rounding)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace OUTPUT if it exists (once the new file is whole)"),
+    device: str = typer.Option(
+        "cpu",
+        "--device",
+        metavar="DEVICE",
+        help="Torch device, e.g. cpu or cuda:0 (under torchrun: cpu, or cuda for cuda:LOCAL_RANK)",
+    ),
+    precision: str = typer.Option(
+        "fp32",
+        "--precision",
+        metavar="fp32|tf32|bf16|int8",
+        help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16); int8 (CPU, where faster)",
+    ),
+    cuda_graphs: bool = typer.Option(
+        False,
+        "--cuda-graphs",
+        help="On a GPU, run the LSTMs from CUDA graphs "
+        "(fewer launches from Python; the same vectors within float32 rounding)",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace OUTPUT if it exists (once the new file is whole)"
+    ),
     # fmt: on
 ):
     """ELMo vectors of every line of INPUT, written to a new HDF5 file OUTPUT.
@@ -71,13 +93,22 @@ def embed_cli(
     """
     options, weights, input_path, output_path = _arguments(model, paths)
     try:
-        embed.embed_file(options, weights, input_path, output_path, layers=layers, batch_size=batch_size,
-                         device=device, precision=precision, cuda_graphs=cuda_graphs, overwrite=overwrite)
+        embed.embed_file(
+            options,
+            weights,
+            input_path,
+            output_path,
+            layers=layers,
+            batch_size=batch_size,
+            device=device,
+            precision=precision,
+            cuda_graphs=cuda_graphs,
+            overwrite=overwrite,
+        )
     except ElmoError as err:
         msg.fail("Embedding failed", str(err), exits=1)
     if Distributed.from_env().is_main:
         msg.good(f"Saved to {output_path}")
-
 
 
 def _arguments(model: str, paths: List[str]) -> Tuple[Union[str, Path], Optional[Path], Path, str]:
@@ -92,8 +123,9 @@ def _arguments(model: str, paths: List[str]) -> Tuple[Union[str, Path], Optional
     if weights:
         for path, hint in ((Path(model), "MODEL"), (Path(weights[0]), "WEIGHTS")):
             if not path.is_file():
-                raise typer.BadParameter(f"{path} is not a file (an options.json comes with a WEIGHTS file)",
-                                         param_hint=f"'{hint}'")
+                raise typer.BadParameter(
+                    f"{path} is not a file (an options.json comes with a WEIGHTS file)", param_hint=f"'{hint}'"
+                )
     else:
         _check_model(model)
     _check_input(Path(input_path))
@@ -106,8 +138,11 @@ def _check_model(model: str) -> None:
     try:
         model_name_or_folder(model)
     except typer.BadParameter as err:
-        raise typer.BadParameter(f"{err.message}: give a biLM folder (options.json + weights.hdf5), a model's "
-                                 "name, or an options.json followed by its weights.hdf5", param_hint="'MODEL'")
+        raise typer.BadParameter(
+            f"{err.message}: give a biLM folder (options.json + weights.hdf5), a model's "
+            "name, or an options.json followed by its weights.hdf5",
+            param_hint="'MODEL'",
+        )
 
 
 def _check_input(path: Path) -> None:

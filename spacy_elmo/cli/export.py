@@ -1,4 +1,5 @@
 """``python -m spacy_elmo export RUN_DIR OUTPUT [--dtype float16]``"""
+
 from pathlib import Path
 
 import typer
@@ -13,9 +14,13 @@ from . import app
 @app.command("export")
 def export_cli(
     # fmt: off
-    run_dir: Path = typer.Argument(..., help="A pretrain run's OUTPUT_DIR, training or stopped", exists=True, file_okay=False),
+    run_dir: Path = typer.Argument(
+        ..., help="A pretrain run's OUTPUT_DIR, training or stopped", exists=True, file_okay=False
+    ),
     output: Path = typer.Argument(..., help="A new folder for the model"),
-    dtype: str = typer.Option("float32", "--dtype", help="'float32', or 'float16' (half the size, loaded back as float32)"),
+    dtype: str = typer.Option(
+        "float32", "--dtype", help="'float32', or 'float16' (half the size, loaded back as float32)"
+    ),
     # fmt: on
 ):
     """Write the biLM of a pretrain run's last checkpoint to a new folder.

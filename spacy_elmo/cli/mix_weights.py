@@ -2,6 +2,7 @@
 
 The reading and drawing live in `spacy_elmo.layer_mixes`.
 """
+
 from pathlib import Path
 from typing import List, Optional
 
@@ -17,7 +18,10 @@ from . import app
 def mix_weights_cli(
     pipeline_dir: Path = typer.Argument(..., help="A trained pipeline directory", exists=True, file_okay=False),
     output: Optional[Path] = typer.Option(
-        None, "--output", "-o", help="Also draw the weights into this chart (.png, .svg or .pdf); none without it",
+        None,
+        "--output",
+        "-o",
+        help="Also draw the weights into this chart (.png, .svg or .pdf); none without it",
     ),
 ) -> None:
     """Print every listener's learned layer weights softmax(s) and scale γ, one
@@ -30,7 +34,10 @@ def mix_weights_cli(
         msg.fail("Cannot show the layer weights", str(err), exits=1)
     mixes = layer_mixes.listener_mixes(nlp)
     if not mixes:
-        msg.fail(f"No ELMo layer mix found in {pipeline_dir}: none of {nlp.pipe_names} listens to an elmo component.", exits=1)
+        msg.fail(
+            f"No ELMo layer mix found in {pipeline_dir}: none of {nlp.pipe_names} listens to an elmo component.",
+            exits=1,
+        )
     for upstream, group in layer_mixes.by_upstream(mixes).items():
         weighed = {name: mix for name, mix in group.items() if mix["weights"] is not None}
         n_layers = layer_mixes.n_layers_of(weighed)
@@ -43,8 +50,10 @@ def mix_weights_cli(
             msg.table(rows, header=["component", *layer_mixes.layer_names(n_layers), "gamma"], divider=True)
         for name, mix in group.items():
             if mix["weights"] is None:
-                msg.info(f"{name}: its mix '{mix['layer']}' has no softmax layer weights to show "
-                         "(only spacy-elmo.ScalarMix.v1 learns them)")
+                msg.info(
+                    f"{name}: its mix '{mix['layer']}' has no softmax layer weights to show "
+                    "(only spacy-elmo.ScalarMix.v1 learns them)"
+                )
     if output is not None and all(mix["weights"] is None for mix in mixes.values()):
         msg.warn(f"No chart written to {output}: none of the mixes has layer weights to draw.")
     elif output is not None:
@@ -53,4 +62,3 @@ def mix_weights_cli(
         except ElmoError as err:
             msg.fail("Cannot save the chart", str(err), exits=1)
         msg.good(f"Saved the chart to {output}")
-

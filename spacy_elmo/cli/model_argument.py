@@ -1,4 +1,5 @@
 """The MODEL of a command: a model's name, or the path of a model folder."""
+
 from pathlib import Path
 from typing import Optional
 
@@ -7,8 +8,10 @@ import typer
 from ..published_models import CATALOGUE, is_model_name
 from ..shipped_models import ELMO_EN_SMALL, SHIPPED_MODELS
 
-MODEL_HELP = (f"a model folder, or a model's name ({ELMO_EN_SMALL}, shipped with the package; the models command "
-              "lists the others)")
+MODEL_HELP = (
+    f"a model folder, or a model's name ({ELMO_EN_SMALL}, shipped with the package; the models command "
+    "lists the others)"
+)
 
 
 def model_name_or_folder(value: Optional[str]) -> Optional[str]:

@@ -3,6 +3,7 @@ the published ELMo models, fetched by name into the cache.
 
 The catalogue and the cache live in `spacy_elmo.published_models`.
 """
+
 import typer
 from wasabi import msg
 
@@ -20,8 +21,20 @@ CHECKSUMS = (
 def download_cli(
     # fmt: off
     name: str = typer.Argument(..., metavar="NAME", help="A published model's name (the models command lists them)"),
-    timeout: float = typer.Option(published_models.DEFAULT_TIMEOUT, "--timeout", metavar="SECONDS", min=0.1, help="Seconds to wait for the server, to connect and between two reads"),
-    retries: int = typer.Option(published_models.DEFAULT_RETRIES, "--retries", metavar="N", min=0, help="How many times a failed download starts again"),
+    timeout: float = typer.Option(
+        published_models.DEFAULT_TIMEOUT,
+        "--timeout",
+        metavar="SECONDS",
+        min=0.1,
+        help="Seconds to wait for the server, to connect and between two reads",
+    ),
+    retries: int = typer.Option(
+        published_models.DEFAULT_RETRIES,
+        "--retries",
+        metavar="N",
+        min=0,
+        help="How many times a failed download starts again",
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar for each file"),
     # fmt: on
 ) -> None:
@@ -49,8 +62,10 @@ def models_cli() -> None:
         msg.fail("Cannot read the model cache", str(err), exits=1)
     msg.table(rows, header=["name", "size", "language", "licence", "cached", "where"], divider=True)
     msg.info(f"Cache: {cache} (set {published_models.CACHE_ENV} to move it). {CHECKSUMS}")
-    msg.text(f"Download one with: python -m spacy_elmo download NAME (or spacy elmo download NAME). "
-             f"With {published_models.OFFLINE_ENV}=1 nothing is downloaded.")
+    msg.text(
+        f"Download one with: python -m spacy_elmo download NAME (or spacy elmo download NAME). "
+        f"With {published_models.OFFLINE_ENV}=1 nothing is downloaded."
+    )
 
 
 def _row(model: published_models.Published) -> list:

@@ -5,6 +5,7 @@ when its CLI starts (``spacy.cli.setup_cli`` loads every registered one), as
 spacy-curated-transformers adds its commands; nothing else imports it.
 ``python -m spacy_elmo COMMAND`` runs the same `app` on its own.
 """
+
 from spacy.cli._util import app as spacy_app
 
 from . import app

@@ -3,6 +3,7 @@
 The typer command only: it prints and writes what
 `spacy_elmo.training.perplexity.perplexity` computes.
 """
+
 import json
 from pathlib import Path
 from typing import List, Optional
@@ -12,8 +13,8 @@ from wasabi import msg
 
 from ..disk import writing
 from ..errors import ElmoError, OutputError
-from ..util import atomic_path, check_writable, exit_on_sigterm
 from ..training import perplexity
+from ..util import atomic_path, check_writable, exit_on_sigterm
 from . import app
 from .model_argument import MODEL_HELP, model_name_or_folder
 
@@ -21,13 +22,25 @@ from .model_argument import MODEL_HELP, model_name_or_folder
 @app.command("perplexity")
 def perplexity_cli(
     # fmt: off
-    model: str = typer.Argument(..., metavar="MODEL", help=f"A model exported by pretrain (OUTPUT_DIR/model): {MODEL_HELP}", callback=model_name_or_folder),
+    model: str = typer.Argument(
+        ...,
+        metavar="MODEL",
+        help=f"A model exported by pretrain (OUTPUT_DIR/model): {MODEL_HELP}",
+        callback=model_name_or_folder,
+    ),
     text: List[Path] = typer.Argument(..., help="Text files or folders, tokenised as in pretraining", exists=True),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write {forward, backward, mean, tokens} to this new JSON file"),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Write {forward, backward, mean, tokens} to this new JSON file"
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the --output file if it exists"),
     tokens_per_batch: int = typer.Option(4000, "--tokens-per-batch", min=1, help="Batch size in tokens"),
     device: str = typer.Option("cpu", "--device", help="'cpu' or 'cuda'"),
-    cuda_graphs: bool = typer.Option(False, "--cuda-graphs", help="On a GPU, run the LSTMs from CUDA graphs (fewer launches from Python; the same figures within float32 rounding)"),
+    cuda_graphs: bool = typer.Option(
+        False,
+        "--cuda-graphs",
+        help="On a GPU, run the LSTMs from CUDA graphs "
+        "(fewer launches from Python; the same figures within float32 rounding)",
+    ),
     # fmt: on
 ):
     """Forward, backward and mean perplexity of a pretrained biLM over a text.
@@ -41,15 +54,18 @@ def perplexity_cli(
         if output is not None:
             _check_output(output, overwrite)
         with exit_on_sigterm():
-            report = perplexity(model, text, tokens_per_batch=tokens_per_batch, device=device,
-                                cuda_graphs=cuda_graphs)
+            report = perplexity(model, text, tokens_per_batch=tokens_per_batch, device=device, cuda_graphs=cuda_graphs)
     except ElmoError as err:
         msg.fail("Perplexity failed", str(err), exits=1)
     ppl = report.perplexity
     msg.table(
-        [("forward", f"{ppl.forward:.2f}"), ("backward", f"{ppl.backward:.2f}"), ("mean", f"{ppl.mean:.2f}"),
-         ("predictions per direction", f"{ppl.tokens:,}"),
-         ("out of vocabulary (scored as <UNK>)", f"{report.oov:,} ({report.oov / max(1, ppl.tokens):.2%})")],
+        [
+            ("forward", f"{ppl.forward:.2f}"),
+            ("backward", f"{ppl.backward:.2f}"),
+            ("mean", f"{ppl.mean:.2f}"),
+            ("predictions per direction", f"{ppl.tokens:,}"),
+            ("out of vocabulary (scored as <UNK>)", f"{report.oov:,} ({report.oov / max(1, ppl.tokens):.2%})"),
+        ],
         title=f"Perplexity of {model}",
     )
     if report.read.binary_files:

@@ -1,9 +1,11 @@
 """``python -m spacy_elmo pretrain CONFIG OUTPUT_DIR [--section.key value …]``"""
+
 from pathlib import Path
 from typing import Optional
 
 import typer
 from wasabi import msg
+
 # spaCy's own CLI takes these two from weasel (a dependency of spaCy >= 3.7);
 # importing them from there keeps this command free of spaCy and Thinc.
 from weasel.util import parse_config_overrides
@@ -23,10 +25,20 @@ from .model_argument import MODEL_HELP, model_name_or_folder
 def pretrain_cli(
     # fmt: off
     ctx: typer.Context,  # holds the config overrides
-    config_path: Path = typer.Argument(..., help="The pretraining config (.cfg), e.g. configs/bilm_demo.cfg", exists=True, dir_okay=False),
-    output_dir: Path = typer.Argument(..., help="Folder for the run: checkpoint, log, plot and the exported model in model/"),
+    config_path: Path = typer.Argument(
+        ..., help="The pretraining config (.cfg), e.g. configs/bilm_demo.cfg", exists=True, dir_okay=False
+    ),
+    output_dir: Path = typer.Argument(
+        ..., help="Folder for the run: checkpoint, log, plot and the exported model in model/"
+    ),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in OUTPUT_DIR from its last checkpoint"),
-    init_from: Optional[str] = typer.Option(None, "--init-from", metavar="MODEL", help=f"Start from this model, e.g. for a new domain: {MODEL_HELP}", callback=model_name_or_folder),
+    init_from: Optional[str] = typer.Option(
+        None,
+        "--init-from",
+        metavar="MODEL",
+        help=f"Start from this model, e.g. for a new domain: {MODEL_HELP}",
+        callback=model_name_or_folder,
+    ),
     device: str = typer.Option("auto", "--device", help="'auto' (a GPU when there is one), 'cpu' or 'cuda'"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars"),
     # fmt: on

@@ -27,6 +27,7 @@ until `set_bilm` puts a `BiLM` in, or deserialisation restores one. Inside a
 saved pipeline the biLM travels as its options and bilm-tf HDF5 weights,
 never as a pickle.
 """
+
 import io
 import os
 from functools import cache, partial
@@ -61,8 +62,12 @@ Segment = Tuple[int, int, int, int, int]
 
 @registry.architectures(BILM_ARCH)
 def BiLMModel(
-    max_batch_tokens: int = 4096, window_size: int = 128, precision: str = "fp32", sentences: str = "doc",
-    segmenter: Optional[Segmenter] = None, cuda_graphs: bool = False,
+    max_batch_tokens: int = 4096,
+    window_size: int = 128,
+    precision: str = "fp32",
+    sentences: str = "doc",
+    segmenter: Optional[Segmenter] = None,
+    cuda_graphs: bool = False,
 ) -> Model[List[Doc], List[Floats3d]]:
     """The biLM over Docs: every token's L + 1 layers, (n_layers, n_tokens, width) per doc.
 
@@ -97,8 +102,13 @@ def BiLMModel(
 
 @registry.architectures(BILM_ARCH_V2)
 def BiLMModel_v2(
-    max_batch_tokens: int = 4096, window_size: int = 128, precision: str = "fp32", sentences: str = "doc",
-    segmenter: Optional[Segmenter] = None, cuda_graphs: bool = False, frozen: bool = False,
+    max_batch_tokens: int = 4096,
+    window_size: int = 128,
+    precision: str = "fp32",
+    sentences: str = "doc",
+    segmenter: Optional[Segmenter] = None,
+    cuda_graphs: bool = False,
+    frozen: bool = False,
 ) -> Model[List[Doc], List[Floats3d]]:
     """The biLM over Docs, as `spacy-elmo.BiLM.v1`, with one more setting.
 
@@ -106,20 +116,33 @@ def BiLMModel_v2(
         updated (what the copy of a frozen `elmo` component's biLM is after
         `nlp.replace_listeners`; the component has its own `frozen` setting).
     """
-    return _bilm_model(BILM_ARCH_V2, max_batch_tokens, window_size, precision, sentences, segmenter, cuda_graphs,
-                       frozen)
+    return _bilm_model(
+        BILM_ARCH_V2, max_batch_tokens, window_size, precision, sentences, segmenter, cuda_graphs, frozen
+    )
 
 
 def _bilm_model(
-    name: str, max_batch_tokens: int, window_size: int, precision: str, sentences: str,
-    segmenter: Optional[Segmenter], cuda_graphs: bool, frozen: bool = False,
+    name: str,
+    max_batch_tokens: int,
+    window_size: int,
+    precision: str,
+    sentences: str,
+    segmenter: Optional[Segmenter],
+    cuda_graphs: bool,
+    frozen: bool = False,
 ) -> Model[List[Doc], List[Floats3d]]:
     """Either version, its settings checked under its registered `name`."""
     check_settings(
         BiLMSettings,
-        {"max_batch_tokens": max_batch_tokens, "window_size": window_size, "sentences": sentences,
-         "cuda_graphs": cuda_graphs, "frozen": frozen},
-        name, "[components.elmo.model], or the copy's section after nlp.replace_listeners",
+        {
+            "max_batch_tokens": max_batch_tokens,
+            "window_size": window_size,
+            "sentences": sentences,
+            "cuda_graphs": cuda_graphs,
+            "frozen": frozen,
+        },
+        name,
+        "[components.elmo.model], or the copy's section after nlp.replace_listeners",
     )
     check_precision(precision)
     install_extensions()  # "upstream" reads doc._.elmo
@@ -137,10 +160,16 @@ def _bilm_model(
         partial(forward, segmenter=segmenter if segmenter is not None else read_sentences),
         layers=[wrapper],
         dims={"nO": None, "nL": None},
-        attrs={SETTINGS: ConfigSettings(
-            max_batch_tokens=max_batch_tokens, window_size=window_size, precision=precision, sentences=sentences,
-            cuda_graphs=cuda_graphs, frozen=frozen,
-        )},
+        attrs={
+            SETTINGS: ConfigSettings(
+                max_batch_tokens=max_batch_tokens,
+                window_size=window_size,
+                precision=precision,
+                sentences=sentences,
+                cuda_graphs=cuda_graphs,
+                frozen=frozen,
+            )
+        },
     )
 
 
@@ -319,11 +348,13 @@ def _segments(docs: List[Doc], segmenter: Segmenter, window_size: int, sentences
     own sentences, whose windows are valid by construction)."""
     if segmenter is read_sentences and sentences == "doc":
         return [
-            (d, *window) for d, doc in enumerate(docs)
+            (d, *window)
+            for d, doc in enumerate(docs)
             for window in read_sentences(doc, sentence_starts(doc, sentences), window_size)
         ]
     return [
-        (d, *window) for d, doc in enumerate(docs)
+        (d, *window)
+        for d, doc in enumerate(docs)
         for window in checked_windows(segmenter, doc, sentence_starts(doc, sentences), window_size)
     ]
 

@@ -12,6 +12,7 @@ turn, and no component has annotated the sample). Anything else without
 ``doc._.elmo`` is an error (E409), so a pipeline with `elmo` disabled fails
 loudly instead of running the biLM inside each downstream component.
 """
+
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy
@@ -131,7 +132,9 @@ class ElmoListenerModel(Model):
     name = "elmo-listener"
 
     def __init__(self, upstream_name: str, mixer: Model):
-        super().__init__(self.name, _listener_forward, init=_listener_init, layers=[mixer], dims={"nO": None, "nL": None})
+        super().__init__(
+            self.name, _listener_forward, init=_listener_init, layers=[mixer], dims={"nO": None, "nL": None}
+        )
         self.upstream_name = upstream_name
         self._batch_id: Optional[int] = None
         self._outputs: Optional[List[Floats3d]] = None
@@ -154,8 +157,9 @@ class ElmoListenerModel(Model):
         self._backprop = backprop
         self._init_sample = []  # initialisation is over
 
-    def link(self, upstream_model: Model, upstream_component: Optional[str] = None,
-             component: Optional[str] = None) -> None:
+    def link(
+        self, upstream_model: Model, upstream_component: Optional[str] = None, component: Optional[str] = None
+    ) -> None:
         """Connect to the `elmo` component's model (`add_listener` calls this,
         with the two components' names for the error messages)."""
         self.upstream_model = upstream_model
@@ -229,7 +233,11 @@ def _read_layers(model: ElmoListenerModel, docs: List[Doc]) -> List[Floats3d]:
     if missing:
         upstream = model.upstream_component or (model.upstream_name if model.upstream_name != "*" else "elmo")
         raise ConfigError(
-            "E409", component=model.component or "?", upstream=upstream, n_missing=len(missing), n_docs=len(docs),
+            "E409",
+            component=model.component or "?",
+            upstream=upstream,
+            n_missing=len(missing),
+            n_docs=len(docs),
             text=missing[0].text[:40],
         )
     return layers

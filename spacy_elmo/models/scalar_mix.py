@@ -1,4 +1,5 @@
 """ELMo's learned layer mix (Peters et al. 2018, eq. 1) as a Thinc layer."""
+
 from typing import Callable, Optional, Tuple
 
 from spacy.util import registry
@@ -47,20 +48,34 @@ def ScalarMix(
 
     Input (n_layers, n_tokens, width) -> output (n_tokens, width).
     """
-    check_settings(ScalarMixSettings, {
-        "layer_norm": layer_norm, "layer_dropout": layer_dropout, "l2_to_uniform": l2_to_uniform,
-        "n_layers": n_layers, "layer": layer, "average": average,
-    }, "spacy-elmo.ScalarMix.v1", "the component's [model.tok2vec.elmo.mix]")
+    check_settings(
+        ScalarMixSettings,
+        {
+            "layer_norm": layer_norm,
+            "layer_dropout": layer_dropout,
+            "l2_to_uniform": l2_to_uniform,
+            "n_layers": n_layers,
+            "layer": layer,
+            "average": average,
+        },
+        "spacy-elmo.ScalarMix.v1",
+        "the component's [model.tok2vec.elmo.mix]",
+    )
     return Model(
         SCALAR_MIX_NAME,
         forward,
         init=init,
         params={"s": None, "gamma": None},
         dims={"nL": n_layers, "nO": None},
-        attrs={SETTINGS: ConfigSettings(
-            layer_norm=layer_norm, layer_dropout=layer_dropout, l2_to_uniform=l2_to_uniform, layer=layer,
-            average=average,
-        )},
+        attrs={
+            SETTINGS: ConfigSettings(
+                layer_norm=layer_norm,
+                layer_dropout=layer_dropout,
+                l2_to_uniform=l2_to_uniform,
+                layer=layer,
+                average=average,
+            )
+        },
     )
 
 

@@ -9,6 +9,7 @@ one sentence, and tokens keep_start..keep_end take their vectors from that
 reading. Every token of the doc is kept from exactly one window (checked by
 `checked_windows` where the biLM reads them: E412 names the segmenter).
 """
+
 import operator
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -61,8 +62,12 @@ def window_segmenter(size: Optional[int] = None, stride: Optional[int] = None) -
         length = size or window_size
         step = stride or length
         if step > length:  # only with size unset: the biLM's window_size is known now
-            check_settings(WindowsSettings, {"size": length, "stride": step}, WINDOWS,
-                           "[components.elmo.model.segmenter] (size unset: the biLM's window_size)")
+            check_settings(
+                WindowsSettings,
+                {"size": length, "stride": step},
+                WINDOWS,
+                "[components.elmo.model.segmenter] (size unset: the biLM's window_size)",
+            )
         return overlapping_windows(len(doc), length, step)
 
     return read_windows
@@ -110,8 +115,11 @@ def checked_windows(segmenter: Segmenter, doc: Doc, sentence_starts: Sequence[in
         name = getattr(segmenter, "__qualname__", None) or repr(segmenter)
         module = getattr(segmenter, "__module__", None)
         return ConfigError(
-            "E412", segmenter=f"'{module}.{name}'" if module else f"'{name}'", text=doc.text[:40],
-            n_tokens=n_tokens, problem=problem,
+            "E412",
+            segmenter=f"'{module}.{name}'" if module else f"'{name}'",
+            text=doc.text[:40],
+            n_tokens=n_tokens,
+            problem=problem,
         )
 
     if not isinstance(windows, (list, tuple)):

@@ -10,6 +10,7 @@ batches and computes, how a mix mixes, a dropout rate) as one
 `ConfigSettings` attr: the config that built it is their one store, whatever
 a saved model holds.
 """
+
 import math
 from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Type, Union
 
@@ -139,7 +140,11 @@ def check_component_settings(values: Dict[str, Any], name: str) -> None:
         error = err.errors()[0]
         key = str(error["loc"][0])
         field = ElmoSettings.model_fields.get(key)
-        expected = field.description if field is not None else f"no such setting (the settings are {sorted(ElmoSettings.model_fields)})"
+        expected = (
+            field.description
+            if field is not None
+            else f"no such setting (the settings are {sorted(ElmoSettings.model_fields)})"
+        )
         raise ConfigError("E508", key=key, found=values.get(key), expected=expected, where=where) from None
 
 
@@ -154,7 +159,11 @@ def check_settings(schema: Type[_Settings], values: Dict[str, Any], name: str, s
     except ValidationError as err:
         problems = [_explain(error) for error in err.errors()]
         raise ConfigError(
-            "E411", where=f"'{name}'", n=len(problems), problems="; ".join(problems), section=section,
+            "E411",
+            where=f"'{name}'",
+            n=len(problems),
+            problems="; ".join(problems),
+            section=section,
         ) from None
 
 

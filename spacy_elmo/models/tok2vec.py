@@ -1,4 +1,5 @@
 """`spacy-elmo.ElmoTok2Vec.v1` and `.v2`: the paper's recipe as a spaCy tok2vec."""
+
 from typing import List, Optional
 
 from spacy.tokens import Doc

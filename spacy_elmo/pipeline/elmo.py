@@ -1,4 +1,5 @@
 """The `elmo` pipeline component: runs the biLM and shares its layers."""
+
 import warnings
 from contextlib import contextmanager
 from itertools import islice
@@ -51,8 +52,14 @@ def make_elmo(
     """Create an `elmo` component. The biLM weights are read at initialisation
     (`[initialize.components.elmo]` options_file and weights_file)."""
     return Elmo(
-        nlp.vocab, model, name, frozen=frozen, store_dtype=store_dtype, vector_mix=vector_mix,
-        set_vector_hooks=set_vector_hooks, train_cache_mb=train_cache_mb,
+        nlp.vocab,
+        model,
+        name,
+        frozen=frozen,
+        store_dtype=store_dtype,
+        vector_mix=vector_mix,
+        set_vector_hooks=set_vector_hooks,
+        train_cache_mb=train_cache_mb,
     )
 
 
@@ -90,10 +97,16 @@ class Elmo(TrainablePipe):
         self.model = model
         self.name = name
         self.listener_map: Dict[str, List[Model]] = {}
-        check_component_settings({
-            "frozen": frozen, "store_dtype": store_dtype, "vector_mix": vector_mix,
-            "set_vector_hooks": set_vector_hooks, "train_cache_mb": train_cache_mb,
-        }, name)
+        check_component_settings(
+            {
+                "frozen": frozen,
+                "store_dtype": store_dtype,
+                "vector_mix": vector_mix,
+                "set_vector_hooks": set_vector_hooks,
+                "train_cache_mb": train_cache_mb,
+            },
+            name,
+        )
         self.frozen = frozen
         self.store_dtype = store_dtype
         self.vector_mix = vector_mix
@@ -155,8 +168,10 @@ class Elmo(TrainablePipe):
         sentences = self.model.attrs[SETTINGS]["sentences"]
         for doc, layers in zip(docs, self._in_store_dtype(outputs)):
             doc._.elmo = ElmoDocData(
-                layers=layers, mix=numpy.asarray(mix, dtype="float32"),
-                vector_hooks=self.set_vector_hooks, token_offsets=token_offsets(doc),
+                layers=layers,
+                mix=numpy.asarray(mix, dtype="float32"),
+                vector_hooks=self.set_vector_hooks,
+                token_offsets=token_offsets(doc),
                 sentence_starts=numpy.asarray(sentence_starts(doc, sentences), dtype="int32"),
             )
             if self.set_vector_hooks:
@@ -169,9 +184,15 @@ class Elmo(TrainablePipe):
         kept_float32 = [layers for layers, (_, too_large) in zip(outputs, stored) if too_large]
         if kept_float32:
             largest = max(float(numpy.abs(layers).max()) for layers in kept_float32)
-            warnings.warn(Warnings.W001.format(
-                n_docs=len(kept_float32), batch=len(outputs), largest=largest, name=self.name,
-            ), stacklevel=3)
+            warnings.warn(
+                Warnings.W001.format(
+                    n_docs=len(kept_float32),
+                    batch=len(outputs),
+                    largest=largest,
+                    name=self.name,
+                ),
+                stacklevel=3,
+            )
         return [layers for layers, _ in stored]
 
     # Training.

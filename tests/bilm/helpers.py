@@ -1,4 +1,5 @@
 """Inputs and small models that more than one test file of the biLM uses."""
+
 import json
 
 import h5py
@@ -41,7 +42,12 @@ TOKENS = st.one_of(
 )
 
 SMALL = dict(
-    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=1,
+    char_embedding_dim=8,
+    filters=[(1, 8), (2, 8), (3, 16)],
+    n_highway=1,
+    lstm_dim=16,
+    projection_dim=8,
+    n_layers=1,
 )
 
 
@@ -77,8 +83,16 @@ def pretraining_batches(n: int = 4):
 
 def scaled_stack(**changes) -> BiLM:
     torch.manual_seed(0)
-    options = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=32,
-                   projection_dim=12, n_layers=2, cell_clip=3.0, proj_clip=3.0)
+    options = dict(
+        char_embedding_dim=8,
+        filters=[(1, 8), (2, 8), (3, 16)],
+        n_highway=1,
+        lstm_dim=32,
+        projection_dim=12,
+        n_layers=2,
+        cell_clip=3.0,
+        proj_clip=3.0,
+    )
     model = BiLM(BiLMOptions(**{**options, **changes})).eval()
     with torch.no_grad():
         for weights in model.lstm.parameters():

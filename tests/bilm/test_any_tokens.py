@@ -1,4 +1,5 @@
 """Any tokens at all: finite layers of the right shapes, or a coded error."""
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -17,8 +18,9 @@ NOT_TEXT = st.one_of(st.integers(), st.none(), st.binary(max_size=4), st.floats(
 @pytest.fixture(scope="module")
 def tiny_bilm():
     torch.manual_seed(0)
-    options = BiLMOptions(char_embedding_dim=4, filters=[(1, 4), (2, 4), (3, 8)], n_highway=1, lstm_dim=16,
-                          projection_dim=8, n_layers=2)
+    options = BiLMOptions(
+        char_embedding_dim=4, filters=[(1, 4), (2, 4), (3, 8)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=2
+    )
     return BiLM(options).eval()
 
 

@@ -71,8 +71,14 @@ def test_options_missing_a_key(copied, key):
 
 @pytest.mark.parametrize(
     "section,key,value",
-    [("lstm", "dim", "64"), ("lstm", "n_layers", 2.5), ("char_cnn", "activation", "gelu"),
-     ("char_cnn", "filters", [[1, "4"]]), ("char_cnn", "n_characters", 300), ("lstm", "use_skip_connections", "yes")],
+    [
+        ("lstm", "dim", "64"),
+        ("lstm", "n_layers", 2.5),
+        ("char_cnn", "activation", "gelu"),
+        ("char_cnn", "filters", [[1, "4"]]),
+        ("char_cnn", "n_characters", 300),
+        ("lstm", "use_skip_connections", "yes"),
+    ],
 )
 def test_options_with_a_wrong_type(copied, section, key, value):
     options, weights = copied
@@ -122,11 +128,17 @@ def test_bad_char_ids(fixture_paths):
         model(batch_to_ids([["a"]]).to(torch.uint8))
 
 
-@pytest.mark.parametrize("make,found", [
-    (lambda ids: ids.roll(1, dims=1), "a token after padding in row 1"),  # left-padded
-    (lambda ids: torch.cat([ids[:, :1], torch.zeros_like(ids[:, :1]), ids[:, 1:]], dim=1), "after padding in row 0"),
-    (lambda ids: torch.cat([ids[:1], ids[1:].index_fill(2, torch.tensor([5]), 7)]), "holding other ids in row 1"),
-])
+@pytest.mark.parametrize(
+    "make,found",
+    [
+        (lambda ids: ids.roll(1, dims=1), "a token after padding in row 1"),  # left-padded
+        (
+            lambda ids: torch.cat([ids[:, :1], torch.zeros_like(ids[:, :1]), ids[:, 1:]], dim=1),
+            "after padding in row 0",
+        ),
+        (lambda ids: torch.cat([ids[:1], ids[1:].index_fill(2, torch.tensor([5]), 7)]), "holding other ids in row 1"),
+    ],
+)
 def test_char_ids_that_are_not_tokens_then_padding(fixture_paths, make, found):
     # What batch_to_ids never makes: a token behind a padding slot would be read as
     # another row's </S> slot, a padding slot's ids dropped.
@@ -214,13 +226,20 @@ def test_a_clip_of_zero_or_null_means_no_clipping(copied, key):
     assert torch.equal(outputs[0], outputs[1]) and torch.equal(outputs[0], outputs[2])
 
 
-NUMBERS = [("char_cnn", "embedding.dim"), ("char_cnn", "n_highway"), ("char_cnn", "max_characters_per_token"),
-           ("lstm", "dim"), ("lstm", "projection_dim"), ("lstm", "n_layers"), ("lstm", "cell_clip"),
-           ("lstm", "proj_clip")]
+NUMBERS = [
+    ("char_cnn", "embedding.dim"),
+    ("char_cnn", "n_highway"),
+    ("char_cnn", "max_characters_per_token"),
+    ("lstm", "dim"),
+    ("lstm", "projection_dim"),
+    ("lstm", "n_layers"),
+    ("lstm", "cell_clip"),
+    ("lstm", "proj_clip"),
+]
 
 
 @pytest.mark.parametrize("section,key", NUMBERS)
-@pytest.mark.parametrize("text", ["1e400", "-1e400", "NaN", "true", "\"3\"", "[3]"])
+@pytest.mark.parametrize("text", ["1e400", "-1e400", "NaN", "true", '"3"', "[3]"])
 def test_a_number_option_that_is_not_a_sane_number_is_a_coded_error(copied, section, key, text):
     options, weights = copied
     data = json.loads(options.read_text())
@@ -236,10 +255,18 @@ def test_a_number_option_that_is_not_a_sane_number_is_a_coded_error(copied, sect
 
 @pytest.mark.parametrize(
     "section,key,value",
-    [("char_cnn", "max_characters_per_token", 10**12), ("char_cnn", "max_characters_per_token", 1025),
-     ("char_cnn", "n_highway", 10**9), ("char_cnn", "n_highway", -1), ("lstm", "n_layers", 65),
-     ("lstm", "dim", 10**9), ("lstm", "projection_dim", 0), ("char_cnn", "filters", [[1, 10**9]]),
-     ("char_cnn", "filters", [[1, 4]] * 65), ("char_cnn", "filters", [[1, 4, 5]])],
+    [
+        ("char_cnn", "max_characters_per_token", 10**12),
+        ("char_cnn", "max_characters_per_token", 1025),
+        ("char_cnn", "n_highway", 10**9),
+        ("char_cnn", "n_highway", -1),
+        ("lstm", "n_layers", 65),
+        ("lstm", "dim", 10**9),
+        ("lstm", "projection_dim", 0),
+        ("char_cnn", "filters", [[1, 10**9]]),
+        ("char_cnn", "filters", [[1, 4]] * 65),
+        ("char_cnn", "filters", [[1, 4, 5]]),
+    ],
 )
 def test_a_size_out_of_bounds_is_refused_before_anything_is_built(copied, section, key, value):
     options, weights = copied
@@ -283,19 +310,33 @@ def layers_of(options, weights):
 
 @pytest.mark.parametrize(
     "make,message",
-    [(lambda f, v: numpy.array([b"1.0"] * len(v), dtype=object), r"E009.*'CNN/b_cnn_0' as strings"),
-     (lambda f, v: v.astype(numpy.complex64), r"E009.*'CNN/b_cnn_0' as complex64.*complex numbers"),
-     (lambda f, v: v > 0, r"E009.*'CNN/b_cnn_0' as bool"),
-     (lambda f, v: numpy.array([(x, x) for x in v], dtype=[("a", "f4"), ("b", "f4")]), r"E009.*'CNN/b_cnn_0'"),
-     (lambda f, v: numpy.full(v.shape, 1e300), r"E009.*'CNN/b_cnn_0' as float64.*float32 range"),
-     (lambda f, v: f.create_group("CNN/b_cnn_0") and None, r"E004.*'CNN/b_cnn_0'"),
-     (lambda f, v: h5py.SoftLink("/nowhere"), r"E008.*'CNN/b_cnn_0' to '/nowhere'"),
-     (lambda f, v: h5py.SoftLink("/CNN/b_cnn_0"), rf"E008.*'CNN/b_cnn_0' to '/CNN/b_cnn_0' \({LOOP}\)"),
-     (lambda f, v: f.__setitem__("other", h5py.SoftLink("/CNN/b_cnn_0")) or h5py.SoftLink("/other"),
-      rf"E008.*'CNN/b_cnn_0' to '/other' \({LOOP}\)"),
-     (lambda f, v: h5py.ExternalLink("missing.h5", "/b"), r"E012.*'CNN/b_cnn_0' from the file 'missing\.h5'")],
-    ids=["strings", "complex", "bool", "compound", "beyond-float32", "group", "dangling-soft-link",
-         "soft-link-to-itself", "soft-links-in-a-loop", "dangling-external-link"],
+    [
+        (lambda f, v: numpy.array([b"1.0"] * len(v), dtype=object), r"E009.*'CNN/b_cnn_0' as strings"),
+        (lambda f, v: v.astype(numpy.complex64), r"E009.*'CNN/b_cnn_0' as complex64.*complex numbers"),
+        (lambda f, v: v > 0, r"E009.*'CNN/b_cnn_0' as bool"),
+        (lambda f, v: numpy.array([(x, x) for x in v], dtype=[("a", "f4"), ("b", "f4")]), r"E009.*'CNN/b_cnn_0'"),
+        (lambda f, v: numpy.full(v.shape, 1e300), r"E009.*'CNN/b_cnn_0' as float64.*float32 range"),
+        (lambda f, v: f.create_group("CNN/b_cnn_0") and None, r"E004.*'CNN/b_cnn_0'"),
+        (lambda f, v: h5py.SoftLink("/nowhere"), r"E008.*'CNN/b_cnn_0' to '/nowhere'"),
+        (lambda f, v: h5py.SoftLink("/CNN/b_cnn_0"), rf"E008.*'CNN/b_cnn_0' to '/CNN/b_cnn_0' \({LOOP}\)"),
+        (
+            lambda f, v: f.__setitem__("other", h5py.SoftLink("/CNN/b_cnn_0")) or h5py.SoftLink("/other"),
+            rf"E008.*'CNN/b_cnn_0' to '/other' \({LOOP}\)",
+        ),
+        (lambda f, v: h5py.ExternalLink("missing.h5", "/b"), r"E012.*'CNN/b_cnn_0' from the file 'missing\.h5'"),
+    ],
+    ids=[
+        "strings",
+        "complex",
+        "bool",
+        "compound",
+        "beyond-float32",
+        "group",
+        "dangling-soft-link",
+        "soft-link-to-itself",
+        "soft-links-in-a-loop",
+        "dangling-external-link",
+    ],
 )
 def test_a_dataset_that_is_not_real_numbers_or_not_reachable_is_a_coded_error(copied, make, message):
     options, weights = copied
@@ -307,8 +348,11 @@ def test_a_dataset_that_is_not_real_numbers_or_not_reachable_is_a_coded_error(co
 
 @pytest.mark.parametrize(
     "make,found",
-    [(lambda f, v: numpy.array([b"x"], dtype=object), r"\(1,\)"), (lambda f, v: h5py.Empty("f4"), "None"),
-     (lambda f, v: numpy.float32(1), r"\(\)")],
+    [
+        (lambda f, v: numpy.array([b"x"], dtype=object), r"\(1,\)"),
+        (lambda f, v: h5py.Empty("f4"), "None"),
+        (lambda f, v: numpy.float32(1), r"\(\)"),
+    ],
     ids=["strings", "empty", "scalar"],
 )
 def test_a_dataset_of_the_wrong_shape_is_a_shape_error(copied, make, found):
@@ -368,10 +412,14 @@ def virtual_dataset(f, value):
     f.create_virtual_dataset(BIAS, layout)
 
 
-@pytest.mark.parametrize("make,source", [
-    (external_storage, r"the raw file\(s\) '.*bias\.bin' \(external storage\)"),
-    (virtual_dataset, r"the file\(s\) '.*part\.h5' \(a virtual dataset\)"),
-], ids=["external-storage", "virtual-dataset"])
+@pytest.mark.parametrize(
+    "make,source",
+    [
+        (external_storage, r"the raw file\(s\) '.*bias\.bin' \(external storage\)"),
+        (virtual_dataset, r"the file\(s\) '.*part\.h5' \(a virtual dataset\)"),
+    ],
+    ids=["external-storage", "virtual-dataset"],
+)
 def test_a_dataset_whose_data_is_in_other_files_is_refused(copied, make, source):
     options, weights = copied
     replace_dataset(weights, BIAS, make)
@@ -379,9 +427,14 @@ def test_a_dataset_whose_data_is_in_other_files_is_refused(copied, make, source)
         BiLM.from_allennlp(options, weights)
 
 
-@pytest.mark.parametrize("link,target", [
-    ("/gone", "'/gone'"), ("/CNN", rf"'/CNN' \({LOOP}\)"),
-], ids=["dangling", "loop"])
+@pytest.mark.parametrize(
+    "link,target",
+    [
+        ("/gone", "'/gone'"),
+        ("/CNN", rf"'/CNN' \({LOOP}\)"),
+    ],
+    ids=["dangling", "loop"],
+)
 def test_a_soft_link_on_the_way_to_a_dataset_that_does_not_resolve_is_named(copied, link, target):
     options, weights = copied
     with h5py.File(weights, "a") as f:

@@ -11,8 +11,8 @@ from torch.utils.flop_counter import flop_registry
 
 from spacy_elmo.bilm import BiLM, BiLMOptions, batch_to_ids
 from spacy_elmo.bilm.char_ids import PAD_CHAR
-from spacy_elmo.training.objective.lm import PretrainingLM
 from spacy_elmo.training.data.lm_batches import collate
+from spacy_elmo.training.objective.lm import PretrainingLM
 from spacy_elmo.training.objective.softmax import SoftmaxHead
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
@@ -26,7 +26,9 @@ SENTENCES = [
     ["The", "BBC", "reported", "it", "at", "https://www.bbc.co.uk/news/uk-politics-12345678", "."],
     ["A", "sentence", ",", "and", "another", "sentence", "with", "the", "same", "words", "."],
     ["International", "Organization", "for", "Standardization", "(", "ISO", ")"],
-    ["Short", "."], ["a"], ["The", "same", "words", "again", ",", "the", "same", "."],
+    ["Short", "."],
+    ["a"],
+    ["The", "same", "words", "again", ",", "the", "same", "."],
 ]
 
 
@@ -79,8 +81,9 @@ def test_training_count_is_three_times_what_the_forward_runs(kind):
         lm(batch)
     softmax = {"n_classes": n_classes, "kind": head.kind, "cutoffs": head.cutoffs, "div_value": head.div_value}
     longest = int((batch.char_ids != PAD_CHAR + 1).sum(dim=1).max())
-    counted = training_step_flops(OPTIONS, batch.char_ids.shape[0], longest, batch.batch_sizes, softmax,
-                                  batch.targets.numpy().ravel())
+    counted = training_step_flops(
+        OPTIONS, batch.char_ids.shape[0], longest, batch.batch_sizes, softmax, batch.targets.numpy().ravel()
+    )
     assert 3 * run.flops == counted
 
 
@@ -89,7 +92,8 @@ def test_quick_benchmark_runs_and_agrees_with_the_reference(tmp_path):
     output = tmp_path / "bench.json"
     result = subprocess.run(
         [sys.executable, str(BENCHMARK), "--quick", "--synthetic", "--sentences", "8", "--output", str(output)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     assert "tokens/s" in result.stdout
@@ -113,7 +117,8 @@ def test_quick_benchmark_on_real_text(tmp_path):
     output = tmp_path / "bench.json"
     result = subprocess.run(
         [sys.executable, str(BENCHMARK), "--quick", "--text", str(text), "--sentences", "6", "--output", str(output)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(output.read_text())
@@ -125,7 +130,8 @@ def test_quick_benchmark_on_real_text(tmp_path):
 def test_benchmark_without_its_text_says_how_to_make_it(tmp_path):
     result = subprocess.run(
         [sys.executable, str(BENCHMARK), "--text", str(tmp_path / "absent.txt"), "--output", str(tmp_path / "b.json")],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode != 0
     assert "python -m experiments.data.corpus" in result.stderr
@@ -139,8 +145,21 @@ def test_the_flop_counter_imports_no_benchmark_and_its_counts_print_from_bench_b
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not {name for name in imported if name and name.split(".")[0].startswith("bench")}, imported
     result = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--flops-only", "--synthetic", "--sentences", "40", "--models", "small",
-         "--batch-sizes", "8"], capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            str(BENCHMARK),
+            "--flops-only",
+            "--synthetic",
+            "--sentences",
+            "40",
+            "--models",
+            "small",
+            "--batch-sizes",
+            "8",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "small batch 8: textbook" in result.stdout and "MFLOP/token, performed" in result.stdout
@@ -156,10 +175,29 @@ def run_pretraining_benchmark(tmp_path, *options):
     text.write_text("\n".join(f"The cat number {i} sat on the mat , and the dog ran {i} times ." for i in range(60)))
     output = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, str(PRETRAIN_BENCHMARK), "--text", str(text), "--configs", "bilm_demo", "--steps", "3",
-         "--warmup", "1", "--threads", "1", "--precisions", "fp32", "--reference", "none", "--output", str(output),
-         *options],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            str(PRETRAIN_BENCHMARK),
+            "--text",
+            str(text),
+            "--configs",
+            "bilm_demo",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--threads",
+            "1",
+            "--precisions",
+            "fp32",
+            "--reference",
+            "none",
+            "--output",
+            str(output),
+            *options,
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     return result, json.loads(output.read_text())
@@ -177,7 +215,8 @@ def test_pretraining_benchmark_runs_and_reports_each_setting(tmp_path):
 @pytest.mark.slow
 def test_pretraining_benchmark_compares_the_lstm_paths_of_an_unclipped_biLM(tmp_path):
     result, report = run_pretraining_benchmark(
-        tmp_path, "--lstm-paths", "own", "torch", "--set", "model.cell_clip=0", "--set", "model.proj_clip=0")
+        tmp_path, "--lstm-paths", "own", "torch", "--set", "model.cell_clip=0", "--set", "model.proj_clip=0"
+    )
     own, torch_lstm = report["rows"]
     assert (own["lstm_path"], torch_lstm["lstm_path"]) == ("own", "torch")
     for row in (own, torch_lstm):
@@ -205,9 +244,18 @@ def test_the_step_profile_reports_every_part_and_the_memory_kept(tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("\n".join(f"The cat number {i} sat on the mat , and the dog ran {i} times ." for i in range(60)))
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "profile_pretrain.py"), "--text", str(text), "--config", "bilm_demo",
-         "--steps", "3"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            str(BENCHMARKS / "profile_pretrain.py"),
+            "--text",
+            str(text),
+            "--config",
+            "bilm_demo",
+            "--steps",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     for part in ("encoder", "lstm", "softmax"):

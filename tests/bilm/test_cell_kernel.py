@@ -4,6 +4,7 @@ kernels); here its arithmetic, written with torch's operations, stands in for
 it on the CPU, to check what the recurrence does around it: a new cell tensor
 each step, the rows that finish dropped, the running rows' cell handed back to
 a chunk's state."""
+
 from dataclasses import replace
 
 import pytest
@@ -12,7 +13,6 @@ import torch
 from spacy_elmo.bilm.recurrence import RecurrenceGraphs, inference
 
 from .helpers import BATCH_LENGTHS, STACK_CHANGES, packed_inputs, scaled_stack
-
 
 CALLS = []
 

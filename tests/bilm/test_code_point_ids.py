@@ -1,6 +1,7 @@
 """A character table looked up by code point, a word table, and the token
 encoder over them (ELMoForManyLangs' token encoder), against straightforward
 computations written out here."""
+
 import json
 import os
 
@@ -14,16 +15,35 @@ from spacy_elmo.bilm.token_encoder import CharCNNTokenEncoder
 from spacy_elmo.errors import DamagedFileError
 
 MAX_CHARS = 8
-MARKS = dict(begin_word="<eow>", end_word="<bow>", begin_sentence="<bos>", end_sentence="<eos>",
-             padding="<pad>", unknown="<oov>")
+MARKS = dict(
+    begin_word="<eow>", end_word="<bow>", begin_sentence="<bos>", end_sentence="<eos>", padding="<pad>", unknown="<oov>"
+)
 CHARS = CharTable(("<pad>", "b", "<oov>", "<bow>", "a", "<eow>", "é", "<bos>", "中", "<eos>", "\u3000"), **MARKS)
-WORDS = WordTable(("cat", "<oov>", "<bos>", "a", "ééééééé"), dim=3, unknown="<oov>", begin_sentence="<bos>",
-                  end_sentence="<eos>")
+WORDS = WordTable(
+    ("cat", "<oov>", "<bos>", "a", "ééééééé"), dim=3, unknown="<oov>", begin_sentence="<bos>", end_sentence="<eos>"
+)
 # Non-ASCII letters, characters not in the table, words not in the word table,
 # tokens longer than the limit in code points (and far longer in bytes), an
 # empty token, a lone surrogate, and the table's marks written as tokens.
-TOKENS = ["a", "cat", "bab", "é", "中a", "x", "Ж", "ab\u3000", "éééééééééé", "aaaaaaaaaaaa", "", "\ud800",
-          "<bos>", "<eos>", "<pad>", BOS_TOKEN, EOS_TOKEN]
+TOKENS = [
+    "a",
+    "cat",
+    "bab",
+    "é",
+    "中a",
+    "x",
+    "Ж",
+    "ab\u3000",
+    "éééééééééé",
+    "aaaaaaaaaaaa",
+    "",
+    "\ud800",
+    "<bos>",
+    "<eos>",
+    "<pad>",
+    BOS_TOKEN,
+    EOS_TOKEN,
+]
 
 
 def _reference_ids(word: str) -> list:
@@ -71,9 +91,18 @@ def test_options_without_tables_keep_the_byte_scheme():
 
 
 def _table_options(**changes) -> BiLMOptions:
-    settings = dict(char_embedding_dim=4, filters=[(1, 4), (2, 6), (3, 5)], n_highway=2, lstm_dim=16,
-                    projection_dim=8, n_layers=1, max_characters_per_token=MAX_CHARS,
-                    n_characters=len(CHARS.entries), char_table=CHARS, word_table=WORDS)
+    settings = dict(
+        char_embedding_dim=4,
+        filters=[(1, 4), (2, 6), (3, 5)],
+        n_highway=2,
+        lstm_dim=16,
+        projection_dim=8,
+        n_layers=1,
+        max_characters_per_token=MAX_CHARS,
+        n_characters=len(CHARS.entries),
+        char_table=CHARS,
+        word_table=WORDS,
+    )
     return BiLMOptions(**{**settings, **changes})
 
 
@@ -87,14 +116,19 @@ def test_options_with_tables_round_trip_through_their_files(tmp_path):
     assert BiLMOptions.from_allennlp(options.to_allennlp()) == options
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["char_cnn"].update(n_characters=5), "E003.*n_characters.*size of char_cnn.char_table"),
-    (lambda d: d["char_cnn"]["char_table"].update(padding="<none>"), "E003.*char_table.padding"),
-    (lambda d: (d["char_cnn"]["char_table"]["entries"].append("a"), d["char_cnn"].update(n_characters=12)),
-     "E003.*entries.*more than once.*'a'"),
-    (lambda d: d["word_table"].update(unknown="<unk>"), "E003.*word_table.unknown"),
-    (lambda d: d["char_cnn"]["char_table"].update(file="../chars.json"), "E003.*file"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["char_cnn"].update(n_characters=5), "E003.*n_characters.*size of char_cnn.char_table"),
+        (lambda d: d["char_cnn"]["char_table"].update(padding="<none>"), "E003.*char_table.padding"),
+        (
+            lambda d: (d["char_cnn"]["char_table"]["entries"].append("a"), d["char_cnn"].update(n_characters=12)),
+            "E003.*entries.*more than once.*'a'",
+        ),
+        (lambda d: d["word_table"].update(unknown="<unk>"), "E003.*word_table.unknown"),
+        (lambda d: d["char_cnn"]["char_table"].update(file="../chars.json"), "E003.*file"),
+    ],
+)
 def test_wrong_tables_are_coded_errors(tmp_path, edit, message):
     options = _table_options().to_allennlp()
     edit(options)

@@ -2,6 +2,7 @@
 a random-weight model built and saved with its own classes (its last release,
 fetched from PyPI at run time and unpacked, never installed), and gives them deterministically,
 which its code does not; the converted folder reads no pickle."""
+
 import json
 import logging
 import shutil
@@ -15,7 +16,7 @@ from spacy_elmo.bilm.efml import CHAR_TABLE_NAME, convert_efml, load_efml, read_
 from spacy_elmo.bilm.model import BiLM
 from spacy_elmo.errors import DamagedFileError, OutputError
 
-from .efml_reference import efml_importable, build_efml_model
+from .efml_reference import build_efml_model, efml_importable
 
 # Words of the word table and not, non-ASCII letters, characters not in the
 # character table (emoji, Cyrillic but for Ж, a lone surrogate), U+3000 (a
@@ -77,7 +78,11 @@ def test_the_converted_folder_gives_the_same_layers_without_a_pickle(efml, tmp_p
         loaded = loaded_model.encode_words(SENTENCES)
     convert_efml(folder, tmp_path / "converted")
     assert sorted(p.name for p in (tmp_path / "converted").iterdir()) == [
-        "chars.json", "options.json", "weights.hdf5", "words.json"]
+        "chars.json",
+        "options.json",
+        "weights.hdf5",
+        "words.json",
+    ]
 
     def no_pickles(*args, **kwargs):
         raise AssertionError("a pickle was read")
@@ -97,7 +102,7 @@ def test_a_sentence_gets_the_same_bits_alone_in_a_batch_and_after_others(efml, t
         alone = [model.encode_words([sentence]).numpy() for sentence in SENTENCES]
         model.encode_words(OTHER_SENTENCES)
         batch = OTHER_SENTENCES + SENTENCES[::-1]
-        in_batch = _by_sentence(model.encode_words(batch), batch)[len(OTHER_SENTENCES):][::-1]
+        in_batch = _by_sentence(model.encode_words(batch), batch)[len(OTHER_SENTENCES) :][::-1]
         after = [model.encode_words([sentence]).numpy() for sentence in SENTENCES]
     for sentence, layers, batched, later in zip(SENTENCES, alone, in_batch, after):
         assert numpy.array_equal(batched, layers) and numpy.array_equal(later, layers), sentence
@@ -190,7 +195,9 @@ def test_an_architecture_named_but_missing_is_the_one_elmoformanylangs_ships_und
     folder, _ = efml
     shipped = _copy_with_config(folder, tmp_path / "shipped", "/somewhere/configs/cnn_50_100_512_4096_sample.json")
     # Its own 4096-cell architecture, which the small model's weights do not fit.
-    expected = r"E902.*token_embedder.pkl' holds 'char_emb_layer.embedding.weight' of shape \(39, 5\), expected \(39, 50\)"
+    expected = (
+        r"E902.*token_embedder.pkl' holds 'char_emb_layer.embedding.weight' of shape \(39, 5\), expected \(39, 50\)"
+    )
     with pytest.raises(DamagedFileError, match=expected):
         read_efml(shipped)
 

@@ -95,8 +95,19 @@ def test_unreadable_input_leaves_no_output(fixture_paths, tmp_path):
 
 def test_command_line(fixture_paths, input_file, tmp_path, expected_layers):
     output = tmp_path / "out.hdf5"
-    command = [sys.executable, "-m", "spacy_elmo", "embed", *map(str, fixture_paths), str(input_file), str(output),
-               "--layers", "top", "--batch-size", "2"]
+    command = [
+        sys.executable,
+        "-m",
+        "spacy_elmo",
+        "embed",
+        *map(str, fixture_paths),
+        str(input_file),
+        str(output),
+        "--layers",
+        "top",
+        "--batch-size",
+        "2",
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     with h5py.File(output, "r") as f:

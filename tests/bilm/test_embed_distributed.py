@@ -1,4 +1,5 @@
 """`embed` under torchrun: two processes on the CPU (gloo) write the file one process writes."""
+
 import json
 import os
 import subprocess

@@ -1,4 +1,5 @@
 """The biLM on CUDA agrees with the CPU: outputs, gradients, reduced precision."""
+
 import json
 from dataclasses import replace
 
@@ -19,7 +20,9 @@ SENTENCES = [
     "The bank raised its rates again , to nobody 's surprise .".split(),
     "We sat on the river bank .".split(),
     ["Hello", "!"],
-    "Dr. Smith-Jones flew from Zürich to São Paulo on 3 March 2021 , paying €1,200 for https://example.com/a/b .".split(),
+    (
+        "Dr. Smith-Jones flew from Zürich to São Paulo on 3 March 2021 , paying €1,200 for https://example.com/a/b ."
+    ).split(),
 ]
 
 
@@ -38,7 +41,7 @@ def original_model(seed: int = 0) -> BiLM:
     torch.manual_seed(seed)
     model = BiLM(ORIGINAL).eval()
     with torch.no_grad():  # token vectors and states of order 1, as in a trained model
-        torch.nn.init.normal_(model.token_encoder.projection.weight, std=ORIGINAL.n_filters ** -0.5)
+        torch.nn.init.normal_(model.token_encoder.projection.weight, std=ORIGINAL.n_filters**-0.5)
     return model
 
 
@@ -180,7 +183,7 @@ def test_copies_to_the_host_come_one_behind_intact_and_wait_once_each():
 
     from spacy_elmo.device import copied_to_host
 
-    weight = torch.randn(2048, 2048, device="cuda") / 2048 ** 0.5
+    weight = torch.randn(2048, 2048, device="cuda") / 2048**0.5
     events = []
 
     def made(n):
@@ -211,8 +214,20 @@ def test_copies_to_the_host_come_one_behind_intact_and_wait_once_each():
                 arrays.append(array.copy())
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert events == [("made", 0), ("made", 1), ("got", 0), ("made", 2), ("got", 1), ("made", 3), ("got", 2),
-                      ("made", 4), ("got", 3), ("made", 5), ("got", 4), ("got", 5)]
+    assert events == [
+        ("made", 0),
+        ("made", 1),
+        ("got", 0),
+        ("made", 2),
+        ("got", 1),
+        ("made", 3),
+        ("got", 2),
+        ("made", 4),
+        ("got", 3),
+        ("made", 5),
+        ("got", 4),
+        ("got", 5),
+    ]
     for k, array in enumerate(arrays):
         assert array.shape == (2048, 2048) and (array == k).all(), k
     assert len(waits) == 6  # one a copy (sync-debug mode does not see an event's wait)
@@ -276,8 +291,10 @@ def graph_batches():
     def sentence(n):
         return [words[int(i)] for i in torch.randint(len(words), (n,), generator=rng)]
 
-    return [[sentence(n) for n in lengths] for lengths in
-            ([5], [40, 3, 3, 1], [int(n) for n in torch.randint(1, 25, (70,), generator=rng)], [12] * 9)]
+    return [
+        [sentence(n) for n in lengths]
+        for lengths in ([5], [40, 3, 3, 1], [int(n) for n in torch.randint(1, 25, (70,), generator=rng)], [12] * 9)
+    ]
 
 
 @pytest.mark.parametrize("name", ["fixture", "original"])

@@ -1,5 +1,6 @@
 """`BiLM.encode_indexed` and `top_layer_indexed` take word indices and
 sentence lengths as integers only: a float would be truncated to another word."""
+
 import numpy
 import pytest
 import torch

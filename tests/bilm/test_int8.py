@@ -4,6 +4,7 @@ Bounds (the issue's targets): per layer, the mean per-token cosine to float32 at
 least 0.999 and the worst at least 0.99; the layer-0 token vectors exactly
 float32's. Float32 itself stays bit for bit what it was (the rest of tests/bilm).
 """
+
 import json
 
 import pytest
@@ -60,8 +61,10 @@ def test_an_int8_product_is_within_its_rounding_bound():
     # step each: |error| <= sum_k (|x| s / 2 + |W| r / 2 + r s / 4), plus float32 rounding.
     r = x.abs().amax(dim=2, keepdim=True).double() / QMAX
     s = w.abs().amax(dim=1, keepdim=True).double() / QMAX
-    bound = x.abs().double() @ (s / 2).expand_as(w) + (r / 2) * w.abs().double().sum(dim=1, keepdim=True) + (
-        w.shape[1] * r * s / 4
+    bound = (
+        x.abs().double() @ (s / 2).expand_as(w)
+        + (r / 2) * w.abs().double().sum(dim=1, keepdim=True)
+        + (w.shape[1] * r * s / 4)
     )
     error = (got - exact).abs()
     assert (error <= bound * (1 + 1e-5) + 1e-6 * exact.abs().max()).all()

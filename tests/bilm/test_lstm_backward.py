@@ -1,6 +1,7 @@
 """The LSTM layers' hand-written backward pass (bilm/recurrence/backward.py) against
 autograd through `BiLSTMStack`'s steps: the same values, the same gradients,
 and the same weights after a few optimiser steps of pretraining."""
+
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -15,8 +16,9 @@ from spacy_elmo.training import PretrainingLM, SoftmaxHead
 from ..numeric import assert_close_to_scale
 from .helpers import WORDS, pretraining_batches, values_and_gradients
 
-OPTIONS = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=24,
-               projection_dim=10, n_layers=2)
+OPTIONS = dict(
+    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=24, projection_dim=10, n_layers=2
+)
 
 
 @contextmanager
@@ -47,8 +49,9 @@ def test_values_and_gradients_equal_autograd_through_the_steps(changes, batch_si
         for p in stack.parameters():
             p.normal_(0.0, 0.6)
     x = torch.randn(2, sum(batch_sizes), options.projection_dim, dtype=torch.float64)
-    weights = [torch.randn(2, sum(batch_sizes), options.projection_dim, dtype=torch.float64)
-               for _ in range(options.n_layers)]
+    weights = [
+        torch.randn(2, sum(batch_sizes), options.projection_dim, dtype=torch.float64) for _ in range(options.n_layers)
+    ]
     fast = values_and_gradients(stack, x, batch_sizes, weights, dropout)
     with stepwise(stack):
         slow = values_and_gradients(stack, x, batch_sizes, weights, dropout)

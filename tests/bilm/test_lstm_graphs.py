@@ -3,6 +3,7 @@ run in chunks of a few steps and bucketed rows, scratch beyond each sentence,
 the state carried from chunk to chunk, gives every token the packed layout's
 values. Off a GPU the chunks run eagerly through the same buffers and calls;
 tests/bilm/test_gpu.py replays them as graphs."""
+
 import copy
 import pickle
 from dataclasses import replace

@@ -2,6 +2,7 @@
 against `BiLSTMStack`'s own steps: the same values and gradients, the same weights after
 pretraining steps, and weights that export and load as any others. The CPU runs the path too
 when asked (`torch_lstm_devices`), which is how these tests check it without a GPU."""
+
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -17,8 +18,16 @@ from spacy_elmo.training import PretrainingLM, SoftmaxHead
 from ..numeric import assert_close_to_scale
 from .helpers import WORDS, pretraining_batches, values_and_gradients
 
-OPTIONS = dict(char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=24,
-               projection_dim=10, n_layers=2, cell_clip=0.0, proj_clip=0.0)
+OPTIONS = dict(
+    char_embedding_dim=8,
+    filters=[(1, 8), (2, 8), (3, 16)],
+    n_highway=1,
+    lstm_dim=24,
+    projection_dim=10,
+    n_layers=2,
+    cell_clip=0.0,
+    proj_clip=0.0,
+)
 
 
 @contextmanager
@@ -79,8 +88,9 @@ def gpu_flattening(monkeypatch):
 )
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
 @pytest.mark.parametrize("dtype, rtol", [(torch.float64, 1e-10), (torch.float32, 1e-4)])
-def test_values_and_gradients_equal_the_steps(device, torch_lstm_calls, gpu_flattening, changes, batch_sizes,
-                                              dropout, dtype, rtol):
+def test_values_and_gradients_equal_the_steps(
+    device, torch_lstm_calls, gpu_flattening, changes, batch_sizes, dropout, dtype, rtol
+):
     torch.manual_seed(0)
     options = BiLMOptions(**{**OPTIONS, **changes})
     stack = BiLSTMStack(options).to(device, dtype)

@@ -39,8 +39,10 @@ def test_stateless_reproduces_first_batch_only(fixture_paths, fixture_dir, devic
     with torch.inference_mode():
         for i, (batch, expected) in enumerate(batches[:2]):
             out = model(batch_to_ids(batch).to(device))
-            diffs = [max_error(top_layer_halves(out, k, len(s)), expected[k]) / scale_of(expected[k])
-                     for k, s in enumerate(batch)]
+            diffs = [
+                max_error(top_layer_halves(out, k, len(s)), expected[k]) / scale_of(expected[k])
+                for k, s in enumerate(batch)
+            ]
             if i == 0:
                 assert max(diffs) <= 1e-6
             else:  # the reference carried state over; a stateless model must not
@@ -154,8 +156,12 @@ def test_sentence_alone_equals_sentence_in_a_padded_batch(fixture_paths, fixture
 
 
 SMALL = dict(
-    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16), (5, 16)], n_highway=1, lstm_dim=32,
-    projection_dim=12, n_layers=2,
+    char_embedding_dim=8,
+    filters=[(1, 8), (2, 8), (3, 16), (5, 16)],
+    n_highway=1,
+    lstm_dim=32,
+    projection_dim=12,
+    n_layers=2,
 )
 
 

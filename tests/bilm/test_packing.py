@@ -1,5 +1,6 @@
 """The time-major packing contract (spacy_elmo/bilm/packing.py), which the
 biLM and pretraining's batches share."""
+
 import numpy
 import pytest
 import torch

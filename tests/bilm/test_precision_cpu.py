@@ -1,5 +1,6 @@
 """precision "bf16" on a CPU: autocast where the CPU has bfloat16 instructions,
 float32 with a warning where it does not."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """Products whose rows do not depend on what else is computed (products.py)."""
+
 import pytest
 import torch
 

@@ -1,5 +1,6 @@
 """Which path of the recurrence `BiLSTMStack.forward` runs (spacy_elmo/bilm/recurrence/), chosen by
 the call and by the stack's own `RecurrencePaths`."""
+
 import copy
 import pickle
 from dataclasses import FrozenInstanceError, replace

@@ -1,5 +1,6 @@
 """The state-dict reader: what torch.save writes comes back, and nothing but a
 dict of tensors is accepted, without running what a file carries."""
+
 import os
 import pickle
 import re
@@ -29,14 +30,16 @@ def fmt(request) -> str:
 def test_a_state_dict_comes_back_whole(tmp_path, fmt):
     generator = torch.Generator().manual_seed(0)
     base = torch.randn(4, 6, generator=generator)
-    state = OrderedDict([
-        ("b.weight", base),
-        ("a.transposed", base.t()),  # a view sharing the storage, other strides
-        ("a.row", base[2]),  # an offset into it
-        ("ids", torch.arange(5)),
-        ("half", torch.randn(3, generator=generator).half()),
-        ("empty", torch.zeros(0, 3)),
-    ])
+    state = OrderedDict(
+        [
+            ("b.weight", base),
+            ("a.transposed", base.t()),  # a view sharing the storage, other strides
+            ("a.row", base[2]),  # an offset into it
+            ("ids", torch.arange(5)),
+            ("half", torch.randn(3, generator=generator).half()),
+            ("empty", torch.zeros(0, 3)),
+        ]
+    )
     loaded = read_state_dict(_save(state, tmp_path / "state.pkl", fmt))
     assert list(loaded) == list(state)
     for name, tensor in state.items():
@@ -87,12 +90,15 @@ def test_a_plain_pickle_is_refused_without_running_it(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("obj, found", [
-    (torch.nn.Linear(2, 2), "torch.nn.modules.linear.Linear"),
-    ({"weight": torch.ones(2), "step": 3}, "'step' of type int"),
-    ([torch.ones(2)], "a pickle of list"),
-    ({1: torch.ones(2)}, "the entry 1"),
-])
+@pytest.mark.parametrize(
+    "obj, found",
+    [
+        (torch.nn.Linear(2, 2), "torch.nn.modules.linear.Linear"),
+        ({"weight": torch.ones(2), "step": 3}, "'step' of type int"),
+        ([torch.ones(2)], "a pickle of list"),
+        ({1: torch.ones(2)}, "the entry 1"),
+    ],
+)
 def test_anything_but_a_dict_of_tensors_is_refused(tmp_path, fmt, obj, found):
     with pytest.raises(DamagedFileError) as err:
         read_state_dict(_save(obj, tmp_path / "other.pkl", fmt))
@@ -137,8 +143,12 @@ def test_no_module_of_the_package_unpickles_in_general():
 
 
 def test_the_scan_sees_general_unpickling():
-    for line in ("state = torch.load(path)", "torch.load(f, map_location='cpu')", "pickle.load(f)",
-                 "class U(pickle.Unpickler):"):
+    for line in (
+        "state = torch.load(path)",
+        "torch.load(f, map_location='cpu')",
+        "pickle.load(f)",
+        "class U(pickle.Unpickler):",
+    ):
         assert _GENERAL_UNPICKLING.search(line), line
     assert not _GENERAL_UNPICKLING.search("torch.load(f, map_location='cpu', weights_only=True)")
 

@@ -1,6 +1,7 @@
 """Paths that are not what an ELMo file is: a named pipe, a device or a folder
 in the place of options.json or weights.hdf5, an options file far too large or
 nested too deep, and a folder where save_allennlp writes a file."""
+
 import os
 import shutil
 import subprocess
@@ -65,10 +66,16 @@ def embed(folder: Path) -> None:
 
 
 @needs_fifo
-@pytest.mark.parametrize("load", [
-    lambda folder: BiLM.from_allennlp(folder / "options.json", folder / "weights.hdf5"),
-    lambda folder: BiLM.from_allennlp(folder), elmo_initialize, embed,
-], ids=["paths", "folder", "initialize", "embed"])
+@pytest.mark.parametrize(
+    "load",
+    [
+        lambda folder: BiLM.from_allennlp(folder / "options.json", folder / "weights.hdf5"),
+        lambda folder: BiLM.from_allennlp(folder),
+        elmo_initialize,
+        embed,
+    ],
+    ids=["paths", "folder", "initialize", "embed"],
+)
 def test_a_named_pipe_as_the_options_is_refused_not_waited_on(folder, load):
     with named_pipe(folder / "options.json"), pytest.raises(ElmoError, match=rf"E010.*options file .*{PIPE}"):
         load(folder)
@@ -113,10 +120,12 @@ def test_options_nested_too_deep_for_the_json_reader_are_a_coded_error(folder):
         BiLM.from_allennlp(folder)
 
 
-@pytest.mark.parametrize("name,kind,other", [("weights.hdf5", "weights", "options.json"),
-                                             ("options.json", "options", "weights.hdf5")])
-def test_saving_where_a_folder_has_the_name_of_a_file_is_refused_before_writing(fixture_paths, tmp_path, name, kind,
-                                                                                other):
+@pytest.mark.parametrize(
+    "name,kind,other", [("weights.hdf5", "weights", "options.json"), ("options.json", "options", "weights.hdf5")]
+)
+def test_saving_where_a_folder_has_the_name_of_a_file_is_refused_before_writing(
+    fixture_paths, tmp_path, name, kind, other
+):
     bilm = BiLM.from_allennlp(*fixture_paths)
     (tmp_path / name).mkdir()
     with pytest.raises(ElmoError, match=rf"E540.*'{tmp_path / name}' is a folder, where the {kind} file goes"):

@@ -1,5 +1,6 @@
 """The token cache serves a token's representation again only while the weights that computed it are the model's,
 and only the representation of its own token, whichever threads call the biLM."""
+
 import copy
 import pickle
 import random
@@ -74,9 +75,15 @@ def test_tokens_seen_before_come_from_the_cache():
     assert calls == [6, 1]  # only the new word
 
 
-@pytest.mark.parametrize("how", [
-    "load_weights", "load_state_dict", "load_state_dict of a parent module", "load_state_dict of each part",
-])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "load_weights",
+        "load_state_dict",
+        "load_state_dict of a parent module",
+        "load_state_dict of each part",
+    ],
+)
 def test_loading_other_weights_empties_the_cache(fixture_paths, how):
     source = BiLM.from_allennlp(*fixture_paths).eval()
     model = BiLM(source.options).eval()
@@ -122,7 +129,6 @@ def test_an_in_place_edit_by_hand_then_clear_token_cache():
     assert calls[:2] == [6, 6]
 
 
-
 @pytest.mark.parametrize("then", ["no_grad", "the LSTMs trained, the encoder frozen"])
 def test_a_cache_filled_under_inference_mode_takes_new_words_outside_it(then):
     # Under inference mode torch makes "inference tensors", which nothing outside it may
@@ -143,7 +149,9 @@ def test_a_cache_filled_under_inference_mode_takes_new_words_outside_it(then):
     with torch.no_grad():
         want = small_bilm()(ids).layers
     # (with gradients the LSTMs run the training recurrence: the same values within float32 rounding)
-    torch.testing.assert_close(got.detach(), want, rtol=0, atol=0 if then == "no_grad" else 1e-6 * float(want.abs().max()))
+    torch.testing.assert_close(
+        got.detach(), want, rtol=0, atol=0 if then == "no_grad" else 1e-6 * float(want.abs().max())
+    )
 
 
 def test_lowering_max_size_below_what_is_kept_empties_the_cache():

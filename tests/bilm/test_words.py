@@ -1,5 +1,6 @@
 """The word-level entry (`BiLM.encode_words`): the same layers as `forward`,
 and a token's layers bit-identical whatever else is computed with it."""
+
 import json
 import subprocess
 import sys
@@ -16,8 +17,12 @@ from spacy_elmo.errors import ElmoError
 from ..numeric import assert_close_to_scale, torch_threads
 
 SMALL = dict(
-    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16), (5, 16)], n_highway=1, lstm_dim=32,
-    projection_dim=12, n_layers=2,
+    char_embedding_dim=8,
+    filters=[(1, 8), (2, 8), (3, 16), (5, 16)],
+    n_highway=1,
+    lstm_dim=32,
+    projection_dim=12,
+    n_layers=2,
 )
 
 
@@ -157,8 +162,15 @@ def test_a_fresh_process_computes_its_first_batch_as_the_next(fixture_dir):
     before the biLM had the kernel chosen on one thread (`lstm.resolve_tanh_kernel`). Eight fresh
     processes; without that call the test fails in some runs only (one in four here), as a race
     does."""
-    runs = [subprocess.Popen([sys.executable, "-c", FIRST_BATCH, str(fixture_dir)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", FIRST_BATCH, str(fixture_dir)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
     outputs = [run.communicate(timeout=300) for run in runs]
     assert [out.strip() for out, _ in outputs] == ["True"] * 8, [err[-2000:] for _, err in outputs]
 
@@ -210,14 +222,17 @@ def test_indexed_words_in_any_order_give_the_layers_of_encode_words(model):
     assert torch.equal(got, want)
 
 
-@pytest.mark.parametrize("words,index,lengths", [
-    (["a", "<S>", "</S>"], [0], [1]),  # boundaries not first
-    (["<S>", "</S>", "a"], [2, 3], [2]),  # an index past the words
-    (["<S>", "</S>", "a"], [2, -1], [2]),
-    (["<S>", "</S>", "a"], [2, 2], [1]),  # lengths not covering the indices
-    (["<S>", "</S>", "a"], [2, 2], [3, -1]),
-    (["<S>", "</S>", "a", "a"], [2, 3], [2]),  # a word twice (the token cache keys them by the word)
-])
+@pytest.mark.parametrize(
+    "words,index,lengths",
+    [
+        (["a", "<S>", "</S>"], [0], [1]),  # boundaries not first
+        (["<S>", "</S>", "a"], [2, 3], [2]),  # an index past the words
+        (["<S>", "</S>", "a"], [2, -1], [2]),
+        (["<S>", "</S>", "a"], [2, 2], [1]),  # lengths not covering the indices
+        (["<S>", "</S>", "a"], [2, 2], [3, -1]),
+        (["<S>", "</S>", "a", "a"], [2, 3], [2]),  # a word twice (the token cache keys them by the word)
+    ],
+)
 def test_bad_indexed_words_are_reported(words, index, lengths):
     with pytest.raises(ElmoError, match="E105"):
         scaled_bilm().encode_indexed(words, numpy.array(index), numpy.array(lengths))
@@ -246,7 +261,8 @@ def test_a_bilm_in_another_dtype_is_reported(dtype, part):
     (model if part == "the biLM" else model.lstm).to(dtype)
     words, index, lengths = distinct_words([["a", "b"]])
     calls = [
-        lambda: model(batch_to_ids([["a", "b"]])), lambda: model.encode_words([["a", "b"]]),
+        lambda: model(batch_to_ids([["a", "b"]])),
+        lambda: model.encode_words([["a", "b"]]),
         lambda: model.top_layer_indexed(words, index, lengths),
     ]
     for grad in (True, False):

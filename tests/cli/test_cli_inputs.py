@@ -1,4 +1,5 @@
 """Bad arguments to the commands: coded errors, never bare tracebacks."""
+
 import pytest
 from typer.testing import CliRunner
 
@@ -11,7 +12,7 @@ from ..training.conftest import tiny_settings, write_corpus
 def test_mix_weights_on_a_folder_that_is_not_a_pipeline(tmp_path):
     result = CliRunner().invoke(app, ["mix-weights", str(tmp_path)])
     assert result.exit_code == 1 and "E511" in result.output and "config.cfg" in result.output
-    (tmp_path / "config.cfg").write_text("[nlp]\nlang = \"xx-nope\"\npipeline = [\"x\"]\n")
+    (tmp_path / "config.cfg").write_text('[nlp]\nlang = "xx-nope"\npipeline = ["x"]\n')
     result = CliRunner().invoke(app, ["mix-weights", str(tmp_path)])
     assert result.exit_code == 1 and "E511" in result.output, result.output
 

@@ -1,4 +1,5 @@
 """``python -m spacy_elmo convert``: an ELMoForManyLangs model's folder to ours."""
+
 import torch
 from typer.testing import CliRunner
 

@@ -1,5 +1,6 @@
 """`embed` as a command: INPUT from a pipe, --overwrite, the output's layout,
 and help that reads cleanly."""
+
 import json
 import os
 import subprocess
@@ -84,8 +85,13 @@ def test_a_fifo_is_read_as_input(fixture_paths, tmp_path, reference):
 
 def test_dev_stdin_reads_a_pipe(fixture_paths, tmp_path, reference):
     output = tmp_path / "out.hdf5"
-    result = subprocess.run([sys.executable, "-m", "spacy_elmo", "embed", *map(str, fixture_paths), "/dev/stdin",
-                             str(output)], input=TEXT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "embed", *map(str, fixture_paths), "/dev/stdin", str(output)],
+        input=TEXT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert_same_output(output, reference)
 

@@ -1,4 +1,5 @@
 """`embed` against bad input and faults: coded errors, and no temporaries left behind."""
+
 import json
 import resource
 import signal
@@ -42,8 +43,9 @@ def test_a_device_that_cannot_be_used(fixture_paths, tmp_path, device):
     text.write_text("a b\n")
     with pytest.raises(ElmoError, match=rf"E509.*'{device}'"):
         embed_file(*fixture_paths, text, tmp_path / "out.hdf5", device=device)
-    result = CliRunner().invoke(app, ["embed", *map(str, fixture_paths), str(text), str(tmp_path / "o.hdf5"),
-                                      "--device", device])
+    result = CliRunner().invoke(
+        app, ["embed", *map(str, fixture_paths), str(text), str(tmp_path / "o.hdf5"), "--device", device]
+    )
     assert result.exit_code == 1 and "E509" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
@@ -60,8 +62,21 @@ def start_embedding(fixture_paths, tmp_path):
     text = tmp_path / "long.txt"
     text.write_text("\n".join(f"sentence number {i} with some words in it ." for i in range(20000)))
     output = tmp_path / "out" / "out.hdf5"
-    process = subprocess.Popen([sys.executable, "-m", "spacy_elmo", "embed", *map(str, fixture_paths), str(text),
-                                str(output), "--batch-size", "8"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "spacy_elmo",
+            "embed",
+            *map(str, fixture_paths),
+            str(text),
+            str(output),
+            "--batch-size",
+            "8",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while not (output.parent.exists() and temporaries(output.parent)):
         assert process.poll() is None and time.monotonic() < deadline, "embed ended before writing"
@@ -100,9 +115,13 @@ def test_a_full_disk_is_a_coded_error_and_leaves_nothing(fixture_paths, tmp_path
     def limit_file_size():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    result = subprocess.run([sys.executable, "-m", "spacy_elmo", "embed", *map(str, fixture_paths), str(text),
-                             str(out / "vectors.hdf5")], capture_output=True, text=True, timeout=120,
-                            preexec_fn=limit_file_size)
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "embed", *map(str, fixture_paths), str(text), str(out / "vectors.hdf5")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit_file_size,
+    )
     assert result.returncode == 1, result.stderr[-2000:]
     assert "E513" in result.stdout and "vectors.hdf5" in result.stdout and "File too large" in result.stdout
     assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr
@@ -150,8 +169,12 @@ def test_the_library_runs_without_the_command_line(fixture_paths, tmp_path):
         "import sys; from spacy_elmo.embed import embed_file; embed_file(*sys.argv[1:]); "
         "print(sorted({'typer', 'spacy_elmo.cli'} & set(sys.modules)))"
     )
-    result = subprocess.run([sys.executable, "-c", script, *map(str, fixture_paths), str(text),
-                             str(tmp_path / "out.hdf5")], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", script, *map(str, fixture_paths), str(text), str(tmp_path / "out.hdf5")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
     with h5py.File(tmp_path / "out.hdf5", "r") as fin:
@@ -181,26 +204,36 @@ def test_cuda_graphs_change_nothing_on_a_cpu(fixture_paths, tmp_path):
     text.write_text("The cat sat .\n\nA / b\n", encoding="utf8")
     runner = CliRunner()
     plain = runner.invoke(app, ["embed", *map(str, fixture_paths), str(text), str(tmp_path / "plain.hdf5")])
-    graphs = runner.invoke(app, ["embed", *map(str, fixture_paths), str(text), str(tmp_path / "graphs.hdf5"),
-                                 "--cuda-graphs"])
+    graphs = runner.invoke(
+        app, ["embed", *map(str, fixture_paths), str(text), str(tmp_path / "graphs.hdf5"), "--cuda-graphs"]
+    )
     assert plain.exit_code == 0 and graphs.exit_code == 0, (plain.output, graphs.output)
     with h5py.File(tmp_path / "plain.hdf5", "r") as a, h5py.File(tmp_path / "graphs.hdf5", "r") as b:
         for key in ("0", "1", "2"):
             numpy.testing.assert_array_equal(a[key][()], b[key][()])
 
 
-@pytest.mark.parametrize("arguments, hint", [
-    (["{options}", "{text}", "{out}"], "MODEL"),  # an options.json without its weights
-    (["{folder}", "{text}"], "MODEL [WEIGHTS] INPUT OUTPUT"),
-    (["{folder}", "{options}", "{weights}", "{text}", "{out}"], "MODEL [WEIGHTS] INPUT OUTPUT"),
-    (["{folder}", "{tmp}/missing.txt", "{out}"], "INPUT"),
-    (["{options}", "{tmp}/missing.hdf5", "{text}", "{out}"], "WEIGHTS"),
-])
+@pytest.mark.parametrize(
+    "arguments, hint",
+    [
+        (["{options}", "{text}", "{out}"], "MODEL"),  # an options.json without its weights
+        (["{folder}", "{text}"], "MODEL [WEIGHTS] INPUT OUTPUT"),
+        (["{folder}", "{options}", "{weights}", "{text}", "{out}"], "MODEL [WEIGHTS] INPUT OUTPUT"),
+        (["{folder}", "{tmp}/missing.txt", "{out}"], "INPUT"),
+        (["{options}", "{tmp}/missing.hdf5", "{text}", "{out}"], "WEIGHTS"),
+    ],
+)
 def test_wrong_arguments_are_a_usage_error(fixture_paths, tmp_path, arguments, hint):
     text = tmp_path / "in.txt"
     text.write_text("a b\n")
-    names = dict(options=fixture_paths[0], weights=fixture_paths[1], folder=fixture_paths[0].parent, text=text,
-                 out=tmp_path / "out.hdf5", tmp=tmp_path)
+    names = dict(
+        options=fixture_paths[0],
+        weights=fixture_paths[1],
+        folder=fixture_paths[0].parent,
+        text=text,
+        out=tmp_path / "out.hdf5",
+        tmp=tmp_path,
+    )
     result = CliRunner().invoke(app, ["embed", *(a.format(**names) for a in arguments)])
     assert result.exit_code == 2 and hint in result.output, result.output
     assert not (tmp_path / "out.hdf5").exists()

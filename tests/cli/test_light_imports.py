@@ -2,6 +2,7 @@
 no pipeline (embed, pretrain, export and perplexity on pre-tokenised text) import
 neither spaCy nor Thinc. Each check runs in a fresh interpreter, since this
 one has loaded both already."""
+
 import json
 import subprocess
 import sys
@@ -43,7 +44,9 @@ def test_the_checker_sees_spacy_when_it_is_imported():
     assert heavy_imports("mix-weights", "--help") == []  # its help alone does not load one
     result = subprocess.run(
         [sys.executable, "-c", RUN_AND_LIST.replace("import spacy_elmo.bilm", "import spacy_elmo.models"), "[]"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert json.loads(result.stdout.strip().splitlines()[-1]) == ["spacy", "thinc"]
 

@@ -1,5 +1,6 @@
 """`mix-weights`: every listener's mix read against its own upstream biLM, and
 a chart only where the user asks for one, written whole or not at all."""
+
 import copy
 import json
 import os
@@ -29,16 +30,24 @@ def two_depths(tmp_path_factory, fixture_paths):
     ner["tok2vec"]["elmo"]["upstream"] = "elmo"
     nlp.add_pipe("ner", config={"model": ner})
     textcat = {
-        "@architectures": "spacy.TextCatReduce.v1", "exclusive_classes": True, "use_reduce_first": False,
-        "use_reduce_last": False, "use_reduce_max": False, "use_reduce_mean": True,
+        "@architectures": "spacy.TextCatReduce.v1",
+        "exclusive_classes": True,
+        "use_reduce_first": False,
+        "use_reduce_last": False,
+        "use_reduce_max": False,
+        "use_reduce_mean": True,
         "tok2vec": copy.deepcopy(NER_ELMO["tok2vec"]),
     }
     textcat["tok2vec"]["elmo"]["upstream"] = "shallow_elmo"
     nlp.add_pipe("textcat", config={"model": textcat})
-    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(fixture_paths[0]),
-                                                      "weights_file": str(fixture_paths[1])}
-    nlp.config["initialize"]["components"]["shallow_elmo"] = {"options_file": str(root / "shallow"),
-                                                              "weights_file": None}
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "options_file": str(fixture_paths[0]),
+        "weights_file": str(fixture_paths[1]),
+    }
+    nlp.config["initialize"]["components"]["shallow_elmo"] = {
+        "options_file": str(root / "shallow"),
+        "weights_file": None,
+    }
     examples = examples_of(nlp, make_docs(nlp, 8))
     nlp.initialize(lambda: examples)
     nlp.to_disk(root / "pipeline")
@@ -68,8 +77,10 @@ def test_the_table_names_the_layers_as_the_chart_does(two_depths):
     result = CliRunner().invoke(app, ["mix-weights", str(two_depths)])
     assert result.exit_code == 0, result.output
     headers = [line.split() for line in result.output.splitlines() if line.lstrip().startswith("component")]
-    assert headers == [["component", "tokens", "LSTM", "1", "LSTM", "2", "gamma"],
-                       ["component", "tokens", "LSTM", "1", "gamma"]]
+    assert headers == [
+        ["component", "tokens", "LSTM", "1", "LSTM", "2", "gamma"],
+        ["component", "tokens", "LSTM", "1", "gamma"],
+    ]
     assert " ".join(headers[0][1:6]) == " ".join(layer_names(3)) and "layer 0" not in result.output
 
 
@@ -78,7 +89,8 @@ def test_listener_mixes_name_the_upstream(two_depths):
 
     mixes = listener_mixes(spacy.load(two_depths))
     assert {name: (mix["upstream"], len(mix["weights"])) for name, mix in mixes.items()} == {
-        "ner": ("elmo", 3), "textcat": ("shallow_elmo", 2),
+        "ner": ("elmo", 3),
+        "textcat": ("shallow_elmo", 2),
     }
 
 
@@ -155,7 +167,8 @@ from experiments.report import comparison, curves
 out = Path(sys.argv[1])
 plot_mixes({"ner": {"weights": [0.2, 0.3, 0.5], "gamma": 1.0, "upstream": "elmo"}}, out / "one.png")
 plot_mixes(mean_over_runs({"ner": [[0.2, 0.3, 0.5], [0.3, 0.3, 0.4]]}), out / "runs.png")
-comparison.plot_scores({"ner": {"baseline": {"mean": 50.0, "std": 1.0, "n": 2, "seeds": [49.0, 51.0]}}}, out / "scores.png")
+scores = {"ner": {"baseline": {"mean": 50.0, "std": 1.0, "n": 2, "seeds": [49.0, 51.0]}}}
+comparison.plot_scores(scores, out / "scores.png")
 print(json.dumps([matplotlib.get_backend(), "matplotlib.pyplot" in sys.modules]))
 """
 
@@ -167,8 +180,14 @@ def test_charts_leave_matplotlibs_backend_alone(tmp_path):
 
     root = Path(__file__).parent.parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-c", PLOT_EVERYTHING, str(tmp_path)], capture_output=True, text=True,
-                            cwd=root, env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", PLOT_EVERYTHING, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == ["svg", False]
     assert all((tmp_path / f"{name}.png").stat().st_size > 1000 for name in ("one", "runs", "scores"))

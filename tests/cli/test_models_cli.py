@@ -1,6 +1,7 @@
 """`download NAME` and `models`: a published model fetched by name into the
 cache, and the catalogue listed with what is cached and where; `spacy elmo`
 runs the same commands. Downloads come from a server on 127.0.0.1."""
+
 import pytest
 from typer.testing import CliRunner
 
@@ -78,12 +79,29 @@ def test_spacy_elmo_runs_the_same_commands(monkeypatch, tmp_path):
     assert result.exit_code == 0, result.output
     for name, model in published_models.CATALOGUE.items():
         if isinstance(model, published_models.PublishedArchive):
-            assert row_of(result.output, name)[1:] == [f">{model.size_mb:,.0f}", "MB", "(94.1M", "weights", "+",
-                                                       "tables)", model.language, "unstated", "no", "-"]
+            assert row_of(result.output, name)[1:] == [
+                f">{model.size_mb:,.0f}",
+                "MB",
+                "(94.1M",
+                "weights",
+                "+",
+                "tables)",
+                model.language,
+                "unstated",
+                "no",
+                "-",
+            ]
         else:
-            assert row_of(result.output, name)[1:] == [f"{model.size_mb:,.0f}", "MB",
-                                                       f"({model.parameters / 1e6:.1f}M", "weights)", "en",
-                                                       "Apache-2.0", "no", "-"]
+            assert row_of(result.output, name)[1:] == [
+                f"{model.size_mb:,.0f}",
+                "MB",
+                f"({model.parameters / 1e6:.1f}M",
+                "weights)",
+                "en",
+                "Apache-2.0",
+                "no",
+                "-",
+            ]
     result = CliRunner().invoke(spacy_app, ["elmo", "download", "--help"])
     assert result.exit_code == 0 and "SPACY_ELMO_CACHE" in result.output
 
@@ -108,8 +126,14 @@ def test_download_of_an_archive_names_the_folder_it_unpacked_to(server, monkeypa
             archive.writestr(f"xx.model/{name}", b"{}")
     server.routes["/repository/11/999.zip"] = Route(buffer.getvalue())
     entry = published_models.PublishedArchive(
-        name="efml-xx", archive=published_models.ModelFile(server.url("/repository/11/999.zip")), parameters=1,
-        language="xx", licence="unstated", source=server.url("/"), trained_on="nothing")
+        name="efml-xx",
+        archive=published_models.ModelFile(server.url("/repository/11/999.zip")),
+        parameters=1,
+        language="xx",
+        licence="unstated",
+        source=server.url("/"),
+        trained_on="nothing",
+    )
     monkeypatch.setattr(published_models, "CATALOGUE", {"efml-xx": entry})
     result = CliRunner().invoke(app, ["download", "efml-xx", "--no-progress"])
     assert result.exit_code == 0, result.output

@@ -1,4 +1,5 @@
 """`perplexity` (and `embed`) on a pretrained model: binary text, unwritable or failing outputs."""
+
 import json
 import random
 import resource
@@ -10,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_elmo.cli import app
-from spacy_elmo.embed import embed_file
 from spacy_elmo.cli.perplexity import _write_report
+from spacy_elmo.embed import embed_file
 from spacy_elmo.errors import ElmoError
 from spacy_elmo.training import PretrainConfig, perplexity, pretrain
 from spacy_elmo.training.data.reader import ReadStats, read_lines

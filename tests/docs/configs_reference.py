@@ -5,6 +5,7 @@ package and of pretraining, and every setting with its default.
 
 `test_configs_reference.py` fails when the page and the code differ.
 """
+
 import configparser
 import importlib
 import inspect
@@ -20,10 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 ELMO_SETTINGS = {
     "model": "the biLM, a `spacy-elmo.BiLM.v1` (below)",
     "frozen": "no gradients to the biLM, and its outputs cached across epochs; false: the listeners' gradients "
-              "fine-tune it",
-    "store_dtype": "the dtype of `doc._.elmo`: \"float32\" or \"float16\" (half the memory)",
-    "vector_mix": "the fixed mix of `token/span/doc._.elmo_vector`: \"average\", \"top\", a layer index or one "
-                  "weight per layer",
+    "fine-tune it",
+    "store_dtype": 'the dtype of `doc._.elmo`: "float32" or "float16" (half the memory)',
+    "vector_mix": 'the fixed mix of `token/span/doc._.elmo_vector`: "average", "top", a layer index or one '
+    "weight per layer",
     "set_vector_hooks": "`.vector` and `.similarity()` of tokens, spans and docs use `elmo_vector`",
     "train_cache_mb": "the most memory the training cache of the frozen biLM's outputs takes; 0: no cache",
 }
@@ -114,9 +115,9 @@ def _section_rows(cls: Any, prefix: str = "") -> Iterator[str]:
 
 
 def render() -> str:
-    import spacy_elmo.models  # noqa: F401  (registers the architectures)
     from spacy.language import Language
 
+    import spacy_elmo.models  # noqa: F401  (registers the architectures)
     from spacy_elmo.pipeline.elmo import Elmo
     from spacy_elmo.training.registry import OPTIMIZERS, SCHEDULES, SOFTMAXES, TOKENIZERS, registry
     from spacy_elmo.training.run.config import PARTS, PretrainConfig
@@ -147,8 +148,11 @@ def render() -> str:
         out.append(f"| `{key}` | {shown} | {_cell(ELMO_SETTINGS[key])} |")
     out += ["", "Its weights are settings of `[initialize.components.elmo]`:", ""]
     out += _function_table(Elmo.initialize, skip=("self", "get_examples", "nlp"))
-    for group, title in (("spacy_architectures", "Architectures (`@architectures`)"),
-                         ("thinc_layers", "Layers (`@layers`)"), ("spacy_misc", "Segmenters (`@misc`)")):
+    for group, title in (
+        ("spacy_architectures", "Architectures (`@architectures`)"),
+        ("thinc_layers", "Layers (`@layers`)"),
+        ("spacy_misc", "Segmenters (`@misc`)"),
+    ):
         out += ["", f"## {title}"]
         described: Dict[str, Dict[str, str]] = {}
         for kind, name, target in _entry_points():
@@ -159,26 +163,44 @@ def render() -> str:
             described[name] = {**earlier, **_param_docs(func)}
             out += ["", f"### `{name}`", "", _summary(func), ""]
             out += _function_table(func, earlier=earlier)
-    out += ["", "## The pretraining config (`python -m spacy_elmo pretrain CONFIG`)", "",
-            "A spaCy-style `.cfg` file; a setting left out takes its default. Override any with",
-            "`--section.key value`.", ""]
+    out += [
+        "",
+        "## The pretraining config (`python -m spacy_elmo pretrain CONFIG`)",
+        "",
+        "A spaCy-style `.cfg` file; a setting left out takes its default. Override any with",
+        "`--section.key value`.",
+        "",
+    ]
     for section_name, field in PretrainConfig.model_fields.items():
         section = field.annotation
         out += [f"### `[{section_name}]`", "", "| setting | default | what it does |", "| --- | --- | --- |"]
         out += list(_section_rows(section))
         for sub_name, sub in section.model_fields.items():
             if hasattr(sub.annotation, "model_fields"):
-                out += ["", f"### `[{section_name}.{sub_name}]`", "", "| setting | default | what it does |",
-                        "| --- | --- | --- |"]
+                out += [
+                    "",
+                    f"### `[{section_name}.{sub_name}]`",
+                    "",
+                    "| setting | default | what it does |",
+                    "| --- | --- | --- |",
+                ]
                 out += list(_section_rows(sub.annotation))
         out.append("")
     keys = {part.registry: part.key for part in PARTS}
-    out += ["## Pretraining's registered functions", "",
-            "A section names its function by its key; its other settings are the function's arguments.", ""]
-    for kind, where in ((SOFTMAXES, "[softmax]"), (OPTIMIZERS, "[training.optimizer]"),
-                        (SCHEDULES, "[training.schedule]"), (TOKENIZERS, "[corpus] tokenizer")):
+    out += [
+        "## Pretraining's registered functions",
+        "",
+        "A section names its function by its key; its other settings are the function's arguments.",
+        "",
+    ]
+    for kind, where in (
+        (SOFTMAXES, "[softmax]"),
+        (OPTIMIZERS, "[training.optimizer]"),
+        (SCHEDULES, "[training.schedule]"),
+        (TOKENIZERS, "[corpus] tokenizer"),
+    ):
         key = keys.get(kind)
-        out.append(f"### `{kind}`: {where}" + (f" `{key} = \"…\"`" if key else " (or a spaCy pipeline's name)"))
+        out.append(f"### `{kind}`: {where}" + (f' `{key} = "…"`' if key else " (or a spaCy pipeline's name)"))
         for name in getattr(registry, kind).get_all():
             func = getattr(registry, kind).get(name)
             summary = _summary(func)

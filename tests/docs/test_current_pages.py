@@ -3,6 +3,7 @@ each from a record kept beside its data; benchmarks/README.md has one dated tabl
 figures per machine kind, each figure with its command; docs/reliability.md has one table; none
 of them narrates history (passes, rounds, commit hashes), which lives in CHANGELOG.md and
 benchmarks/HISTORY.md; and the GPU runs' archive holds exactly what its page lists."""
+
 import re
 import tarfile
 from pathlib import Path
@@ -20,8 +21,11 @@ GPU_RUNS_ARCHIVE = ROOT / "benchmarks" / "gpu_runs.tar.xz"
 CURRENT_PAGES = [RESULTS, BENCHMARKS, RELIABILITY, ROOT / "docs" / "gpu.md"]
 MACHINE_KINDS = ("CPU", "GPU")
 _DATE = re.compile(r"^20\d\d-\d\d-\d\d$")
-_HISTORY = re.compile(r"\b(?:first|second|third|fourth|fifth) pass\b|\bround \d|\bearlier\b|\bused to\b|\bbefore,"
-                      r"|\bno longer\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b", re.I)
+_HISTORY = re.compile(
+    r"\b(?:first|second|third|fourth|fifth) pass\b|\bround \d|\bearlier\b|\bused to\b|\bbefore,"
+    r"|\bno longer\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",
+    re.I,
+)
 _RECORD_LINK = re.compile(r"\]\((results/([\w-]+)/README\.md)(?:#[\w-]+)?\)")
 
 
@@ -36,7 +40,7 @@ def _sections(text: str, level: str) -> Dict[str, str]:
     for line in text.splitlines():
         fence ^= line.startswith("```")
         if not fence and line.startswith(level + " "):
-            current = line[len(level) + 1:].strip()
+            current = line[len(level) + 1 :].strip()
             found[current] = []
         elif current is not None:
             found[current].append(line)
@@ -66,8 +70,11 @@ def _tables(text: str) -> List[List[List[str]]]:
 
 
 def test_the_results_page_answers_each_question_once_from_a_record():
-    questions = [line[3:].strip() for line in _read(RESULTS).splitlines()
-                 if line.startswith("## ") and line.rstrip().endswith("?")]
+    questions = [
+        line[3:].strip()
+        for line in _read(RESULTS).splitlines()
+        if line.startswith("## ") and line.rstrip().endswith("?")
+    ]
     assert len(questions) >= 8, questions
     assert len(set(questions)) == len(questions), "a question is answered twice"
     for title, body in _sections(_read(RESULTS), "##").items():
@@ -98,7 +105,7 @@ def test_the_benchmark_page_has_one_table_of_current_figures_per_machine_kind():
 
 @pytest.mark.parametrize("kind", MACHINE_KINDS)
 def test_each_current_figure_has_its_date_machine_and_command(kind):
-    (title, body), = [(t, b) for t, b in _current_figures().items() if t.startswith(kind + ":")]
+    ((title, body),) = [(t, b) for t, b in _current_figures().items() if t.startswith(kind + ":")]
     tables = _tables(body)
     assert len(tables) == 1, f"{title}: {len(tables)} tables"
     defined = set(re.findall(r"#\s*([A-Z]\d+)\b", "".join(re.findall(r"```bash\n(.*?)```", body, re.S))))
@@ -116,8 +123,11 @@ def test_a_page_of_what_is_true_now_narrates_no_history(page):
 
 
 def test_the_reliability_page_has_one_table_of_what_happens_now():
-    headers = [line for i, line in enumerate(_read(RELIABILITY).splitlines()[:-1])
-               if line.startswith("|") and _read(RELIABILITY).splitlines()[i + 1].startswith("| ---")]
+    headers = [
+        line
+        for i, line in enumerate(_read(RELIABILITY).splitlines()[:-1])
+        if line.startswith("|") and _read(RELIABILITY).splitlines()[i + 1].startswith("| ---")
+    ]
     assert headers == ["| what was tried | what happens now | test |"], headers
 
 

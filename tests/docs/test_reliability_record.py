@@ -1,6 +1,7 @@
 """The reliability record names the test behind each row: every `tests/…py::name` it
 cites must be a test that exists, so a renamed or deleted test cannot leave a row
 pointing at nothing."""
+
 import re
 from pathlib import Path
 

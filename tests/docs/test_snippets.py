@@ -13,6 +13,7 @@ record of commands as they were run (hours each), whose blocks are not run.
 Blocks that are not run still have their ``python -m spacy_elmo`` commands'
 names and options checked, and the repository paths they name must exist.
 """
+
 import os
 import re
 import shlex
@@ -24,8 +25,13 @@ from typing import Iterator, List, NamedTuple, Optional
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md")),
-         *sorted((ROOT / "docs" / "results").glob("*/README.md")), *sorted((ROOT / "benchmarks").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "results").glob("*/README.md")),
+    *sorted((ROOT / "benchmarks").glob("*.md")),
+]
 LINKED_INTO_THE_FOLDER = ("pretrained", "configs", "tests")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _MARK = re.compile(r"^<!-- test: (skip|needs data) \((.+)\) -->$")
@@ -57,7 +63,7 @@ def snippets(page: Path) -> Iterator[Snippet]:
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
         mark = _MARK.match(lines[i - 1]) if i else None
         why = "a record of commands as they were run" if record else (f"{mark[1]}: {mark[2]}" if mark else None)
-        yield Snippet(page, i + 1, match[1], "\n".join(lines[i + 1:end]) + "\n", why)
+        yield Snippet(page, i + 1, match[1], "\n".join(lines[i + 1 : end]) + "\n", why)
         i = end + 1
 
 
@@ -79,8 +85,12 @@ def folder(tmp_path) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("snippet", RUN, ids=[s.id for s in RUN])
 def test_the_snippet_runs(snippet, folder):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
     bin_dir = folder / ".bin"  # `python` in a shell snippet is this interpreter
     bin_dir.mkdir()
     # A wrapper script, not a link: a virtual environment's interpreter reached
@@ -98,7 +108,8 @@ def test_the_snippet_runs(snippet, folder):
     printed = result.stdout.splitlines()
     for expected in expected_outputs(snippet.code):
         assert any(expected.startswith(line) and line for line in printed), (
-            f"{snippet.id}: expected a line that starts {expected!r}; printed {printed}")
+            f"{snippet.id}: expected a line that starts {expected!r}; printed {printed}"
+        )
 
 
 def spacy_elmo_commands(code: str) -> Iterator[List[str]]:
@@ -109,8 +120,8 @@ def spacy_elmo_commands(code: str) -> Iterator[List[str]]:
         for part in re.split(r"&&|\|", line):
             words = shlex.split(part, comments=False)
             for i in range(len(words) - 2):
-                if words[i:i + 2] == ["-m", "spacy_elmo"]:
-                    yield words[i + 2:]
+                if words[i : i + 2] == ["-m", "spacy_elmo"]:
+                    yield words[i + 2 :]
 
 
 CHECKED = [s for s in ALL if s.language == "bash" and not s.not_run == "a record of commands as they were run"]

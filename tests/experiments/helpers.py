@@ -1,5 +1,6 @@
 """What several of the experiments' tests share: scoring replaced by a fake, a trained model folder, a
 miniature assets folder, package files and per-seed score files."""
+
 import io
 import json
 import zipfile
@@ -18,8 +19,11 @@ def fake_scoring(monkeypatch) -> list:
 
     scored = []
     monkeypatch.setattr(spacy, "load", lambda path: path)
-    monkeypatch.setattr(execute_module, "evaluate",
-                        lambda nlp, test: scored.append(nlp) or ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 1}))
+    monkeypatch.setattr(
+        execute_module,
+        "evaluate",
+        lambda nlp, test: scored.append(nlp) or ({"ents_f": 0.5}, {"tp": 1, "fp": 1, "fn": 1}),
+    )
     monkeypatch.setattr(execute_module, "sizes", lambda run: {})
     monkeypatch.setattr(spacy_elmo.layer_mixes, "listener_mixes", lambda nlp: {})
     return scored

@@ -1,15 +1,15 @@
 """Every converter ends a wrong input with one line saying what was wrong, and exit code 1:
 not UTF-8, empty, a negative --max-docs, a damaged DocBin. Nothing is written then."""
+
 import pytest
 import spacy
+import typer
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from experiments.convert import ner, sentiment5, task_text, textcat
 from experiments.errors import ExperimentError
 from experiments.files import read_utf8
-
-import typer
 
 GOOD = {
     ner: "ok\tO\nParis\tB-geo-loc\n\t\n",

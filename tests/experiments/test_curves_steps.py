@@ -1,6 +1,7 @@
 """The `curves` workflow's steps on tiny inputs in the real formats: the OANC POS
 converter, GloVe out of its wheel, GloVe as spaCy vectors, the nested subsets,
 the run plan and the report."""
+
 import io
 import json
 import math
@@ -38,8 +39,9 @@ def test_pos_test_split_is_the_biLM_held_out_oanc_text(tmp_path):
 
     blocks = convert_pos.held_out_blocks(assets)
     assert len(blocks) == 1
-    counts = convert_pos.convert_pos(assets / "oanc/tagged-en-oanc.txt", tmp_path / "pos", blocks, dev_blocks=1,
-                                     train_sentences=0, seed=0)
+    counts = convert_pos.convert_pos(
+        assets / "oanc/tagged-en-oanc.txt", tmp_path / "pos", blocks, dev_blocks=1, train_sentences=0, seed=0
+    )
     assert counts["test"]["sentences"] == 20 and counts["dev"]["sentences"] == 20
     assert counts["train"]["sentences"] == 60
     splits = {name: read_docbin(tmp_path / "pos" / f"{name}.spacy") for name in ("train", "dev", "test")}
@@ -182,8 +184,9 @@ def test_plan_and_runs(tmp_path):
     assert settings["system.seed"] == 2 and settings["paths.elmo"].endswith(run_curves.BILM)
     assert settings["components.ner.model.tok2vec.embed.include_static_vectors"] is True
     assert glove_elmo.test == str(tmp_path / "ner" / "test.spacy")
-    probe = run_curves.make_run(run_curves.Study(corpus=tmp_path, steps=10, eval_frequency=5), "pos", "probe_layer1",
-                                1.0, 0)
+    probe = run_curves.make_run(
+        run_curves.Study(corpus=tmp_path, steps=10, eval_frequency=5), "pos", "probe_layer1", 1.0, 0
+    )
     assert probe.config.endswith("pos_probe.cfg") and probe.settings["components.tagger.model.tok2vec.mix.layer"] == 1
     assert "paths.vectors" not in probe.settings
 
@@ -203,9 +206,22 @@ def test_a_result_counts_as_done_only_for_the_same_steps_and_data(tmp_path):
     result.parent.mkdir(parents=True)
     result.write_text(json.dumps({"scores": {}}))  # a result without a fingerprint is not trusted
     assert not done(20)
-    write_record(metrics, RunRecord(run=run.id, config="c", overrides={}, seed=0, test="t",
-                                    fingerprint=fingerprint(run), evaluated={}, scores={},
-                                    counts={"tp": 0, "fp": 0, "fn": 0}, train_minutes=1.0, finished="x"))
+    write_record(
+        metrics,
+        RunRecord(
+            run=run.id,
+            config="c",
+            overrides={},
+            seed=0,
+            test="t",
+            fingerprint=fingerprint(run),
+            evaluated={},
+            scores={},
+            counts={"tp": 0, "fp": 0, "fn": 0},
+            train_minutes=1.0,
+            finished="x",
+        ),
+    )
     assert done(20)
     assert not done(50)  # other steps: a stale result
     splits(tmp_path, words=("changed",))
@@ -220,8 +236,10 @@ def test_a_probe_run_is_trained_scored_and_recorded_by_the_engine(tmp_path, monk
     nlp = spacy.blank("en")
     (tmp_path / "pos").mkdir()
     for split in ("train", "dev", "test"):
-        docs = [Doc(nlp.vocab, words=["Alice", "saw", "it"], spaces=[True, True, False], tags=["NNP", "VBD", "PRP"])
-                for _ in range(6)]
+        docs = [
+            Doc(nlp.vocab, words=["Alice", "saw", "it"], spaces=[True, True, False], tags=["NNP", "VBD", "PRP"])
+            for _ in range(6)
+        ]
         DocBin(docs=docs).to_disk(tmp_path / "pos" / f"{split}.spacy")
     monkeypatch.chdir(tmp_path)
     run = run_curves.make_run(run_curves.Study(corpus=tmp_path, steps=3, eval_frequency=1), "pos", "probe_mix", 1.0, 0)
@@ -237,16 +255,23 @@ def test_a_probe_run_is_trained_scored_and_recorded_by_the_engine(tmp_path, monk
 def test_report_pairs_seeds_and_tables(tmp_path):
     def write(task, variant, share, seed, score, weights=None):
         component, (key, _) = report_curves.LISTENERS[task], report_curves.REPORT_TASKS[task]
-        record = {"task": task, "variant": variant, "share": share, "seed": seed, "train_docs": int(100 * share),
-                  "scores": {key: score / 100}, "mixes": {component: {"weights": weights}} if weights else {}}
+        record = {
+            "task": task,
+            "variant": variant,
+            "share": share,
+            "seed": seed,
+            "train_docs": int(100 * share),
+            "scores": {key: score / 100},
+            "mixes": {component: {"weights": weights}} if weights else {},
+        }
         path = tmp_path / task / variant / f"f{share:g}_seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record))
 
     for seed, (base, elmo) in enumerate([(30, 34), (40, 41), (35, 37)]):
         for share in (0.1, 1.0):
-            write("ner", "baseline", share, seed, base * share ** 0.1)
-            write("ner", "elmo", share, seed, elmo * share ** 0.1, [0.2, 0.5, 0.3])
+            write("ner", "baseline", share, seed, base * share**0.1)
+            write("ner", "elmo", share, seed, elmo * share**0.1, [0.2, 0.5, 0.3])
         write("ner", "glove", 1.0, seed, base + 5)
         write("ner", "glove_elmo", 1.0, seed, base + 6)
         write("pos", "probe_layer1", 1.0, seed, 93.0 + seed)
@@ -273,8 +298,9 @@ def test_each_run_is_a_job_of_the_shared_runner(tmp_path, monkeypatch):
     from experiments.engine import plan
 
     splits(tmp_path / "corpus", task="sentiment5")
-    study = run_curves.Study(corpus=tmp_path / "corpus", records=tmp_path / "metrics", work=tmp_path / "work",
-                             steps=30, eval_frequency=10)
+    study = run_curves.Study(
+        corpus=tmp_path / "corpus", records=tmp_path / "metrics", work=tmp_path / "work", steps=30, eval_frequency=10
+    )
     run = run_curves.make_run(study, "sentiment5", "glove_elmo", 0.05, 2)
     (job,) = plan.jobs_of_runs([run], study.records, study.work, study.logs)
     assert job.name == run.id and job.log == tmp_path / "metrics" / "logs" / f"{run.id}.log"
@@ -308,15 +334,33 @@ def test_curves_run_hands_its_runs_to_the_runner_and_fails_when_one_failed(tmp_p
         splits(tmp_path / "corpus", task=task)
     monkeypatch.setattr(plan, "run_jobs", fake_run_jobs)
     monkeypatch.setattr(run_curves, "is_done", lambda *args: False)
-    result = CliRunner().invoke(run_curves.app, ["run", "--jobs", "3", "--minutes", "9", "--only", "pos/",
-                                                 "--curve-seeds", "0 1", "--full-seeds", "0",
-                                                 "--corpus", str(tmp_path / "corpus"),
-                                                 "--metrics", str(tmp_path / "metrics"),
-                                                 "--work", str(tmp_path / "work")])
+    result = CliRunner().invoke(
+        run_curves.app,
+        [
+            "run",
+            "--jobs",
+            "3",
+            "--minutes",
+            "9",
+            "--only",
+            "pos/",
+            "--curve-seeds",
+            "0 1",
+            "--full-seeds",
+            "0",
+            "--corpus",
+            str(tmp_path / "corpus"),
+            "--metrics",
+            str(tmp_path / "metrics"),
+            "--work",
+            str(tmp_path / "work"),
+        ],
+    )
     assert result.exit_code == 1
     study = run_curves.Study(corpus=tmp_path / "corpus", curve_seeds=(0, 1), full_seeds=(0,))
-    assert [job.name for job in handed["jobs"]] == [r.id for r in run_curves.plan_runs(study)
-                                                   if r.id.startswith("pos/")]
+    assert [job.name for job in handed["jobs"]] == [
+        r.id for r in run_curves.plan_runs(study) if r.id.startswith("pos/")
+    ]
     assert handed["n_jobs"] == 3 and handed["minutes"] == 9
     assert "1 failed: pos/probe_mix/f1_seed0" in result.output
 
@@ -329,8 +373,21 @@ def test_a_second_curves_run_on_the_same_work_folder_is_refused(tmp_path, monkey
     for task in run_curves.TASKS:
         splits(tmp_path / "corpus", task=task)
     monkeypatch.setattr(plan, "run_jobs", lambda *args, **kwargs: pytest.fail("ran the runs"))
-    args = ["run", "--only", "pos/", "--curve-seeds", "0", "--full-seeds", "0", "--corpus", str(tmp_path / "corpus"),
-            "--metrics", str(tmp_path / "metrics"), "--work", str(tmp_path / "work")]
+    args = [
+        "run",
+        "--only",
+        "pos/",
+        "--curve-seeds",
+        "0",
+        "--full-seeds",
+        "0",
+        "--corpus",
+        str(tmp_path / "corpus"),
+        "--metrics",
+        str(tmp_path / "metrics"),
+        "--work",
+        str(tmp_path / "work"),
+    ]
     with plan.work_lock(tmp_path / "work"):  # another runner trains there
         result = CliRunner().invoke(run_curves.app, args)
     assert isinstance(result.exception, ExperimentError) and "no other runner training here" in str(result.exception)

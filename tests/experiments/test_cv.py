@@ -1,4 +1,5 @@
 """The cross-validation study (experiments/studies/cv.py) and its report (experiments/report/cv.py) on tiny data."""
+
 import itertools
 import json
 from collections import Counter
@@ -29,8 +30,17 @@ def tiny(tmp_path, monkeypatch):
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     monkeypatch.setitem(cv.TASKS, "ner", cv.Task(str(source), "ner", "ner", ("baseline", "elmo"), False))
     monkeypatch.chdir(ROOT)
-    return cv.Study(k=4, seeds=(0,), steps=4, eval_frequency=2, tasks=("ner",), arms=("baseline",),
-                    records=str(tmp_path / "records"), folds=str(tmp_path / "folds"), corpus=str(tmp_path / "corpus"))
+    return cv.Study(
+        k=4,
+        seeds=(0,),
+        steps=4,
+        eval_frequency=2,
+        tasks=("ner",),
+        arms=("baseline",),
+        records=str(tmp_path / "records"),
+        folds=str(tmp_path / "folds"),
+        corpus=str(tmp_path / "corpus"),
+    )
 
 
 def texts(path: Path) -> list:
@@ -86,9 +96,16 @@ def test_the_folds_are_cut_once_and_a_changed_source_is_refused(tiny):
 def test_every_arm_runs_the_same_folds_and_seeds_fold_by_fold():
     runs = cv.plan_runs(cv.Study(k=3, seeds=(0, 1)))
     core = [run.id for run in runs[:8]]
-    assert core == ["ner/baseline/fold0/seed0", "ner/elmo/fold0/seed0", "sentiment5/baseline/fold0/seed0",
-                    "sentiment5/elmo/fold0/seed0", "ner/baseline/fold0/seed1", "ner/elmo/fold0/seed1",
-                    "sentiment5/baseline/fold0/seed1", "sentiment5/elmo/fold0/seed1"]
+    assert core == [
+        "ner/baseline/fold0/seed0",
+        "ner/elmo/fold0/seed0",
+        "sentiment5/baseline/fold0/seed0",
+        "sentiment5/elmo/fold0/seed0",
+        "ner/baseline/fold0/seed1",
+        "ner/elmo/fold0/seed1",
+        "sentiment5/baseline/fold0/seed1",
+        "sentiment5/elmo/fold0/seed1",
+    ]
     assert len(runs) == 3 * 2 * 6 and all("glove" in run.id for run in runs[-12:])
     by_id = {run.id: run for run in runs}
     for fold, seed in itertools.product(range(3), (0, 1)):
@@ -135,8 +152,19 @@ def test_the_comparison_takes_its_p_from_the_one_sign_flip_test():
 
 
 def fake_record(run_id: str, tp: int, fp: int, fn: int) -> RunRecord:
-    return RunRecord(run=run_id, config="c", overrides={}, seed=0, test="t", fingerprint={}, evaluated={},
-                  scores={}, counts={"tp": tp, "fp": fp, "fn": fn}, train_minutes=1.0, finished="x")
+    return RunRecord(
+        run=run_id,
+        config="c",
+        overrides={},
+        seed=0,
+        test="t",
+        fingerprint={},
+        evaluated={},
+        scores={},
+        counts={"tp": tp, "fp": fp, "fn": fn},
+        train_minutes=1.0,
+        finished="x",
+    )
 
 
 def test_a_comparison_pools_counts_and_pairs_runs():
@@ -203,8 +231,9 @@ def test_the_readme_block_reports_complete_comparisons_and_says_what_is_left(tmp
     from experiments.engine.run import write_record
     from experiments.errors import ExperimentError
 
-    study = cv.Study(k=3, seeds=(0, 1), tasks=("ner",), arms=("baseline", "elmo", "glove", "glove_elmo"),
-                     records=str(tmp_path / "r"))
+    study = cv.Study(
+        k=3, seeds=(0, 1), tasks=("ner",), arms=("baseline", "elmo", "glove", "glove_elmo"), records=str(tmp_path / "r")
+    )
     runs = cv.plan_runs(study)
     for run in runs:
         fold, arm = int(run.labels["fold"]), run.labels["arm"]
@@ -216,8 +245,10 @@ def test_the_readme_block_reports_complete_comparisons_and_says_what_is_left(tmp
     (complete,) = [c for c in built["comparisons"] if c["a"] == "baseline"]
     block = report.readme_block(built, "2026-01-02")
     assert block.startswith(report.README_START) and block.endswith(report.README_END)
-    assert f"| NER (WNUT-16 tweets), F1 | baseline → elmo | {complete['score_a']:.2f} → {complete['score_b']:.2f} |" \
+    assert (
+        f"| NER (WNUT-16 tweets), F1 | baseline → elmo | {complete['score_a']:.2f} → {complete['score_b']:.2f} |"
         in block
+    )
     # Six pairs, every one gaining: the exact sign-flip p is 2/64, below 0.05, and the interval is clear of 0.
     assert complete["p"] == pytest.approx(2 / 64) and complete["interval"][0] > 0
     words = " ".join(block.split())
@@ -227,7 +258,8 @@ def test_the_readme_block_reports_complete_comparisons_and_says_what_is_left(tmp
     # The same comparison with a p above 0.05: the words follow the p, not the gain.
     one_loss = dict(complete, p=0.09)
     assert "(not significant at 0.05: p 0.09)" in " ".join(
-        report.readme_block({**built, "comparisons": [one_loss]}, "2026-01-02").split())
+        report.readme_block({**built, "comparisons": [one_loss]}, "2026-01-02").split()
+    )
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{report.README_START}\nold\n{report.README_END}\n\nafter\n", encoding="utf-8")
     report.update_readme(readme, built, "2026-01-02")
@@ -247,8 +279,9 @@ def test_the_readme_block_is_found_by_how_it_opens_and_written_with_todays_first
         write_record(Path(study.records), fake_record(run.id, 10 + (run.labels["arm"] == "elmo"), 5, 5))
     built = report.build(runs, Path(study.records), cv.COMPARISONS)
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{report.README_OPENING} made by another command -->\nold\n{report.README_END}\n",
-                      encoding="utf-8")
+    readme.write_text(
+        f"# x\n\n{report.README_OPENING} made by another command -->\nold\n{report.README_END}\n", encoding="utf-8"
+    )
     report.update_readme(readme, built, "2026-01-02")
     text = readme.read_text(encoding="utf-8")
     assert text == f"# x\n\n{report.readme_block(built, '2026-01-02')}\n" and text.count(report.README_OPENING) == 1

@@ -1,5 +1,6 @@
 """What the cross-validation report (experiments/studies/cv.py, experiments/report/cv.py) reads and where it writes
 (issue 46: D3, D4, D9)."""
+
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,13 +31,35 @@ def elsewhere(tmp_path, monkeypatch):
 
 
 def ner_record(run_id: str, tp: int, minutes=1.0) -> RunRecord:
-    return RunRecord(run=run_id, config="c", overrides={}, seed=0, test="t", fingerprint={}, evaluated={}, scores={},
-                     counts={"tp": tp, "fp": 5, "fn": 5}, train_minutes=minutes, finished="x")
+    return RunRecord(
+        run=run_id,
+        config="c",
+        overrides={},
+        seed=0,
+        test="t",
+        fingerprint={},
+        evaluated={},
+        scores={},
+        counts={"tp": tp, "fp": 5, "fn": 5},
+        train_minutes=minutes,
+        finished="x",
+    )
 
 
 def textcat_record(run_id: str, labels, confusion) -> RunRecord:
-    return RunRecord(run=run_id, config="c", overrides={}, seed=0, test="t", fingerprint={}, evaluated={}, scores={},
-                     counts={"labels": labels, "confusion": confusion}, train_minutes=1.0, finished="x")
+    return RunRecord(
+        run=run_id,
+        config="c",
+        overrides={},
+        seed=0,
+        test="t",
+        fingerprint={},
+        evaluated={},
+        scores={},
+        counts={"labels": labels, "confusion": confusion},
+        train_minutes=1.0,
+        finished="x",
+    )
 
 
 def ner_study(records: Path, seeds=(0,)) -> cv.Study:
@@ -69,8 +92,9 @@ def test_the_report_reads_and_writes_its_paths_from_the_callers_folder(elsewhere
     assert "| ner | baseline → elmo | f1 | 3 of 3 |" in markdown
 
 
-@pytest.mark.parametrize("records,found", [("docs/results/cv/recrods", "found nothing"), ("a-file", "found a file"),
-                                           ("empty", "found none")])
+@pytest.mark.parametrize(
+    "records,found", [("docs/results/cv/recrods", "found nothing"), ("a-file", "found a file"), ("empty", "found none")]
+)
 def test_a_records_folder_that_is_not_one_is_refused_and_nothing_written(elsewhere, records, found):
     (elsewhere / "empty").mkdir()
     (elsewhere / "a-file").write_text("x", encoding="utf-8")
@@ -88,16 +112,24 @@ def test_the_run_command_takes_its_paths_from_the_callers_folder(elsewhere, monk
     given = {}
 
     def fake_run_plan(runs, records, work, logs, jobs, minutes):
-        given.update(records=Path(records).resolve(), work=Path(work).resolve(), logs=Path(logs).resolve(),
-                     bilm=dict(runs[1].overrides)["paths.elmo"])
+        given.update(
+            records=Path(records).resolve(),
+            work=Path(work).resolve(),
+            logs=Path(logs).resolve(),
+            bilm=dict(runs[1].overrides)["paths.elmo"],
+        )
         return SimpleNamespace(describe=lambda: "done", ok=True)
 
     monkeypatch.setattr(cv, "prepare", lambda study: study)
     monkeypatch.setattr(cv, "run_plan", fake_run_plan)
     result = invoke("run", *NER, "--records", "recs", "--work", "w", "--logs", "l", "--bilm", str(ROOT / cv.BILM))
     assert result.exit_code == 0, result.output
-    assert given == {"records": elsewhere / "recs", "work": elsewhere / "w", "logs": elsewhere / "l",
-                     "bilm": cv.BILM}  # a path inside the project reads as the study names it: same fingerprint
+    assert given == {
+        "records": elsewhere / "recs",
+        "work": elsewhere / "w",
+        "logs": elsewhere / "l",
+        "bilm": cv.BILM,
+    }  # a path inside the project reads as the study names it: same fingerprint
 
 
 def test_a_record_copied_over_another_runs_is_refused_by_the_report_as_by_the_done_check(tmp_path):
@@ -126,10 +158,13 @@ def test_confusion_matrices_with_the_classes_in_another_order_are_pooled_class_b
     a = textcat_record("s/a", ["pos", "neg", "mid"], [[3, 1, 0], [0, 2, 1], [1, 0, 4]])
     order = [2, 0, 1]  # the same counts, the classes listed as mid, pos, neg
     b = textcat_record("s/b", ["mid", "pos", "neg"], [[a.counts["confusion"][i][j] for j in order] for i in order])
-    assert report.sum_counts([a, b]) == {"labels": ["pos", "neg", "mid"],
-                                         "confusion": [[6, 2, 0], [0, 4, 2], [2, 0, 8]]}
+    assert report.sum_counts([a, b]) == {
+        "labels": ["pos", "neg", "mid"],
+        "confusion": [[6, 2, 0], [0, 4, 2], [2, 0, 8]],
+    }
     assert report.metrics_of(report.sum_counts([b, a]))["macro_f"] == pytest.approx(
-        report.metrics_of(report.sum_counts([a, a]))["macro_f"], rel=1e-12)
+        report.metrics_of(report.sum_counts([a, a]))["macro_f"], rel=1e-12
+    )
     other = textcat_record("s/c", ["pos", "neg", "other"], a.counts["confusion"])
     with pytest.raises(ExperimentError, match="pos, neg, mid"):
         report.sum_counts([a, other])

@@ -1,5 +1,6 @@
 """A damaged input to the data steps ends the command in one line naming the file (exit 1):
 a corpus source, a compressed member of a package file, a folder fetch cannot write to."""
+
 import bz2
 import gzip
 import hashlib
@@ -27,8 +28,16 @@ ROOT = Path(__file__).resolve().parents[2]
         ("wiki/summaries_en-us.json", lambda data: data[: len(data) // 2], "text that is not complete JSON"),
         ("wiki/summaries_en-us.json", lambda data: b'["a list", "of leads"]', "found list"),
         ("wiki/summaries_en-us.json", lambda data: data.replace(b"lead.", b"l\xe9ad.", 1), "the byte b'\\xe9'"),
-        ("reviews/pang_lee_reviews.csv", lambda data: data.replace(b"sentence 3", b"sent\xe9nce 3", 1), "the byte b'\\xe9'"),
-        ("oanc/tagged-en-oanc.txt", lambda data: data.replace(b"sentence/NN 7", b"s\xe9ntence/NN 7", 1), "the byte b'\\xe9'"),
+        (
+            "reviews/pang_lee_reviews.csv",
+            lambda data: data.replace(b"sentence 3", b"sent\xe9nce 3", 1),
+            "the byte b'\\xe9'",
+        ),
+        (
+            "oanc/tagged-en-oanc.txt",
+            lambda data: data.replace(b"sentence/NN 7", b"s\xe9ntence/NN 7", 1),
+            "the byte b'\\xe9'",
+        ),
     ],
     ids=["wiki-cut", "wiki-list", "wiki-latin1", "reviews-latin1", "oanc-latin1"],
 )
@@ -48,7 +57,11 @@ def test_a_damaged_corpus_source_is_one_line_naming_it(tmp_path, capsys, rel, da
 @pytest.mark.parametrize(
     "member, data, kind",
     [
-        ("d/text.gz", lambda: (lambda z: z[:12] + bytes(b ^ 0xFF for b in z[12:40]) + z[40:])(gzip.compress(b"words " * 500)), "gzip"),
+        (
+            "d/text.gz",
+            lambda: (lambda z: z[:12] + bytes(b ^ 0xFF for b in z[12:40]) + z[40:])(gzip.compress(b"words " * 500)),
+            "gzip",
+        ),
         ("d/text.bz2", lambda: bz2.compress(b"words " * 500)[:-20], "bz2"),
         ("d/text.gz", lambda: gzip.compress(b"words " * 500)[:-30], "gzip"),
     ],
@@ -59,7 +72,9 @@ def test_a_damaged_compressed_member_names_the_member(tmp_path, member, data, ki
     archive.write_bytes(zip_bytes({member: data()}))
     with pytest.raises(ExperimentError) as info:
         read_members(archive, "d/*")
-    assert str(info.value).startswith(f"pkg.whl::{member}: expected {kind}-compressed data, found a damaged or cut stream")
+    assert str(info.value).startswith(
+        f"pkg.whl::{member}: expected {kind}-compressed data, found a damaged or cut stream"
+    )
 
 
 def pinned_wnut(tmp_path: Path):
@@ -124,10 +139,17 @@ run_app(app, [sys.argv[1], "--only", "wnut", "--packages", str(packages)])
 def test_fetch_onto_a_full_disk_is_one_line_and_leaves_nothing_half_written(tmp_path):
     _pinned, packages = pinned_wnut(tmp_path)
     assets = tmp_path / "assets"
-    result = subprocess.run([sys.executable, "-c", FULL_DISK, str(assets), str(packages)], cwd=ROOT,
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    result = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(assets), str(packages)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert result.returncode == 1, result.stderr
     assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith(f"error: {assets}: expected a folder wnut's data can be written to, found File too large")
+    assert result.stderr.startswith(
+        f"error: {assets}: expected a folder wnut's data can be written to, found File too large"
+    )
     assert not (assets / "wnut16" / "ner.txt").exists()
     assert not [p for p in assets.rglob("*") if p.is_file()]  # no temporary left behind

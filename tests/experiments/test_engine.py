@@ -1,4 +1,5 @@
 """The studies' engine (experiments/engine): a run's fingerprint, its record, the one done-check."""
+
 import json
 import shutil
 from pathlib import Path
@@ -28,10 +29,19 @@ def test_split(tmp_path):
 
 def record_of(the_run: Run, fp: dict, **changes) -> dict:
     run = the_run
-    record = {"run": run.id, "config": run.config, "overrides": dict(run.overrides), "seed": run.seed,
-              "test": run.test, "fingerprint": fp, "evaluated": {"model": "m", "test": fp["test"]},
-              "scores": {"ents_f": 0.5}, "counts": {"tp": 1, "fp": 1, "fn": 1}, "train_minutes": 1.0,
-              "finished": "2026-11-25T00:00:00+00:00"}
+    record = {
+        "run": run.id,
+        "config": run.config,
+        "overrides": dict(run.overrides),
+        "seed": run.seed,
+        "test": run.test,
+        "fingerprint": fp,
+        "evaluated": {"model": "m", "test": fp["test"]},
+        "scores": {"ents_f": 0.5},
+        "counts": {"tp": 1, "fp": 1, "fn": 1},
+        "train_minutes": 1.0,
+        "finished": "2026-11-25T00:00:00+00:00",
+    }
     record.update(changes)
     return record
 
@@ -46,8 +56,13 @@ def test_a_bilm_named_by_options_file_retrained_in_place_makes_the_run_not_done(
     """Issue 37, 5: the biLM named only by initialize.components.elmo.options_file is fingerprinted."""
     bilm = tmp_path / "bilm"
     shutil.copytree(BILM, bilm)
-    run = Run("s/ner_elmo/seed0", "configs/ner_elmo.cfg",
-              (("paths.elmo", None), ("initialize.components.elmo.options_file", str(bilm))), 0, str(test_split))
+    run = Run(
+        "s/ner_elmo/seed0",
+        "configs/ner_elmo.cfg",
+        (("paths.elmo", None), ("initialize.components.elmo.options_file", str(bilm))),
+        0,
+        str(test_split),
+    )
     before = fingerprint(run)
     assert "reads initialize.components.elmo.options_file" in before
     records = tmp_path / "records"
@@ -74,8 +89,13 @@ def test_a_bilm_named_by_a_bare_relative_name_is_fingerprinted_too(tmp_path, mon
     # `options_file = bilm`, a folder in the working directory: no path separator to tell it is one.
     shutil.copytree(BILM, tmp_path / "bilm")
     monkeypatch.chdir(tmp_path)
-    run = Run("s/ner_elmo/seed0", str(ROOT / "configs" / "ner_elmo.cfg"),
-              (("paths.elmo", None), ("initialize.components.elmo.options_file", "bilm")), 0, str(test_split))
+    run = Run(
+        "s/ner_elmo/seed0",
+        str(ROOT / "configs" / "ner_elmo.cfg"),
+        (("paths.elmo", None), ("initialize.components.elmo.options_file", "bilm")),
+        0,
+        str(test_split),
+    )
     before = fingerprint(run)
     assert "reads initialize.components.elmo.options_file" in before
     with (tmp_path / "bilm" / "weights.hdf5").open("ab") as file:
@@ -128,8 +148,15 @@ def test_a_run_id_is_a_plain_relative_path(bad):
 
 
 def test_a_run_survives_its_trip_through_the_command_line():
-    run = Run("cv/ner/elmo/fold0/seed1", "configs/ner_elmo.cfg", (("paths.elmo", "x"), ("training.max_steps", 3)), 1,
-              "t.spacy", ("folds.json",), {"fold": "0"})
+    run = Run(
+        "cv/ner/elmo/fold0/seed1",
+        "configs/ner_elmo.cfg",
+        (("paths.elmo", "x"), ("training.max_steps", 3)),
+        1,
+        "t.spacy",
+        ("folds.json",),
+        {"fold": "0"},
+    )
     again = Run.from_json(run.to_json())
     assert again == run and again.labels == run.labels and again.settings == {**dict(run.overrides), "system.seed": 1}
 
@@ -159,9 +186,22 @@ def test_per_seed_score_files_are_views_of_the_records_that_the_paired_report_re
 
     records, metrics = tmp_path / "records", tmp_path / "metrics"
     for seed, (f, fp) in ((0, (0.5, 2)), (1, (0.25, 6))):  # F1 = 2 tp / (2 tp + fp + fn)
-        write_record(records, RunRecord(run=f"ner_elmo/seed{seed}", config="c", overrides={}, seed=seed, test="t",
-                                     fingerprint={}, evaluated={"model": "m", "test": "t"}, scores={"ents_f": f},
-                                     counts={"tp": 1, "fp": fp, "fn": 0}, train_minutes=1.0, finished="x"))
+        write_record(
+            records,
+            RunRecord(
+                run=f"ner_elmo/seed{seed}",
+                config="c",
+                overrides={},
+                seed=seed,
+                test="t",
+                fingerprint={},
+                evaluated={"model": "m", "test": "t"},
+                scores={"ents_f": f},
+                counts={"tp": 1, "fp": fp, "fn": 0},
+                train_minutes=1.0,
+                finished="x",
+            ),
+        )
     ids = ["ner_elmo/seed0", "ner_elmo/seed1", "ner_elmo/seed2"]  # seed 2 has no record yet: no view
     assert len(write_views(records, metrics, ids)) == 2
     assert scores(metrics / "ner_elmo", "ents_f") == {"seed0": 50.0, "seed1": 25.0}
@@ -179,8 +219,10 @@ def test_a_model_card_edited_does_not_retrain_but_new_weights_do(in_root, tmp_pa
     (bilm / "README.md").write_text("the card, rewritten\n", encoding="utf-8")
     assert fingerprint(run) == before
     (bilm / "options.json").write_text((bilm / "options.json").read_text(encoding="utf-8") + " ", encoding="utf-8")
-    assert engine.changed(before, fingerprint(run)) == ["reads initialize.components.elmo.options_file",
-                                                      "reads paths.elmo"]
+    assert engine.changed(before, fingerprint(run)) == [
+        "reads initialize.components.elmo.options_file",
+        "reads paths.elmo",
+    ]
 
 
 def test_the_training_part_of_a_fingerprint_is_what_the_training_reads(in_root, tmp_path, test_split):

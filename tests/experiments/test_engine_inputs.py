@@ -1,5 +1,6 @@
 """What the engine (experiments/engine) refuses: records that are not records, runs that are not runs,
 run ids that leave their folders (issue 46: D6, D9, D13, D19)."""
+
 import json
 from pathlib import Path
 
@@ -17,9 +18,19 @@ TEXTCAT = Run("sentiment5/baseline/fold0/seed0", "configs/textcat_baseline.cfg",
 
 def record_text(of: Run, **changes) -> str:
     """A valid NER record of the run ``of`` (F1 0.5 from its counts) with ``changes``, as JSON text."""
-    record = {"run": of.id, "config": of.config, "overrides": {}, "seed": of.seed, "test": of.test,
-              "fingerprint": {}, "evaluated": {"model": "m", "test": "t"}, "scores": {"ents_f": 0.5},
-              "counts": {"tp": 1, "fp": 1, "fn": 1}, "train_minutes": 1.0, "finished": "2026-11-27T00:00:00+00:00"}
+    record = {
+        "run": of.id,
+        "config": of.config,
+        "overrides": {},
+        "seed": of.seed,
+        "test": of.test,
+        "fingerprint": {},
+        "evaluated": {"model": "m", "test": "t"},
+        "scores": {"ents_f": 0.5},
+        "counts": {"tp": 1, "fp": 1, "fn": 1},
+        "train_minutes": 1.0,
+        "finished": "2026-11-27T00:00:00+00:00",
+    }
     record.update(changes)
     return json.dumps(record)
 
@@ -62,32 +73,40 @@ def test_a_textcat_accuracy_that_is_not_its_counts_is_not_a_record(tmp_path):
     matrix = [[3, 1], [0, 2]]
     text = textcat_text(TEXTCAT, ["a", "b"], matrix, cats_accuracy=0.0).replace("0.0", "NaN")
     assert_not_a_record(tmp_path, TEXTCAT, text, "scores.cats_accuracy")
-    assert_not_a_record(tmp_path, TEXTCAT, textcat_text(TEXTCAT, ["a", "b"], matrix, cats_accuracy=0.9),
-                        "scores.cats_accuracy")
+    assert_not_a_record(
+        tmp_path, TEXTCAT, textcat_text(TEXTCAT, ["a", "b"], matrix, cats_accuracy=0.9), "scores.cats_accuracy"
+    )
 
 
 def test_training_minutes_that_are_not_a_finite_number_are_not_a_record(tmp_path):
-    assert_not_a_record(tmp_path, RUN, record_text(RUN).replace('"train_minutes": 1.0', '"train_minutes": NaN'),
-                        "train_minutes")
+    assert_not_a_record(
+        tmp_path, RUN, record_text(RUN).replace('"train_minutes": 1.0', '"train_minutes": NaN'), "train_minutes"
+    )
 
 
-@pytest.mark.parametrize("labels,confusion,match", [
-    (["a", "b"], 5, "square"),  # not a list: TypeError in the validator
-    (["a", "b"], [1, 2], "square"),  # rows that are not lists
-    ([], [], "at least one"),  # empty: ZeroDivisionError in macro_f
-    (["a", "a"], [[1, 0], [0, 1]], "each once"),
-    (["a", 2], [[1, 0], [0, 1]], "names"),
-])
+@pytest.mark.parametrize(
+    "labels,confusion,match",
+    [
+        (["a", "b"], 5, "square"),  # not a list: TypeError in the validator
+        (["a", "b"], [1, 2], "square"),  # rows that are not lists
+        ([], [], "at least one"),  # empty: ZeroDivisionError in macro_f
+        (["a", "a"], [[1, 0], [0, 1]], "each once"),
+        (["a", 2], [[1, 0], [0, 1]], "names"),
+    ],
+)
 def test_a_confusion_matrix_that_is_not_one_is_not_a_record(tmp_path, labels, confusion, match):
     assert_not_a_record(tmp_path, TEXTCAT, textcat_text(TEXTCAT, labels, confusion), match)
 
 
-@pytest.mark.parametrize("text,found", [
-    ("{not json", "the top level"),
-    (json.dumps({"id": "a/seed0", "overrides": [], "seed": 0, "test": "t", "inputs": []}), "config"),
-    (json.dumps({**json.loads(RUN.to_json()), "overrides": "x"}), "overrides"),
-    (json.dumps({**json.loads(RUN.to_json()), "id": "../a"}), "'../a'"),
-])
+@pytest.mark.parametrize(
+    "text,found",
+    [
+        ("{not json", "the top level"),
+        (json.dumps({"id": "a/seed0", "overrides": [], "seed": 0, "test": "t", "inputs": []}), "config"),
+        (json.dumps({**json.loads(RUN.to_json()), "overrides": "x"}), "overrides"),
+        (json.dumps({**json.loads(RUN.to_json()), "id": "../a"}), "'../a'"),
+    ],
+)
 def test_a_run_that_is_not_one_is_refused_in_one_line(text, found, capsys):
     with pytest.raises(ExperimentError, match=found):
         Run.from_json(text)
@@ -100,8 +119,9 @@ def test_a_run_that_is_not_one_is_refused_in_one_line(text, found, capsys):
     assert error.startswith("error: ") and error.count("\n") == 1
 
 
-@pytest.mark.parametrize("run_id", ["../outside/seed0", "ner/../../outside/seed0", "/outside/seed0",
-                                    "ner/./seed0", "ner//seed0"])
+@pytest.mark.parametrize(
+    "run_id", ["../outside/seed0", "ner/../../outside/seed0", "/outside/seed0", "ner/./seed0", "ner//seed0"]
+)
 def test_a_view_is_refused_for_a_run_id_that_is_not_a_plain_path(tmp_path, run_id):
     records, metrics = tmp_path / "records", tmp_path / "metrics"
     # "../outside/seed0": its record and its view would be one file outside both folders, the record overwritten.

@@ -1,4 +1,5 @@
 """The engine's job runner (experiments/engine/jobs.py) on tiny `python -c` jobs."""
+
 import sys
 import time
 from pathlib import Path
@@ -15,9 +16,11 @@ def py(tmp_path: Path, name: str, code: str, **kwargs) -> Job:
 def stamping(tmp_path: Path, name: str, seconds: float = 0.0, exit_status: int = 0, **kwargs) -> Job:
     """A job that writes its start and end times to stamps/NAME, sleeps in between, then exits."""
     stamp = tmp_path / "stamps" / name
-    code = (f"import sys, time; start = time.time(); time.sleep({seconds}); "
-            f"open({str(stamp)!r}, 'w').write(f'{{start}} {{time.time()}}'); "
-            f"print('the end of {name}'); sys.exit({exit_status})")
+    code = (
+        f"import sys, time; start = time.time(); time.sleep({seconds}); "
+        f"open({str(stamp)!r}, 'w').write(f'{{start}} {{time.time()}}'); "
+        f"print('the end of {name}'); sys.exit({exit_status})"
+    )
     return py(tmp_path, name, code, **kwargs)
 
 
@@ -50,9 +53,14 @@ def test_jobs_run_n_at_a_time(stamps):
 
 def test_a_failing_job_is_reported_and_the_others_still_run(stamps):
     lines = []
-    jobs = [stamping(stamps, "a"), stamping(stamps, "broken", exit_status=3), stamping(stamps, "c"),
-            stamping(stamps, "after_broken", needs=("broken",)), stamping(stamps, "after_that", needs=("after_broken",)),
-            stamping(stamps, "after_c", needs=("c",))]
+    jobs = [
+        stamping(stamps, "a"),
+        stamping(stamps, "broken", exit_status=3),
+        stamping(stamps, "c"),
+        stamping(stamps, "after_broken", needs=("broken",)),
+        stamping(stamps, "after_that", needs=("after_broken",)),
+        stamping(stamps, "after_c", needs=("c",)),
+    ]
     summary = run_jobs(jobs, 2, echo=lines.append)
     assert not summary.ok
     assert summary.failed == ["broken"]
@@ -77,8 +85,11 @@ def test_no_job_starts_after_the_deadline(stamps):
 
 
 def test_a_done_job_is_skipped_and_counts_as_succeeded(stamps):
-    jobs = [stamping(stamps, "done_already", done=lambda: True), stamping(stamps, "todo", done=lambda: False),
-            stamping(stamps, "next", needs=("done_already", "todo"))]
+    jobs = [
+        stamping(stamps, "done_already", done=lambda: True),
+        stamping(stamps, "todo", done=lambda: False),
+        stamping(stamps, "next", needs=("done_already", "todo")),
+    ]
     summary = run_jobs(jobs, 2, echo=lambda line: None)
     assert summary.skipped == ["done_already"] and summary.ran == ["todo", "next"]
     assert sorted(intervals(stamps)) == ["next", "todo"]
@@ -103,8 +114,12 @@ def test_a_done_check_that_fails_runs_the_job(stamps):
 
 
 def test_each_job_runs_on_one_thread_in_the_given_folder(tmp_path):
-    job = py(tmp_path, "env", "import os; print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'], "
-                              "os.environ['EXTRA'], os.getcwd())")
+    job = py(
+        tmp_path,
+        "env",
+        "import os; print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'], "
+        "os.environ['EXTRA'], os.getcwd())",
+    )
     summary = run_jobs([job], 1, cwd=tmp_path, env={"EXTRA": "x"}, echo=lambda line: None)
     assert summary.ok
     assert job.log.read_text().split() == ["1", "1", "x", str(tmp_path)]
@@ -143,8 +158,14 @@ def test_a_stopped_runner_stops_its_jobs_and_what_they_started(tmp_path, stop):
     )
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    runner = subprocess.Popen([sys.executable, "-c", runner_code], env=env, cwd=tmp_path,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    runner = subprocess.Popen(
+        [sys.executable, "-c", runner_code],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while not (pid_file.exists() and pid_file.read_text()):

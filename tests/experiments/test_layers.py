@@ -4,6 +4,7 @@ counts, those inside a function too.
 
     python -m pytest -q -p no:cacheprovider tests/experiments/test_layers.py
 """
+
 import ast
 from collections import defaultdict
 from graphlib import CycleError, TopologicalSorter
@@ -13,8 +14,7 @@ from typing import Dict, Set
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "experiments"
 # The parts of the package, lowest first: a folder, or a module at the top.
-LAYERS = ("errors", "files", "records", "data", "convert", "engine", "report", "demo", "studies",
-          "pretrain_for_budget")
+LAYERS = ("errors", "files", "records", "data", "convert", "engine", "report", "demo", "studies", "pretrain_for_budget")
 
 
 def module_name(path: Path) -> str:
@@ -55,8 +55,12 @@ def test_every_part_of_the_workflows_code_is_placed():
 
 
 def test_no_module_imports_a_part_above_its_own():
-    upward = sorted((module, name) for module, names in import_graph().items() for name in names
-                    if module != PACKAGE and LAYERS.index(part(name)) > LAYERS.index(part(module)))
+    upward = sorted(
+        (module, name)
+        for module, names in import_graph().items()
+        for name in names
+        if module != PACKAGE and LAYERS.index(part(name)) > LAYERS.index(part(module))
+    )
     assert upward == []
 
 

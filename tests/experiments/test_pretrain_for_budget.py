@@ -1,12 +1,12 @@
 """`python -m experiments.pretrain_for_budget`: a wrong budget, and a run interrupted and started again."""
+
 import json
 from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
-
 from confection import Config
+from typer.testing import CliRunner
 
 from experiments import pretrain_for_budget as budget
 
@@ -77,7 +77,9 @@ def test_a_rerun_after_an_interrupt_continues_with_the_stored_steps(tmp_path, co
     assert second.exit_code == 0, second.output
     assert calls == [("run", steps)]
     said = " ".join(second.output.split())
-    assert f"Ignoring --minutes 0.05 (planned: 0.02): {run} holds a run planned for that budget as {steps:,} steps" in said
+    assert (
+        f"Ignoring --minutes 0.05 (planned: 0.02): {run} holds a run planned for that budget as {steps:,} steps" in said
+    )
     summary = json.loads((run / "budget_run.json").read_text())
     assert summary["steps"] == steps and summary["probe_seconds_per_step"] > 0
     assert summary["minutes"] == 0.02 and summary["max_epochs"] is None  # the budget the steps stand for
@@ -94,7 +96,7 @@ def test_max_epochs_below_one_is_refused_before_the_probe(tmp_path, config, epoc
     before = sorted(p.name for p in tmp_path.iterdir())
     result = run_script(config, tmp_path / "run", "--minutes", "1", "--max-epochs", epochs)
     assert isinstance(result.exception, ExperimentError), result.output
-    assert str(result.exception).startswith(f"--max-epochs: expected a whole number of epochs of 1 or more")
+    assert str(result.exception).startswith("--max-epochs: expected a whole number of epochs of 1 or more")
     assert f"found {epochs}" in str(result.exception)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no probe, no prepared corpus
     with pytest.raises(SystemExit) as stopped:

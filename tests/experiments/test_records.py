@@ -1,4 +1,5 @@
 """The workflow's record schema (``experiments.records``) and the argument checks beside it."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -24,10 +25,22 @@ def test_seeds_are_whole_numbers_each_once():
 def test_train_seeds_with_a_seed_that_is_not_a_number_is_one_line(tmp_path):
     """`train_seeds --seeds a` raised a bare ValueError (int('a')) after spaCy was loaded."""
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.demo.train_seeds", str(ROOT / "configs" / "ner_baseline.cfg"),
-         str(tmp_path / "out"), "--seeds", "a"],
-        cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        [
+            sys.executable,
+            "-m",
+            "experiments.demo.train_seeds",
+            str(ROOT / "configs" / "ner_baseline.cfg"),
+            str(tmp_path / "out"),
+            "--seeds",
+            "a",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
     )
     assert result.returncode == 1
-    assert result.stderr == "error: --seeds: expected whole numbers >= 0 separated by spaces, e.g. \"0 1 2\", found 'a'\n"
+    assert (
+        result.stderr == "error: --seeds: expected whole numbers >= 0 separated by spaces, e.g. \"0 1 2\", found 'a'\n"
+    )
     assert not (tmp_path / "out").exists()

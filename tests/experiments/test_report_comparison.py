@@ -1,4 +1,5 @@
 """The results table over seeds (``experiments.report.comparison``), as the workflow runs it."""
+
 import json
 import subprocess
 import sys
@@ -15,8 +16,18 @@ def run_comparison(tmp_path: Path, seeds: dict) -> subprocess.CompletedProcess:
             path.write_text(score if isinstance(score, str) else json.dumps({"ents_f": score}))
     (tmp_path / "training").mkdir()
     return subprocess.run(
-        [sys.executable, "-m", "experiments.report.comparison", str(tmp_path / "metrics"), str(tmp_path / "training"),
-         str(tmp_path / "report")], cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        [
+            sys.executable,
+            "-m",
+            "experiments.report.comparison",
+            str(tmp_path / "metrics"),
+            str(tmp_path / "training"),
+            str(tmp_path / "report"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
     )
 
 

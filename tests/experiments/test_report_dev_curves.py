@@ -13,14 +13,15 @@ def write_run(folder, curves, key="ents_f"):
     for seed, curve in enumerate(curves):
         seed_dir = folder / f"seed{seed}"
         seed_dir.mkdir(parents=True)
-        lines = [json.dumps({"epoch": 0, "step": step, "losses": {}, "scores": {key: value}, "score": value})
-                 for step, value in curve.items()]
+        lines = [
+            json.dumps({"epoch": 0, "step": step, "losses": {}, "scores": {key: value}, "score": value})
+            for step, value in curve.items()
+        ]
         (seed_dir / "train_log.jsonl").write_text("\n".join(lines) + "\n")
 
 
 def test_mean_curve_plateau_and_plot(tmp_path):
-    write_run(tmp_path / "base", [{0: 0.0, 250: 30.0, 500: 40.0, 750: 41.0},
-                                  {0: 0.0, 250: 20.0, 500: 42.0, 750: 43.0}])
+    write_run(tmp_path / "base", [{0: 0.0, 250: 30.0, 500: 40.0, 750: 41.0}, {0: 0.0, 250: 20.0, 500: 42.0, 750: 43.0}])
     write_run(tmp_path / "elmo", [{0: 0.0, 250: 35.0, 500: 45.0}])  # stopped early: its steps only
     app = typer.Typer()
     app.command()(dev_curves.main)

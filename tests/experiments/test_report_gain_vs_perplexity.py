@@ -18,9 +18,16 @@ def test_one_point_per_bilm_paired_with_the_baseline(tmp_path):
     app = typer.Typer()
     app.command()(gain_vs_perplexity.main)
     output = tmp_path / "gain.png"
-    result = CliRunner().invoke(app, [str(output), "ents_f", str(tmp_path / "base"),
-                                      f"weak={tmp_path / 'weak.json'}:{tmp_path / 'weak'}",
-                                      f"strong={tmp_path / 'pretrain.json'}:{tmp_path / 'strong'}"])
+    result = CliRunner().invoke(
+        app,
+        [
+            str(output),
+            "ents_f",
+            str(tmp_path / "base"),
+            f"weak={tmp_path / 'weak.json'}:{tmp_path / 'weak'}",
+            f"strong={tmp_path / 'pretrain.json'}:{tmp_path / 'strong'}",
+        ],
+    )
     assert result.exit_code == 0, result.output
     strong, weak = [line for line in result.output.splitlines() if line.startswith(("| strong", "| weak"))]
     assert "| 120.0 |" in strong and "+3.25" in strong and "p 0.12" in strong  # sorted by perplexity
@@ -48,9 +55,18 @@ def test_a_damaged_seed_file_is_one_line_naming_it(tmp_path):
     (tmp_path / "weak.json").write_text(json.dumps({"mean": 300.0, "tokens": 10}))
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "experiments.report.gain_vs_perplexity", str(tmp_path / "gain.png"), "ents_f",
-         str(tmp_path / "base"), f"weak={tmp_path / 'weak.json'}:{tmp_path / 'weak'}"],
-        cwd=root, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "experiments.report.gain_vs_perplexity",
+            str(tmp_path / "gain.png"),
+            "ents_f",
+            str(tmp_path / "base"),
+            f"weak={tmp_path / 'weak.json'}:{tmp_path / 'weak'}",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr

@@ -1,6 +1,7 @@
 """The demo's report says what one seed can and cannot show (``experiments.report.comparison``), and its
 charts are read as drawn: score axes from 0, error bars only over seeds, the layer-weight legend beside the
 bars, one name per layer in every table and chart (``spacy_elmo.layer_mixes``, ``experiments.report.layer_weights``)."""
+
 import json
 from pathlib import Path
 
@@ -50,9 +51,10 @@ def test_a_report_over_seeds_keeps_mean_std_and_the_paired_interval(tmp_path):
 
 def runs_of(*seeds_by_run):
     """A task's runs as `collect_scores` gives them, from each run's scores in percent."""
-    return {variant: {**comparison.mean_std(seeds), "seeds": seeds,
-                      "by_seed": {f"seed{k}": s for k, s in enumerate(seeds)}}
-            for variant, seeds in zip(("baseline", "elmo"), seeds_by_run)}
+    return {
+        variant: {**comparison.mean_std(seeds), "seeds": seeds, "by_seed": {f"seed{k}": s for k, s in enumerate(seeds)}}
+        for variant, seeds in zip(("baseline", "elmo"), seeds_by_run)
+    }
 
 
 def drawn(fig):
@@ -104,14 +106,19 @@ def test_the_layer_weight_legend_stands_beside_the_bars_inside_the_figure():
     assert fig.bbox.contains(legend.x1 - 1, legend.y0) and fig.bbox.contains(legend.x1 - 1, legend.y1 - 1)
 
 
-@pytest.mark.parametrize("runs, label, error_bar", [(1, "softmax(s)", False),
-                                                    (2, "softmax(s), mean ± std over runs", True)])
+@pytest.mark.parametrize(
+    "runs, label, error_bar", [(1, "softmax(s)", False), (2, "softmax(s), mean ± std over runs", True)]
+)
 def test_the_layer_weight_axis_says_mean_and_std_only_over_runs(runs, label, error_bar):
     summary = mean_over_runs({"ner": [[0.2, 0.3, 0.5], [0.3, 0.3, 0.4]][:runs]})
     assert ("std" in summary["ner"]) is error_bar and summary["ner"]["runs"] == runs
     (ax,) = layer_mixes.mixes_figure(summary).axes
     assert ax.get_ylabel() == label and (error_bars(ax) == 1) is error_bar
-    assert [tick.get_text() for tick in ax.get_xticklabels()] == layer_mixes.layer_names(3) == ["tokens", "LSTM 1", "LSTM 2"]
+    assert (
+        [tick.get_text() for tick in ax.get_xticklabels()]
+        == layer_mixes.layer_names(3)
+        == ["tokens", "LSTM 1", "LSTM 2"]
+    )
 
 
 def weights_of(*seeds):

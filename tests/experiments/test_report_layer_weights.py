@@ -19,8 +19,10 @@ def run_dir(tmp_path_factory, fixture_paths):
         nlp = spacy.blank("en")
         nlp.add_pipe("elmo")
         nlp.add_pipe("ner", config={"model": copy.deepcopy(NER_ELMO)})
-        nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(fixture_paths[0]),
-                                                          "weights_file": str(fixture_paths[1])}
+        nlp.config["initialize"]["components"]["elmo"] = {
+            "options_file": str(fixture_paths[0]),
+            "weights_file": str(fixture_paths[1]),
+        }
         examples = examples_of(nlp, make_docs(nlp, 4))
         nlp.initialize(lambda: examples)
         (root / f"seed{seed}").mkdir(parents=True)

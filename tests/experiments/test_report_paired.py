@@ -1,8 +1,8 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
 import typer
+from typer.testing import CliRunner
 
 from experiments.errors import ExperimentError
 from experiments.report import paired
@@ -38,7 +38,9 @@ def test_each_run_against_the_first_paired_by_seed(tmp_path):
 
 def test_a_missing_score_says_which_scores_there_are(tmp_path):
     write(tmp_path / "base", [0.4, 0.5], key="cats_macro_f")
-    with pytest.raises(ExperimentError, match="seed0.json: expected the score 'ents_f', found only the scores cats_macro_f"):
+    with pytest.raises(
+        ExperimentError, match="seed0.json: expected the score 'ents_f', found only the scores cats_macro_f"
+    ):
         paired.scores(tmp_path / "base", "ents_f")
 
 
@@ -109,7 +111,9 @@ def test_a_record_of_another_score_or_without_the_run_is_refused(tmp_path):
     record = tmp_path / "record.json"
     run = {"mean": 40.0, "std": 0.0, "n": 1, "by_seed": {"seed0": 40.0}}
     record.write_text(json.dumps({"key": "cats_macro_f", "reference": "base", "runs": {"base": run}}))
-    with pytest.raises(ExperimentError, match="expected a record of the score 'ents_f', found a record of 'cats_macro_f'"):
+    with pytest.raises(
+        ExperimentError, match="expected a record of the score 'ents_f', found a record of 'cats_macro_f'"
+    ):
         paired.seed_row(f"{record}:base", "ents_f")
     with pytest.raises(ExperimentError, match="expected the run 'elmo', found only: base"):
         paired.seed_row(f"{record}:elmo", "cats_macro_f")
@@ -133,8 +137,9 @@ def brute_force_p(differences):
 
     observed = abs(sum(differences)) / len(differences)
     patterns = list(itertools.product((1, -1), repeat=len(differences)))
-    extreme = sum(abs(sum(s * d for s, d in zip(signs, differences))) / len(differences) >= observed - 1e-12
-                  for signs in patterns)
+    extreme = sum(
+        abs(sum(s * d for s, d in zip(signs, differences))) / len(differences) >= observed - 1e-12 for signs in patterns
+    )
     return extreme / len(patterns)
 
 
@@ -245,15 +250,35 @@ def test_a_damaged_seed_file_is_one_line_naming_it(tmp_path, capsys, content, fo
     "record, found",
     [
         ("cut", "text that is not complete JSON"),  # a record cut in half
-        ({"key": "ents_f", "reference": "base", "runs": {"base": {"mean": 45.0, "std": 5.0, "n": 3}}},
-         "no entry runs.base.by_seed"),
-        ({"key": "ents_f", "reference": "base", "runs": {"base": {"mean": 45.0, "std": 5.0, "n": 3, "by_seed": [40, 50]}}},
-         "list [40, 50] at runs.base.by_seed"),
-        ({"key": "ents_f", "reference": "base", "runs": {"base": {"mean": 45.0, "std": 5.0, "n": 1, "by_seed": {"seed0": None}}}},
-         "null at runs.base.by_seed.seed0"),
+        (
+            {"key": "ents_f", "reference": "base", "runs": {"base": {"mean": 45.0, "std": 5.0, "n": 3}}},
+            "no entry runs.base.by_seed",
+        ),
+        (
+            {
+                "key": "ents_f",
+                "reference": "base",
+                "runs": {"base": {"mean": 45.0, "std": 5.0, "n": 3, "by_seed": [40, 50]}},
+            },
+            "list [40, 50] at runs.base.by_seed",
+        ),
+        (
+            {
+                "key": "ents_f",
+                "reference": "base",
+                "runs": {"base": {"mean": 45.0, "std": 5.0, "n": 1, "by_seed": {"seed0": None}}},
+            },
+            "null at runs.base.by_seed.seed0",
+        ),
         ([1, 2], "list [1, 2] at the top level"),
-        ({"key": "ents_f", "reference": "base", "runs": {"base": {"mean": 99.0, "std": 5.0, "n": 2, "by_seed": {"seed0": 40.0, "seed1": 50.0}}}},
-         "mean = 99.0 do not match by_seed (2 seeds, mean 45.0)"),
+        (
+            {
+                "key": "ents_f",
+                "reference": "base",
+                "runs": {"base": {"mean": 99.0, "std": 5.0, "n": 2, "by_seed": {"seed0": 40.0, "seed1": 50.0}}},
+            },
+            "mean = 99.0 do not match by_seed (2 seeds, mean 45.0)",
+        ),
     ],
     ids=["cut", "no-by_seed", "by_seed-list", "null-score", "list", "mean-edited"],
 )
@@ -274,5 +299,7 @@ def test_json_onto_a_folder_is_refused_before_any_work(tmp_path, capsys):
     (tmp_path / "out").mkdir()
     code, err = run_paired(["ents_f", base, elmo, "--json", tmp_path / "out"], capsys)
     assert code == 1
-    assert err == f"error: {tmp_path / 'out'}: expected a file name for the record (--json), found a folder; " \
-                  "name a .json file, e.g. FOLDER/record.json\n"
+    assert (
+        err == f"error: {tmp_path / 'out'}: expected a file name for the record (--json), found a folder; "
+        "name a .json file, e.g. FOLDER/record.json\n"
+    )

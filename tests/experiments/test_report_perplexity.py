@@ -1,4 +1,5 @@
 """The perplexity table: one row per held-out text measured for every biLM, the change in %."""
+
 import json
 
 from experiments.report.perplexity import perplexity_table, read_perplexities
@@ -6,7 +7,9 @@ from experiments.report.perplexity import perplexity_table, read_perplexities
 
 def write(folder, name, mean, tokens=1000):
     folder.mkdir(exist_ok=True)
-    (folder / f"{name}.json").write_text(json.dumps({"mean": mean, "forward": mean, "backward": mean, "tokens": tokens}))
+    (folder / f"{name}.json").write_text(
+        json.dumps({"mean": mean, "forward": mean, "backward": mean, "tokens": tokens})
+    )
 
 
 def test_rows_are_the_texts_both_measured_and_the_change_is_relative_to_the_first(tmp_path):

@@ -1,4 +1,5 @@
 """The collapse check of experiments/report/spread.py."""
+
 import numpy
 import pytest
 

@@ -1,4 +1,5 @@
 """The staged-training picture: each stage's steps follow the stages before it."""
+
 import json
 
 import pytest
@@ -9,17 +10,24 @@ from experiments.report.stages import chain, main
 
 
 def log(*steps, dev=()):
-    return ([{"kind": "train", "step": s, "ppl": 100.0 - s} for s in steps]
-            + [{"kind": "dev", "step": s, "ppl": 90.0, "ppl_forward": 91.0, "ppl_backward": 89.0} for s in dev]
-            + [{"kind": "stopped", "reason": "max_steps"}])
+    return (
+        [{"kind": "train", "step": s, "ppl": 100.0 - s} for s in steps]
+        + [{"kind": "dev", "step": s, "ppl": 90.0, "ppl_forward": 91.0, "ppl_backward": 89.0} for s in dev]
+        + [{"kind": "stopped", "reason": "max_steps"}]
+    )
 
 
 def test_stages_are_placed_one_after_another():
     records, starts = chain([log(10, 20, dev=[20]), log(10, 30, dev=[15, 30]), log(5)])
     assert starts == [0, 20, 50]
     assert [(r["kind"], r["step"]) for r in records] == [
-        ("train", 10), ("train", 20), ("dev", 20),
-        ("train", 30), ("train", 50), ("dev", 35), ("dev", 50),
+        ("train", 10),
+        ("train", 20),
+        ("dev", 20),
+        ("train", 30),
+        ("train", 50),
+        ("dev", 35),
+        ("dev", 50),
         ("train", 55),
     ]
     assert records[3]["ppl"] == 90.0  # the record itself is kept, only its step moves

@@ -1,5 +1,6 @@
 """The `full` workflow's report (experiments/report/v2eval.py): every comparison paired by seed,
 the ones not run listed, nothing left out silently."""
+
 import json
 
 import pytest

@@ -1,4 +1,5 @@
 """Runs over seeds are redone when what they were trained from changed, and only then."""
+
 import json
 from pathlib import Path
 
@@ -40,8 +41,11 @@ def inputs(tmp_path: Path) -> dict:
     bilm.mkdir()
     (bilm / "options.json").write_text("{}")
     (bilm / "weights.hdf5").write_bytes(b"weights v1")
-    return {"paths.train": str(tmp_path / "train.spacy"), "paths.dev": str(tmp_path / "dev.spacy"),
-            "paths.elmo": str(bilm)}
+    return {
+        "paths.train": str(tmp_path / "train.spacy"),
+        "paths.dev": str(tmp_path / "dev.spacy"),
+        "paths.elmo": str(bilm),
+    }
 
 
 def run_fingerprint(config: Path, settings: dict) -> dict:
@@ -93,7 +97,9 @@ def test_a_run_without_a_fingerprint_is_not_trusted(tmp_path, fake_train):
     (out / "seed0" / train_seeds_module.TRAINING_FINGERPRINT).unlink()  # as a run of an older version left it
     train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
     assert len(fake_train) == 2
-    assert train_seeds_module.stored_training_fingerprint(out / "seed0") == run_fingerprint(CONFIG, {**overrides, "system.seed": 0})
+    assert train_seeds_module.stored_training_fingerprint(out / "seed0") == run_fingerprint(
+        CONFIG, {**overrides, "system.seed": 0}
+    )
 
 
 def test_the_fingerprint_sees_a_changed_default_inside_the_config(tmp_path):
@@ -107,8 +113,9 @@ def test_the_fingerprint_sees_a_changed_default_inside_the_config(tmp_path):
     assert json.loads(json.dumps(before)) == before
 
 
-def test_overrides_come_from_the_command_line_and_the_environment_through_weasels_parser(tmp_path, fake_train,
-                                                                                           monkeypatch):
+def test_overrides_come_from_the_command_line_and_the_environment_through_weasels_parser(
+    tmp_path, fake_train, monkeypatch
+):
     import typer
     import weasel.util
     from typer.testing import CliRunner
@@ -131,8 +138,12 @@ def test_overrides_come_from_the_command_line_and_the_environment_through_weasel
 def test_a_bilm_named_by_options_file_and_retrained_in_place_trains_the_seed_again(tmp_path, fake_train, capsys):
     """Issue 37, 5: the config's own comment offers initialize.components.elmo.options_file; a biLM
     named there (not under [paths]) and exported again in place is seen."""
-    overrides = {**inputs(tmp_path), "paths.elmo": None,
-                 "initialize.components.elmo.options_file": str(tmp_path / "bilm"), "training.max_steps": 5}
+    overrides = {
+        **inputs(tmp_path),
+        "paths.elmo": None,
+        "initialize.components.elmo.options_file": str(tmp_path / "bilm"),
+        "training.max_steps": 5,
+    }
     out = tmp_path / "runs"
     train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
     train_seeds_module.train_seeds(CONFIG, out, [0], overrides)
@@ -154,8 +165,8 @@ def model_folders(tmp_path: Path, *names: str) -> list:
 
 def test_two_run_folders_of_one_name_never_share_a_metrics_file(tmp_path, monkeypatch):
     """Issue 37, 6: a/ner_baseline and b/ner_baseline would both be scored into metrics/ner_baseline/seed0.json."""
-    from experiments.errors import ExperimentError
     from experiments.demo import evaluate_seeds
+    from experiments.errors import ExperimentError
 
     scored = fake_scoring(monkeypatch)
     test = tmp_path / "test.spacy"
@@ -176,8 +187,8 @@ def test_two_run_folders_of_one_name_never_share_a_metrics_file(tmp_path, monkey
 
 def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path, monkeypatch):
     """The score of a model whose training data changed after train_seeds trained it would be stale."""
-    from experiments.errors import ExperimentError
     from experiments.demo import evaluate_seeds
+    from experiments.errors import ExperimentError
 
     scored = fake_scoring(monkeypatch)
     (tmp_path / "train.spacy").write_bytes(b"train v1")
@@ -185,9 +196,10 @@ def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path,
     model = tmp_path / "runs" / "ner_baseline" / "seed0" / "model-best"
     model.mkdir(parents=True)
     config = tmp_path / "ner.cfg"
-    config.write_text(f"[paths]\ntrain = \"{tmp_path / 'train.spacy'}\"\n\n[system]\nseed = 0\n")
+    config.write_text(f'[paths]\ntrain = "{tmp_path / "train.spacy"}"\n\n[system]\nseed = 0\n')
     (model.parent / train_seeds_module.TRAINING_FINGERPRINT).write_text(
-        json.dumps(run_fingerprint(config, {"system.seed": 0})))
+        json.dumps(run_fingerprint(config, {"system.seed": 0}))
+    )
     (model / "config.cfg").write_text(config.read_text())
     evaluate_seeds.evaluate_runs(tmp_path / "test.spacy", tmp_path / "metrics", [model.parent.parent])
     assert len(scored) == 1
@@ -198,7 +210,8 @@ def test_a_model_trained_from_data_changed_since_is_refused_not_scored(tmp_path,
 
 
 def test_with_a_test_split_each_seed_is_an_engine_run_skipped_exactly_while_its_record_is_current(
-        tmp_path, fake_train, monkeypatch, capsys):
+    tmp_path, fake_train, monkeypatch, capsys
+):
     """Each seed is trained, scored and recorded by the engine; its record (beside the seed's folder) is the
     one done-check: unchanged inputs skip it, a changed config file, data file or test split train it again."""
     from experiments.engine.run import is_done, read_record
@@ -242,8 +255,9 @@ def test_with_a_test_split_each_seed_is_an_engine_run_skipped_exactly_while_its_
     assert len(fake_train) == 5 and len(scored) == 6
 
 
-def test_with_a_test_split_a_current_model_trained_without_one_is_scored_not_trained_again(tmp_path, fake_train,
-                                                                                           monkeypatch, capsys):
+def test_with_a_test_split_a_current_model_trained_without_one_is_scored_not_trained_again(
+    tmp_path, fake_train, monkeypatch, capsys
+):
 
     scored = fake_scoring(monkeypatch)
     overrides = {**inputs(tmp_path), "training.max_steps": 5}
@@ -260,8 +274,8 @@ def test_with_a_test_split_a_current_model_trained_without_one_is_scored_not_tra
 
 
 def test_a_seed_scored_when_it_was_trained_is_not_scored_again_by_evaluate_seeds(tmp_path, fake_train, monkeypatch):
-    from experiments.engine.run import read_record
     from experiments.demo import evaluate_seeds
+    from experiments.engine.run import read_record
 
     scored = fake_scoring(monkeypatch)
     overrides = {**inputs(tmp_path), "training.max_steps": 5}
@@ -279,6 +293,7 @@ def test_a_seed_scored_when_it_was_trained_is_not_scored_again_by_evaluate_seeds
     assert len(scored) == 2
     (tmp_path / "train.spacy").write_bytes(b"train v2")  # the model is stale: refused, as without --test
     from experiments.errors import ExperimentError
+
     with pytest.raises(ExperimentError, match="reads paths.train changed since it was trained"):
         evaluate_seeds.evaluate_runs(test, metrics, [out])
 
@@ -366,7 +381,8 @@ def retrained_but_scoring_failed(tmp_path, monkeypatch):
 
 
 def test_a_model_whose_scoring_failed_after_the_swap_is_scored_next_not_trained_or_refused(
-        tmp_path, fake_train, monkeypatch, capsys):
+    tmp_path, fake_train, monkeypatch, capsys
+):
     """The new model in place beside the record of the one it replaced: that record neither makes it
     look trained from the old data (trained again, refused by evaluate_seeds) nor serves its scores."""
     from experiments.demo import evaluate_seeds
@@ -382,7 +398,8 @@ def test_a_model_whose_scoring_failed_after_the_swap_is_scored_next_not_trained_
 
 
 def test_inputs_set_back_after_a_failed_scoring_train_the_seed_again_not_serve_the_old_scores(
-        tmp_path, fake_train, monkeypatch):
+    tmp_path, fake_train, monkeypatch
+):
     train, scored, test, out = retrained_but_scoring_failed(tmp_path, monkeypatch)
     (tmp_path / "train.spacy").write_bytes(b"train v1")  # the old record's inputs again
     train()
@@ -391,7 +408,8 @@ def test_inputs_set_back_after_a_failed_scoring_train_the_seed_again_not_serve_t
 
 
 def test_a_seed_deleted_and_trained_again_without_a_test_split_is_not_served_its_old_record(
-        tmp_path, fake_train, monkeypatch, capsys):
+    tmp_path, fake_train, monkeypatch, capsys
+):
     import shutil
 
     train, scored, test, out = seeds_with_a_test_split(tmp_path, monkeypatch)
@@ -406,7 +424,8 @@ def test_a_seed_deleted_and_trained_again_without_a_test_split_is_not_served_its
 
 
 def test_a_record_of_another_model_vouches_neither_for_its_scores_nor_its_training(
-        tmp_path, fake_train, monkeypatch, capsys):
+    tmp_path, fake_train, monkeypatch, capsys
+):
     """A record beside seed0 that holds another model's digest (a folder put there by hand, or as an older
     version left it when scoring failed) is not the record of the model there."""
     train, scored, test, out = seeds_with_a_test_split(tmp_path, monkeypatch)

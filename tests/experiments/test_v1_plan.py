@@ -1,6 +1,7 @@
 """The v1 study's plan (experiments/studies/v1.py) and the tuning it runs (experiments/demo/tune.py): its
 jobs, their commands and order, and when each counts as done. Nothing is trained: training and scoring are
 replaced by fakes."""
+
 import hashlib
 import json
 import shlex
@@ -25,8 +26,14 @@ from spacy_elmo import shipped_models
 from .helpers import fake_scoring, trained_model
 
 ROOT = Path(__file__).resolve().parents[2]
-LONG = v1.Study(profile="long", steps=3000, eval_frequency=500, seeds=(0, 1, 2),
-                variants=("baseline", "elmo"), reuse_tuned_from="full")
+LONG = v1.Study(
+    profile="long",
+    steps=3000,
+    eval_frequency=500,
+    seeds=(0, 1, 2),
+    variants=("baseline", "elmo"),
+    reuse_tuned_from="full",
+)
 
 
 def by_name(jobs):
@@ -88,12 +95,23 @@ def test_the_score_files_come_after_the_training_they_show_and_the_report_last()
             trains = (f"{task}_{variant}_seed0", f"{task}_{variant}_seed1")
             assert scores.needs == trains
             assert all(position(jobs, t) < position(jobs, scores.name) for t in trains)
-            assert scores.command[2:] == ("experiments.engine.views", "metrics/full/records", "metrics/full",
-                                          f"{task}_{variant}/seed0", f"{task}_{variant}/seed1")
+            assert scores.command[2:] == (
+                "experiments.engine.views",
+                "metrics/full/records",
+                "metrics/full",
+                f"{task}_{variant}/seed0",
+                f"{task}_{variant}/seed1",
+            )
     report = named["report"]
     assert set(report.needs) == {n for n in named if n.startswith("scores_")}
-    assert report.command[2:] == ("experiments.report.comparison", "metrics/full", "training/full", "reports/full",
-                                  "--title", "Profile full, seeds 0 1")
+    assert report.command[2:] == (
+        "experiments.report.comparison",
+        "metrics/full",
+        "training/full",
+        "reports/full",
+        "--title",
+        "Profile full, seeds 0 1",
+    )
 
 
 def test_the_commands_are_those_of_the_experiment():
@@ -103,24 +121,60 @@ def test_the_commands_are_those_of_the_experiment():
     assert train[1:5] == ("-m", "experiments.engine.execute", "metrics/full/records", "training/full")
     assert train[-3:] == ("--keep-model", "--gpu-id", "0")
     run = EngineRun.from_json(args_of(train, "--run"))
-    assert (run.id, run.config, run.seed, run.test) == ("sentiment5_elmo/seed3", "configs/textcat_elmo.cfg", 3,
-                                                        "corpus/full/sentiment5/test.spacy")
-    assert run.overrides == (("paths.train", "corpus/full/sentiment5/train.spacy"),
-                             ("paths.dev", "corpus/full/sentiment5/dev.spacy"), ("training.max_steps", 1000),
-                             ("training.eval_frequency", 200), ("paths.elmo", "training/full/bilm_sentiment5/model"))
-    assert named["convert_ner"].command[1:] == ("-m", "experiments.convert.ner", "assets/wnut16/ner.txt",
-                                                "corpus/full/ner")
-    assert named["text_ner_dev"].command[2:] == ("experiments.convert.task_text", "corpus/full/ner/dev.spacy",
-                                                 "corpus/full/ner/dev.txt")
+    assert (run.id, run.config, run.seed, run.test) == (
+        "sentiment5_elmo/seed3",
+        "configs/textcat_elmo.cfg",
+        3,
+        "corpus/full/sentiment5/test.spacy",
+    )
+    assert run.overrides == (
+        ("paths.train", "corpus/full/sentiment5/train.spacy"),
+        ("paths.dev", "corpus/full/sentiment5/dev.spacy"),
+        ("training.max_steps", 1000),
+        ("training.eval_frequency", 200),
+        ("paths.elmo", "training/full/bilm_sentiment5/model"),
+    )
+    assert named["convert_ner"].command[1:] == (
+        "-m",
+        "experiments.convert.ner",
+        "assets/wnut16/ner.txt",
+        "corpus/full/ner",
+    )
+    assert named["text_ner_dev"].command[2:] == (
+        "experiments.convert.task_text",
+        "corpus/full/ner/dev.spacy",
+        "corpus/full/ner/dev.txt",
+    )
     before, tune, after = (command[1:] for command in demo_tune.tuning_commands(e.tuning("ner")))
-    assert before == ["-m", "spacy_elmo", "perplexity", "elmo-en-small", "corpus/full/ner/dev.txt",
-                      "--device", "cuda:0", "--overwrite", "--output", "metrics/full/bilm_ner_before.json"]
-    assert tune[:6] == ["-m", "spacy_elmo", "pretrain", "configs/bilm_release.cfg", "training/full/bilm_ner",
-                        "--resume"]
-    for flag, value in (("--init-from", "elmo-en-small"), ("--training.max_steps", "150"),
-                        ("--paths.train", "corpus/full/ner/train.txt"), ("--paths.dev", "corpus/full/ner/dev.txt"),
-                        ("--vocab.path", "elmo-en-small"),
-                        ("--training.tokens_per_batch", "2000"), ("--training.optimizer.learn_rate", "0.0005")):
+    assert before == [
+        "-m",
+        "spacy_elmo",
+        "perplexity",
+        "elmo-en-small",
+        "corpus/full/ner/dev.txt",
+        "--device",
+        "cuda:0",
+        "--overwrite",
+        "--output",
+        "metrics/full/bilm_ner_before.json",
+    ]
+    assert tune[:6] == [
+        "-m",
+        "spacy_elmo",
+        "pretrain",
+        "configs/bilm_release.cfg",
+        "training/full/bilm_ner",
+        "--resume",
+    ]
+    for flag, value in (
+        ("--init-from", "elmo-en-small"),
+        ("--training.max_steps", "150"),
+        ("--paths.train", "corpus/full/ner/train.txt"),
+        ("--paths.dev", "corpus/full/ner/dev.txt"),
+        ("--vocab.path", "elmo-en-small"),
+        ("--training.tokens_per_batch", "2000"),
+        ("--training.optimizer.learn_rate", "0.0005"),
+    ):
         assert args_of(tune, flag) == value
     assert after[3:5] == ["training/full/bilm_ner/model", "corpus/full/ner/dev.txt"]
     assert args_of(after, "--output") == "metrics/full/bilm_ner_after.json"
@@ -153,8 +207,9 @@ def ship(package: Path, weights: bytes) -> None:
     bilm.mkdir(parents=True, exist_ok=True)
     (bilm / "weights.hdf5").write_bytes(weights)
     (bilm / "vocab.txt").write_text("<S>\n</S>\n<UNK>\n")
-    sums = "".join(f"{hashlib.sha256((bilm / name).read_bytes()).hexdigest()}  {name}\n"
-                   for name in ("weights.hdf5", "vocab.txt"))
+    sums = "".join(
+        f"{hashlib.sha256((bilm / name).read_bytes()).hexdigest()}  {name}\n" for name in ("weights.hdf5", "vocab.txt")
+    )
     (bilm / shipped_models.SUMS_NAME).write_text(sums)
 
 
@@ -275,8 +330,11 @@ def test_the_tune_command_runs_the_three_commands_and_records_them(project, monk
     e = v1.Study()
     result = CliRunner().invoke(demo_tune.app, ["ner"])
     assert result.exit_code == 0, result.output
-    assert ran == [["-m", "spacy_elmo", "perplexity"], ["-m", "spacy_elmo", "pretrain"],
-                   ["-m", "spacy_elmo", "perplexity"]]
+    assert ran == [
+        ["-m", "spacy_elmo", "perplexity"],
+        ["-m", "spacy_elmo", "pretrain"],
+        ["-m", "spacy_elmo", "perplexity"],
+    ]
     assert demo_tune.is_tuned(e.tuning("ner"))
     monkeypatch.setattr(demo_tune.subprocess, "call", lambda command: 5 if command[3] == "pretrain" else 0)
     Path(e.tuning("ner").record).unlink()
@@ -293,7 +351,9 @@ def test_a_tuning_of_other_text_starts_afresh_and_an_interrupted_one_resumes(pro
         if command[3] == "pretrain":
             ran.append(sorted(p.name for p in tuning.iterdir()) if tuning.exists() else [])
             (tuning / "model").mkdir(parents=True, exist_ok=True)
-            (tuning / "checkpoint.pt").write_bytes(b"trained on " + Path(args_of(command, "--paths.train")).read_bytes())
+            (tuning / "checkpoint.pt").write_bytes(
+                b"trained on " + Path(args_of(command, "--paths.train")).read_bytes()
+            )
         return 0
 
     monkeypatch.setattr(demo_tune.subprocess, "call", call)
@@ -310,8 +370,7 @@ def test_a_tuning_of_other_text_starts_afresh_and_an_interrupted_one_resumes(pro
     assert CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "tweets.txt"]).exit_code == 0
     assert ran[3] == []  # the same path with other contents: afresh too
 
-    monkeypatch.setattr(demo_tune.subprocess, "call",
-                        lambda command: 9 if command[3] == "pretrain" else call(command))
+    monkeypatch.setattr(demo_tune.subprocess, "call", lambda command: 9 if command[3] == "pretrain" else call(command))
     tweets.write_text("yet other tweets\n")
     assert CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "tweets.txt"]).exit_code == 9
     (tuning / "model").mkdir(parents=True)  # what the interrupted pretrain left
@@ -342,7 +401,10 @@ def test_the_biLM_is_tuned_on_unlabelled_text_when_given_one(project, monkeypatc
     monkeypatch.setattr(demo_tune.subprocess, "call", call)
     monkeypatch.setattr(demo_tune, "ROOT", project)
     missing = CliRunner().invoke(demo_tune.app, ["ner", "--tune-text", "corpus/v2/pretrain/train_tweets.txt"])
-    assert missing.exit_code == 2 and "expected the text to tune on at corpus/v2/pretrain/train_tweets.txt" in missing.output
+    assert (
+        missing.exit_code == 2
+        and "expected the text to tune on at corpus/v2/pretrain/train_tweets.txt" in missing.output
+    )
     assert not ran
     tweets.parent.mkdir(parents=True)
     tweets.write_text("an unlabelled tweet\n")
@@ -402,7 +464,9 @@ def test_the_command_line_runs_by_default_and_checks_what_a_reusing_profile_read
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(v1.app, ["--profile", "long", "--reuse-tuned-from", "full", "--seeds", "0"])
     assert result.exit_code == 2
-    assert "corpus/full/ner/train.spacy" in result.output and "training/full/bilm_ner/model/weights.hdf5" in result.output
+    assert (
+        "corpus/full/ner/train.spacy" in result.output and "training/full/bilm_ner/model/weights.hdf5" in result.output
+    )
     assert "python -m experiments.studies.v1 --profile full" in result.output
     for bad in (["--variants", "baseline,bert"], ["--seeds", "one"]):
         result = CliRunner().invoke(v1.app, bad)
@@ -421,8 +485,12 @@ def test_the_run_hands_the_plan_to_the_runner_and_fails_when_a_job_failed(tmp_pa
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(v1.app, ["--jobs", "4", "--minutes", "30", "--seeds", "0"])
     assert result.exit_code == 1
-    assert handed == {"names": [job.name for job in v1.plan_jobs(v1.Study(seeds=(0,)))], "n_jobs": 4,
-                      "minutes": 30, "cwd": tmp_path}
+    assert handed == {
+        "names": [job.name for job in v1.plan_jobs(v1.Study(seeds=(0,)))],
+        "n_jobs": 4,
+        "minutes": 30,
+        "cwd": tmp_path,
+    }
     assert "1 failed: tune_ner" in result.output and "ner_elmo_seed0" in result.output
 
 
@@ -436,8 +504,9 @@ def test_project_yml_runs_the_full_experiment_through_this_module(tmp_path, monk
     assert args[:3] == ["python", "-m", "experiments.studies.v1"]
     planned = {}
     monkeypatch.setattr(v1, "plan_jobs", lambda e: planned.setdefault("experiment", e) and [])
-    monkeypatch.setattr(plan, "run_jobs",
-                        lambda jobs, n_jobs, **kwargs: planned.setdefault("n_jobs", n_jobs) and Summary())
+    monkeypatch.setattr(
+        plan, "run_jobs", lambda jobs, n_jobs, **kwargs: planned.setdefault("n_jobs", n_jobs) and Summary()
+    )
     monkeypatch.setattr(v1, "ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(v1.app, args[3:])
@@ -514,10 +583,12 @@ def test_a_published_model_not_downloaded_fails_in_one_line_saying_what_to_do(tm
         return
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     (line,) = result.output.strip().splitlines()
-    assert line.startswith(f"error: assets/published/{PUBLISHED}/options.json and "
-                           f"assets/published/{PUBLISHED}/weights.hdf5: expected the published model {PUBLISHED}'s "
-                           "options.json and weights.hdf5, found neither; run "
-                           "`python -m spacy project assets --extra` on a machine with internet access")
+    assert line.startswith(
+        f"error: assets/published/{PUBLISHED}/options.json and "
+        f"assets/published/{PUBLISHED}/weights.hdf5: expected the published model {PUBLISHED}'s "
+        "options.json and weights.hdf5, found neither; run "
+        "`python -m spacy project assets --extra` on a machine with internet access"
+    )
     assert "allennlp.s3.amazonaws.com" in line and "copy the two files there" in line
     (tmp_path / published.PUBLISHED_DIR / PUBLISHED).mkdir(parents=True)
     shutil.copy(FIXTURE / "options.json", tmp_path / published.PUBLISHED_DIR / PUBLISHED / "options.json")

@@ -12,14 +12,20 @@ def test_runs_are_listed_seed_by_seed_and_each_group_ends_with_its_test_scores()
 
     jobs = v2eval.plan_jobs(["converged"], [0, 1], steps=3000)
     names = [job.name for job in jobs]
-    assert names[:4] == ["ner_baseline_converged_seed0", "ner_elmo_v2_converged_seed0",
-                         "sentiment5_baseline_converged_seed0", "sentiment5_elmo_v2_converged_seed0"]
+    assert names[:4] == [
+        "ner_baseline_converged_seed0",
+        "ner_elmo_v2_converged_seed0",
+        "sentiment5_baseline_converged_seed0",
+        "sentiment5_elmo_v2_converged_seed0",
+    ]
     scores_ner = jobs[names.index("scores_converged_ner")]
-    assert set(scores_ner.needs) == {f"ner_{run}_converged_seed{seed}" for run in ("baseline", "elmo_v2")
-                                     for seed in (0, 1)}
+    assert set(scores_ner.needs) == {
+        f"ner_{run}_converged_seed{seed}" for run in ("baseline", "elmo_v2") for seed in (0, 1)
+    }
     assert scores_ner.command[1:5] == ("-m", "experiments.engine.views", v2eval.RECORDS, v2eval.METRICS)
-    assert set(scores_ner.command[5:]) == {f"ner_{run}_converged/seed{seed}" for run in ("baseline", "elmo_v2")
-                                           for seed in (0, 1)}
+    assert set(scores_ner.command[5:]) == {
+        f"ner_{run}_converged/seed{seed}" for run in ("baseline", "elmo_v2") for seed in (0, 1)
+    }
     runs = [EngineRun.from_json(job.command[job.command.index("--run") + 1]) for job in jobs[:2]]
     assert all("--keep-model" in job.command and job.command[3:5] == (v2eval.RECORDS, v2eval.WORK) for job in jobs[:2])
     baseline, elmo = (run.settings for run in runs)
@@ -40,7 +46,8 @@ def test_each_ablation_is_one_setting_away_from_the_untuned_elmo_run_of_its_task
             if run.config == v2eval.CONFIG[task, True]:
                 assert len(extra) == 2  # one setting and its value
                 assert extra[0] == "--components.elmo.frozen" or extra[0].startswith(
-                    f"--components.{v2eval.PIPE[task]}.model.tok2vec.elmo")
+                    f"--components.{v2eval.PIPE[task]}.model.tok2vec.elmo"
+                )
             else:
                 assert run.config == v2eval.OUTPUT_CONFIG[task] and not extra
     assert {run.name for run in runs} >= {"ner_elmo_v2_finetuned", "sentiment5_elmo_v2_output"}
@@ -60,8 +67,9 @@ def test_the_bilstm_configs_differ_from_the_task_configs_in_the_encoder_alone(tm
         assert tok2vec["encode"] == v2eval.BILSTM
         tok2vec["encode"] = original["components"][v2eval.PIPE[task]]["model"]["tok2vec"]["encode"]
         assert derived == original
-    nlp = spacy.util.load_model_from_config(Config().from_disk(v2eval.bilstm_config("ner", True)), auto_fill=True,
-                                            validate=True)
+    nlp = spacy.util.load_model_from_config(
+        Config().from_disk(v2eval.bilstm_config("ner", True)), auto_fill=True, validate=True
+    )
     encoder = nlp.get_pipe("ner").model.get_ref("tok2vec").layers[0].get_ref("encode")
     assert encoder.name.startswith("with_padded") and encoder.get_dim("nO") == v2eval.BILSTM["width"]
     encoders = {run.name: run for run in v2eval.encoder_runs(3000)}
@@ -88,8 +96,11 @@ def test_tasks_limit_the_plan():
 
 def test_named_runs_limit_the_plan_and_their_evaluation():
     jobs = v2eval.plan_jobs(["ablations"], [0, 1], steps=3000, only=["ner_elmo_v2_dropout05"])
-    assert [job.name for job in jobs] == ["ner_elmo_v2_dropout05_seed0", "ner_elmo_v2_dropout05_seed1",
-                                          "scores_ablations_ner"]
+    assert [job.name for job in jobs] == [
+        "ner_elmo_v2_dropout05_seed0",
+        "ner_elmo_v2_dropout05_seed1",
+        "scores_ablations_ner",
+    ]
     assert jobs[-1].command[-2:] == ("ner_elmo_v2_dropout05/seed0", "ner_elmo_v2_dropout05/seed1")
 
 
@@ -116,12 +127,16 @@ def test_the_bilm_copy_follows_its_source_so_a_changed_bilm_is_seen_by_every_fin
 def test_the_glove_runs_are_the_converged_runs_with_static_vectors():
     converged = {run.name: run for run in v2eval.converged_runs(3000)}
     glove = {run.name: run for run in v2eval.glove_runs(3000)}
-    assert set(glove) == {"ner_glove_converged", "ner_glove_elmo_v2_converged", "sentiment5_glove_converged",
-                          "sentiment5_glove_elmo_v2_converged"}
+    assert set(glove) == {
+        "ner_glove_converged",
+        "ner_glove_elmo_v2_converged",
+        "sentiment5_glove_converged",
+        "sentiment5_glove_elmo_v2_converged",
+    }
     for name, run in glove.items():
         twin = converged[name.replace("glove_converged", "baseline_converged").replace("glove_elmo_v2", "elmo_v2")]
-        assert run.config == twin.config and run.settings[:len(twin.settings)] == twin.settings
-        extra = run.settings[len(twin.settings):]
+        assert run.config == twin.config and run.settings[: len(twin.settings)] == twin.settings
+        extra = run.settings[len(twin.settings) :]
         assert extra[:2] == ("--paths.vectors", v2eval.GLOVE)
         assert extra[2] == f"--components.{v2eval.PIPE[run.task]}.model.tok2vec.embed.include_static_vectors"
         assert extra[3:] == ("true",)
@@ -130,5 +145,14 @@ def test_the_glove_runs_are_the_converged_runs_with_static_vectors():
 def test_the_glove_group_without_the_vectors_says_how_to_make_them(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(typer.BadParameter, match="fetch-glove"):
-        v2eval.run_cli(jobs=1, groups="glove", seeds="0", steps=3000, tasks="ner", minutes=0, runs="",
-                       bilm="elmo-en-small", published="")
+        v2eval.run_cli(
+            jobs=1,
+            groups="glove",
+            seeds="0",
+            steps=3000,
+            tasks="ner",
+            minutes=0,
+            runs="",
+            bilm="elmo-en-small",
+            published="",
+        )

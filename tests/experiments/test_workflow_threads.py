@@ -1,5 +1,6 @@
 """The workflow's thread use is explicit and its long steps show progress: one project variable,
 ``vars.threads``, reaches every command that trains or tunes; no step hides its progress bar."""
+
 import json
 import shlex
 from pathlib import Path
@@ -9,8 +10,8 @@ import srsly
 import typer
 from typer.testing import CliRunner
 
-from experiments.engine.execute import dev_log_overrides
 from experiments.demo import train_seeds, tune
+from experiments.engine.execute import dev_log_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS = "${vars.threads}"
@@ -22,8 +23,12 @@ THREAD_OPTIONS = {
     "benchmarks/bench_tasks.py": "--threads",
 }
 # The job runners: --jobs jobs of one thread each.
-JOB_RUNNERS = ("experiments.studies.curves run", "experiments.studies.v2eval", "experiments.studies.v1 --profile",
-               "experiments.studies.cv run")
+JOB_RUNNERS = (
+    "experiments.studies.curves run",
+    "experiments.studies.v2eval",
+    "experiments.studies.v1 --profile",
+    "experiments.studies.cv run",
+)
 
 
 def script_lines():
@@ -55,8 +60,10 @@ def test_no_step_hides_its_progress():
     tuning = tune.tuning_commands(tune.Tuning("ner", threads=1))[1]
     assert "--no-progress" not in tuning and tuning[tuning.index("--system.threads") + 1] == "1"
     # spaCy's training shows a bar of the steps to the next dev evaluation (on a terminal only)
-    assert dev_log_overrides(ROOT / "configs" / "textcat_elmo.cfg", {}, Path("run"))[
-        "training.logger.progress_bar"] == "eval"
+    assert (
+        dev_log_overrides(ROOT / "configs" / "textcat_elmo.cfg", {}, Path("run"))["training.logger.progress_bar"]
+        == "eval"
+    )
 
 
 @pytest.fixture
@@ -72,7 +79,9 @@ def torch_threads():
 def test_train_seeds_trains_on_the_threads_it_is_given(tmp_path, monkeypatch, torch_threads, threads):
     torch_threads.set_num_threads(3)
     seen = {}
-    monkeypatch.setattr(train_seeds, "train_seeds", lambda *args: seen.setdefault("threads", torch_threads.get_num_threads()))
+    monkeypatch.setattr(
+        train_seeds, "train_seeds", lambda *args: seen.setdefault("threads", torch_threads.get_num_threads())
+    )
     config = tmp_path / "c.cfg"
     config.write_text("")
     app = typer.Typer()

@@ -1,5 +1,6 @@
 """`spacy-elmo.BiLM.v1`, the biLM as a Thinc model: its token cache through
 Thinc's optimiser and deserialisation, and torch on one thread in forked workers."""
+
 import multiprocessing
 
 import numpy
@@ -11,7 +12,12 @@ from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.models.bilm import BiLMModel, get_bilm, set_bilm
 
 SMALL = dict(
-    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=1,
+    char_embedding_dim=8,
+    filters=[(1, 8), (2, 8), (3, 16)],
+    n_highway=1,
+    lstm_dim=16,
+    projection_dim=8,
+    n_layers=1,
 )
 TEXTS = ["The cat sat on the mat .", "A dog sat on a cat ."]
 

@@ -1,4 +1,5 @@
 """The pipelines the pipeline tests build, save, train and read layers from."""
+
 import copy
 import json
 import subprocess
@@ -20,7 +21,12 @@ BILM = "spacy-elmo.BiLM.v1"
 # 14 tokens, no sentence boundaries: read as windows of window_size tokens.
 TEXTS = ["One two three four five six seven eight nine ten eleven twelve thirteen .", "Short one ."]
 TINY = dict(
-    char_embedding_dim=8, filters=[(1, 8), (2, 8), (3, 16)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=1,
+    char_embedding_dim=8,
+    filters=[(1, 8), (2, 8), (3, 16)],
+    n_highway=1,
+    lstm_dim=16,
+    projection_dim=8,
+    n_layers=1,
 )
 NER_ELMO = {
     "@architectures": "spacy.TransitionBasedParser.v2",
@@ -70,8 +76,10 @@ def pipeline_with(mix, bilm_dir, weights_file=None):
     ner["tok2vec"]["elmo"]["mix"] = mix
     nlp.add_pipe("ner", config={"model": ner})
     examples = examples_of(nlp, make_docs(nlp, 12))
-    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(bilm_dir),
-                                                      "weights_file": weights_file and str(weights_file)}
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "options_file": str(bilm_dir),
+        "weights_file": weights_file and str(weights_file),
+    }
     return nlp, examples
 
 
@@ -111,12 +119,31 @@ def layers(nlp, texts=TEXTS):
 
 def spacy_train(config, output, corpus_dir, bilm_dir, steps=40, extra=()):
     cmd = [
-        sys.executable, "-m", "spacy", "train", str(CONFIGS / config), "--output", str(output),
-        "--paths.train", str(corpus_dir / "train.spacy"), "--paths.dev", str(corpus_dir / "dev.spacy"),
-        "--paths.elmo", str(bilm_dir), "--training.max_steps", str(steps), "--training.eval_frequency", "20",
-        "--nlp.batch_size", "16",
+        sys.executable,
+        "-m",
+        "spacy",
+        "train",
+        str(CONFIGS / config),
+        "--output",
+        str(output),
+        "--paths.train",
+        str(corpus_dir / "train.spacy"),
+        "--paths.dev",
+        str(corpus_dir / "dev.spacy"),
+        "--paths.elmo",
+        str(bilm_dir),
+        "--training.max_steps",
+        str(steps),
+        "--training.eval_frequency",
+        "20",
+        "--nlp.batch_size",
+        "16",
         # Small and quick: the tiny fixture biLM and narrow encoders.
-        "--training.batcher.size.start", "200", "--training.batcher.size.stop", "200", *extra,
+        "--training.batcher.size.start",
+        "200",
+        "--training.batcher.size.stop",
+        "200",
+        *extra,
     ]
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]

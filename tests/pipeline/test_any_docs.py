@@ -1,5 +1,6 @@
 """Any docs at all through the `elmo` component: finite layers of the right
 shapes (and vectors), or a coded error, never another exception."""
+
 import numpy
 import pytest
 import spacy
@@ -23,14 +24,23 @@ TEXTS = st.one_of(
 @pytest.fixture(scope="module")
 def nlp(tmp_path_factory):
     torch.manual_seed(0)
-    options = BiLMOptions(char_embedding_dim=4, filters=[(1, 4), (2, 4), (3, 8)], n_highway=1, lstm_dim=16,
-                          projection_dim=8, n_layers=2)
+    options = BiLMOptions(
+        char_embedding_dim=4, filters=[(1, 4), (2, 4), (3, 8)], n_highway=1, lstm_dim=16, projection_dim=8, n_layers=2
+    )
     path = tmp_path_factory.mktemp("tiny_bilm")
     BiLM(options).save_allennlp(path)
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"set_vector_hooks": True, "model": {
-        "@architectures": "spacy-elmo.BiLM.v1", "max_batch_tokens": 64, "window_size": 16,
-    }})
+    nlp.add_pipe(
+        "elmo",
+        config={
+            "set_vector_hooks": True,
+            "model": {
+                "@architectures": "spacy-elmo.BiLM.v1",
+                "max_batch_tokens": 64,
+                "window_size": 16,
+            },
+        },
+    )
     nlp.get_pipe("elmo").initialize(options_file=str(path))
     return nlp
 
@@ -48,8 +58,10 @@ def make_doc(nlp, item, sentence_starts):
 
 
 @settings(max_examples=50, deadline=None)
-@given(items=st.lists(st.one_of(TEXTS, st.lists(TOKENS, max_size=20)), min_size=1, max_size=4),
-       sentence_starts=st.lists(st.booleans(), max_size=30))
+@given(
+    items=st.lists(st.one_of(TEXTS, st.lists(TOKENS, max_size=20)), min_size=1, max_size=4),
+    sentence_starts=st.lists(st.booleans(), max_size=30),
+)
 def test_any_docs_give_finite_layers_or_a_coded_error(nlp, items, sentence_starts):
     docs = [make_doc(nlp, item, sentence_starts) for item in items]
     assume(all(doc is not None for doc in docs))

@@ -1,6 +1,7 @@
 """The elmo component's settings live in the config alone: an override at
 load time is what the component does, and a saved component holds only its
 model (an older save's `cfg` file is not read)."""
+
 import numpy
 import pytest
 import spacy
@@ -50,11 +51,20 @@ def test_a_saved_component_is_its_model_and_a_round_trip_predicts_the_same(saved
         assert_close_to_scale(a, b)
 
 
-@pytest.mark.parametrize("old_cfg", [
-    {"frozen": True, "store_dtype": "float32", "vector_mix": "average", "set_vector_hooks": False, "train_cache_mb": 1024},
-    {"frozen": True, "store_dtype": "float16", "vector_mix": "top", "set_vector_hooks": True, "train_cache_mb": 1},
-    '{"frozen": tru',
-])
+@pytest.mark.parametrize(
+    "old_cfg",
+    [
+        {
+            "frozen": True,
+            "store_dtype": "float32",
+            "vector_mix": "average",
+            "set_vector_hooks": False,
+            "train_cache_mb": 1024,
+        },
+        {"frozen": True, "store_dtype": "float16", "vector_mix": "top", "set_vector_hooks": True, "train_cache_mb": 1},
+        '{"frozen": tru',
+    ],
+)
 def test_an_older_save_with_a_cfg_file_loads_with_the_configs_settings(saved, old_cfg):
     path, nlp = saved
     cfg = path / "elmo" / "cfg"
@@ -65,18 +75,22 @@ def test_an_older_save_with_a_cfg_file_loads_with_the_configs_settings(saved, ol
     for a, b in zip(layers(loaded), layers(nlp)):
         assert a.dtype == numpy.float32
         assert_close_to_scale(a, b)
-    old_bytes = srsly.msgpack_dumps({"cfg": srsly.json_dumps({"store_dtype": "float16"}),
-                                     **srsly.msgpack_loads(nlp.get_pipe("elmo").to_bytes())})
+    old_bytes = srsly.msgpack_dumps(
+        {"cfg": srsly.json_dumps({"store_dtype": "float16"}), **srsly.msgpack_loads(nlp.get_pipe("elmo").to_bytes())}
+    )
     elmo.from_bytes(old_bytes)
     assert elmo.store_dtype == "float32"
 
 
-@pytest.mark.parametrize("override,code,words", [
-    ({"store_dtype": "int8"}, "E406", "int8"),
-    ({"train_cache_mb": -1}, "E508", "'train_cache_mb'.*megabytes"),
-    ({"vector_mix": "bottom"}, "E401", "'bottom'"),
-    ({"vector_mix": [0.5, 0.5]}, "E401", r"\[0.5, 0.5\]"),
-])
+@pytest.mark.parametrize(
+    "override,code,words",
+    [
+        ({"store_dtype": "int8"}, "E406", "int8"),
+        ({"train_cache_mb": -1}, "E508", "'train_cache_mb'.*megabytes"),
+        ({"vector_mix": "bottom"}, "E401", "'bottom'"),
+        ({"vector_mix": [0.5, 0.5]}, "E401", r"\[0.5, 0.5\]"),
+    ],
+)
 def test_a_setting_out_of_range_at_load_is_a_coded_error(saved, override, code, words):
     path, _ = saved
     with pytest.raises(ElmoError, match=rf"{code}.*{words}"):

@@ -1,6 +1,7 @@
 """A saved pipeline whose elmo files are damaged or missing: a coded error
 that names the file, never a bare traceback or a silent load. (Settings out
 of range in its config: tests/pipeline/test_component_settings.py.)"""
+
 import io
 import re
 

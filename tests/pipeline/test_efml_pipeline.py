@@ -1,5 +1,6 @@
 """An ELMoForManyLangs model in a spaCy pipeline for another language than
 English: initialised from its folder, saved and loaded with its tables."""
+
 import numpy
 import spacy
 

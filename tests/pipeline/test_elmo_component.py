@@ -64,8 +64,16 @@ def test_empty_docs_and_whitespace_tokens(bilm_dir):
 
 
 def test_doc_alone_equals_doc_in_a_batch(bilm_dir):
-    nlp, _ = elmo_pipeline(bilm_dir, with_ner=False, model={"@architectures": "spacy-elmo.BiLM.v1", "max_batch_tokens": 40, "window_size": 6})
-    texts = ["One two three four five six seven eight nine .", "Short .", "A much longer sentence about nothing at all, really ."]
+    nlp, _ = elmo_pipeline(
+        bilm_dir,
+        with_ner=False,
+        model={"@architectures": "spacy-elmo.BiLM.v1", "max_batch_tokens": 40, "window_size": 6},
+    )
+    texts = [
+        "One two three four five six seven eight nine .",
+        "Short .",
+        "A much longer sentence about nothing at all, really .",
+    ]
     alone = nlp(texts[0])._.elmo.layers
     batched = list(nlp.pipe(texts[1:] + texts[:1], batch_size=3))[-1]._.elmo.layers
     assert numpy.abs(alone - batched).max() <= 1e-5
@@ -138,11 +146,20 @@ def test_unfrozen_biLM_is_fine_tuned_with_one_backward_pass(bilm_dir, monkeypatc
     import torch
 
     nlp, examples = elmo_pipeline(bilm_dir, frozen=False)
-    nlp.add_pipe("textcat", config={"model": {
-        "@architectures": "spacy.TextCatReduce.v1", "exclusive_classes": True, "use_reduce_first": False,
-        "use_reduce_last": False, "use_reduce_max": False, "use_reduce_mean": True,
-        "tok2vec": NER_ELMO["tok2vec"],
-    }})
+    nlp.add_pipe(
+        "textcat",
+        config={
+            "model": {
+                "@architectures": "spacy.TextCatReduce.v1",
+                "exclusive_classes": True,
+                "use_reduce_first": False,
+                "use_reduce_last": False,
+                "use_reduce_max": False,
+                "use_reduce_mean": True,
+                "tok2vec": NER_ELMO["tok2vec"],
+            }
+        },
+    )
     nlp.initialize(lambda: examples)
     elmo = nlp.get_pipe("elmo")
     assert len(elmo.listeners) == 2

@@ -1,5 +1,6 @@
 """`nlp.to_disk` on a disk that fills up while the `elmo` component writes its
 model: a coded error, and the model file saved before is left whole."""
+
 import errno
 import os
 from pathlib import Path

@@ -1,5 +1,6 @@
 """One pipeline called from several threads (as a threaded server calls it)
 gives every doc the layers a single thread gives it, bit for bit."""
+
 import random
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,7 +22,9 @@ def test_a_pipeline_called_from_a_thread_pool_gives_what_one_thread_gives():
     expected = [nlp(text)._.elmo.layers for text in texts]
     with ThreadPoolExecutor(4) as pool:
         docs = list(pool.map(nlp, texts))
-    wrong = [i for i, (doc, layers) in enumerate(zip(docs, expected)) if not numpy.array_equal(doc._.elmo.layers, layers)]
+    wrong = [
+        i for i, (doc, layers) in enumerate(zip(docs, expected)) if not numpy.array_equal(doc._.elmo.layers, layers)
+    ]
     assert wrong == []
     # and the pipeline the threads leave gives the same layers again on one thread
     assert all(numpy.array_equal(nlp(text)._.elmo.layers, layers) for text, layers in zip(texts, expected))

@@ -1,5 +1,6 @@
 """A fixed `vector_mix` is refused unless every weight is finite in float32,
 the precision the mix is applied in."""
+
 import numpy
 import pytest
 import spacy

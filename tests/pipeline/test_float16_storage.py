@@ -1,5 +1,6 @@
 """store_dtype = "float16" never stores inf: a doc whose layers float16 cannot
 hold keeps them as float32, with a warning (W001); the others are float16."""
+
 import numpy
 import pytest
 import torch
@@ -31,8 +32,11 @@ def test_float16_keeps_float32_for_a_doc_beyond_its_range_with_a_warning(bilm_di
     want = [doc._.elmo.layers for doc in scaled_pipeline(bilm_dir, "float32").pipe([LARGE, SMALL])]
     assert numpy.abs(want[0]).max() > 1.5 * FLOAT16_MAX and numpy.abs(want[1]).max() < FLOAT16_MAX / 1.5
     nlp = scaled_pipeline(bilm_dir, "float16")
-    with pytest.warns(UserWarning, match=r"W001\] store_dtype is 'float16', but the layers of 1 of the 2 docs.*"
-                      r"stored as float32.*\[components\.elmo\]") as caught:
+    with pytest.warns(
+        UserWarning,
+        match=r"W001\] store_dtype is 'float16', but the layers of 1 of the 2 docs.*"
+        r"stored as float32.*\[components\.elmo\]",
+    ) as caught:
         large, small = nlp.pipe([LARGE, SMALL])
     assert len([w for w in caught if "W001" in str(w.message)]) == 1  # one warning for the batch
     assert large._.elmo.layers.dtype == numpy.float32

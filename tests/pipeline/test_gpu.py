@@ -1,4 +1,5 @@
 """The component, the listeners and `spacy train --gpu-id 0` on a CUDA device."""
+
 import json
 import subprocess
 import sys
@@ -76,8 +77,11 @@ def test_pipe_under_require_gpu_gives_host_arrays_that_travel(bilm_dir):
         assert all(isinstance(d._.elmo.layers, numpy.ndarray) for d in docs)
         assert all(isinstance(d._.elmo.mix, numpy.ndarray) for d in docs)
         assert numpy.isfinite(docs[0].vector).all() and numpy.abs(docs[0].vector).max() > 0
-        restored = list(DocBin(docs=docs, store_user_data=True).from_bytes(
-            DocBin(docs=docs, store_user_data=True).to_bytes()).get_docs(nlp.vocab))
+        restored = list(
+            DocBin(docs=docs, store_user_data=True)
+            .from_bytes(DocBin(docs=docs, store_user_data=True).to_bytes())
+            .get_docs(nlp.vocab)
+        )
         for a, b in zip(docs, restored):
             numpy.testing.assert_array_equal(a._.elmo.layers, b._.elmo.layers)
         # The number of host synchronisations per batch does not grow with the docs in it.
@@ -110,8 +114,9 @@ def test_the_cuda_graphs_setting_gives_the_same_layers(bilm_dir):
     spacy.require_gpu(0)
     try:
         eager, _ = elmo_pipeline(bilm_dir, with_ner=False, model={"@architectures": "spacy-elmo.BiLM.v1"})
-        graphed, _ = elmo_pipeline(bilm_dir, with_ner=False,
-                                   model={"@architectures": "spacy-elmo.BiLM.v1", "cuda_graphs": True})
+        graphed, _ = elmo_pipeline(
+            bilm_dir, with_ner=False, model={"@architectures": "spacy-elmo.BiLM.v1", "cuda_graphs": True}
+        )
         expected = [d._.elmo.layers for d in eager.pipe(texts, batch_size=8)]
         found = [d._.elmo.layers for d in graphed.pipe(texts, batch_size=8)]
         graphs = get_bilm(graphed.get_pipe("elmo").model).lstm.graphs

@@ -1,5 +1,6 @@
 """`[components.elmo.model] precision = "int8"`: the `elmo` component's biLM with int8
 LSTM products where they pay on this CPU, float32 with a warning where they do not."""
+
 import warnings
 
 import numpy

@@ -1,5 +1,6 @@
 """The training cache of a frozen `elmo` serves the layers of the biLM it
 holds now: new weights, however loaded, empty it."""
+
 import numpy
 import pytest
 import torch
@@ -21,8 +22,14 @@ def test_the_training_cache_is_emptied_when_new_weights_are_loaded(bilm_dir, tmp
     get_bilm(other.model).clear_token_cache()  # weights changed in place (see BiLM.clear_token_cache)
     received = []
     original = ElmoListenerModel.receive
-    monkeypatch.setattr(ElmoListenerModel, "receive", lambda self, batch_id, outputs, backprop: (
-        received.append([x.copy() for x in outputs]), original(self, batch_id, outputs, backprop))[1])
+    monkeypatch.setattr(
+        ElmoListenerModel,
+        "receive",
+        lambda self, batch_id, outputs, backprop: (
+            received.append([x.copy() for x in outputs]),
+            original(self, batch_id, outputs, backprop),
+        )[1],
+    )
     optimizer = nlp.create_optimizer()
     nlp.update(examples[:4], sgd=optimizer)  # fills the cache with the first biLM's layers
     assert len(elmo.train_cache) == 4
@@ -48,8 +55,14 @@ def test_listeners_get_the_same_layers_in_every_epoch(bilm_dir, monkeypatch, sto
     nlp, examples = elmo_pipeline(bilm_dir, store_dtype=store_dtype, train_cache_mb=train_cache_mb)
     received = []
     original = ElmoListenerModel.receive
-    monkeypatch.setattr(ElmoListenerModel, "receive", lambda self, batch_id, outputs, backprop: (
-        received.append([x.copy() for x in outputs]), original(self, batch_id, outputs, backprop))[1])
+    monkeypatch.setattr(
+        ElmoListenerModel,
+        "receive",
+        lambda self, batch_id, outputs, backprop: (
+            received.append([x.copy() for x in outputs]),
+            original(self, batch_id, outputs, backprop),
+        )[1],
+    )
     optimizer = nlp.create_optimizer()
     for _ in range(2):
         nlp.update(examples[:4], sgd=optimizer)

@@ -1,5 +1,6 @@
 """A listener's mix is whatever layer its config names: found through the
 ref "mix", never by the name of `ScalarMix`."""
+
 import numpy
 import spacy
 
@@ -23,14 +24,22 @@ def test_a_mix_of_another_kind_trains_and_predicts_through_the_listener(bilm_dir
 
     from spacy_elmo.layer_mixes import listener_mixes
 
-    assert listener_mixes(loaded) == {"ner": {"weights": None, "gamma": None, "upstream": "elmo",
-                                              "layer": "test-average-mix"}}
+    assert listener_mixes(loaded) == {
+        "ner": {"weights": None, "gamma": None, "upstream": "elmo", "layer": "test-average-mix"}
+    }
 
 
 def test_the_scalar_mix_inside_a_larger_mix_is_the_one_reported(bilm_dir):
-    nlp, examples = pipeline_with({"@layers": "chain.v1", "*": {
-        "mix": {"@layers": "spacy-elmo.ScalarMix.v1"}, "scale": {"@layers": "Dropout.v1", "rate": 0.0},
-    }}, bilm_dir)
+    nlp, examples = pipeline_with(
+        {
+            "@layers": "chain.v1",
+            "*": {
+                "mix": {"@layers": "spacy-elmo.ScalarMix.v1"},
+                "scale": {"@layers": "Dropout.v1", "rate": 0.0},
+            },
+        },
+        bilm_dir,
+    )
     nlp.initialize(lambda: examples)
     from spacy_elmo.layer_mixes import listener_mixes
 

@@ -1,6 +1,7 @@
 """A listener reads doc._.elmo and never runs the biLM itself, except for the
 sample docs of initialisation: a pipeline whose `elmo` component did not run
 fails with E409 instead of silently running the biLM inside the NER."""
+
 import pytest
 import spacy
 

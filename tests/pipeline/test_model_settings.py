@@ -2,6 +2,7 @@
 the biLM's, a listener's mix and dropout) live in the config alone: an
 override at `spacy.load`, or an edit of the saved config.cfg, is what the
 model does, whatever the saved model holds."""
+
 import copy
 import warnings
 
@@ -52,7 +53,9 @@ def test_window_size_at_load_is_the_window_read(tmp_path, bilm_dir, how):
         config.to_disk(path / "config.cfg")
         loaded = spacy.load(path)
     assert loaded.config["components"]["elmo"]["model"]["window_size"] == 4
-    fresh, _ = elmo_pipeline(bilm_dir, with_ner=False, model={"@architectures": BILM, "max_batch_tokens": 4096, "window_size": 4})
+    fresh, _ = elmo_pipeline(
+        bilm_dir, with_ner=False, model={"@architectures": BILM, "max_batch_tokens": 4096, "window_size": 4}
+    )
     want = layers(fresh)
     assert differ(want, layers(saved))  # windows of 4 read a 14-token doc otherwise than one of 128
     for got, expected in zip(layers(loaded), want):
@@ -68,7 +71,9 @@ def test_a_save_with_the_settings_as_separate_attrs_loads_with_the_configs(tmp_p
     msg["attrs"][0] = {name: srsly.msgpack_dumps(value) for name, value in old.items()}
     (path / "elmo" / "model").write_bytes(srsly.msgpack_dumps(msg))
     loaded = spacy.load(path, config=override(window_size=4))
-    fresh, _ = elmo_pipeline(bilm_dir, with_ner=False, model={"@architectures": BILM, "max_batch_tokens": 4096, "window_size": 4})
+    fresh, _ = elmo_pipeline(
+        bilm_dir, with_ner=False, model={"@architectures": BILM, "max_batch_tokens": 4096, "window_size": 4}
+    )
     for got, expected in zip(layers(loaded), layers(fresh)):
         assert_close_to_scale(got, expected)
 
@@ -157,7 +162,10 @@ def saved_ner(tmp_path_factory, fixture_paths):
     ner["tok2vec"]["elmo"].update(mix={"@layers": MIX}, dropout=0.1)
     nlp.add_pipe("ner", config={"model": ner})
     examples = examples_of(nlp, make_docs(nlp, 8))
-    nlp.config["initialize"]["components"]["elmo"] = {"options_file": str(fixture_paths[0].parent), "weights_file": None}
+    nlp.config["initialize"]["components"]["elmo"] = {
+        "options_file": str(fixture_paths[0].parent),
+        "weights_file": None,
+    }
     nlp.initialize(lambda: examples)
     mix = nlp.get_pipe("elmo").listeners[0].mix
     mix.set_param("s", numpy.asarray([1.0, 0.0, -1.0], dtype="float32"))
@@ -177,11 +185,15 @@ def mixed(listener, doc):
     return listener.predict([doc])[0]
 
 
-@pytest.mark.parametrize("setting,expected", [
-    ({"layer": 0}, lambda H: H[0]),
-    ({"average": True}, lambda H: H.mean(axis=0)),
-    ({"layer_norm": True}, lambda H: numpy.tensordot(softmax([1.0, 0.0, -1.0]), normalised(H), axes=1)),
-], ids=["layer", "average", "layer_norm"])
+@pytest.mark.parametrize(
+    "setting,expected",
+    [
+        ({"layer": 0}, lambda H: H[0]),
+        ({"average": True}, lambda H: H.mean(axis=0)),
+        ({"layer_norm": True}, lambda H: numpy.tensordot(softmax([1.0, 0.0, -1.0]), normalised(H), axes=1)),
+    ],
+    ids=["layer", "average", "layer_norm"],
+)
 def test_a_mix_setting_at_load_is_the_mix_applied(saved_ner, setting, expected):
     nlp, listener = load_listener(saved_ner, mix=setting)
     doc = nlp("Bob went to Paris .")

@@ -1,6 +1,7 @@
 """ELMo at the task encoder's output too (`spacy-elmo.ElmoTok2Vec.v2` with
 `output_elmo`): two listeners in one component, each with its own mix, both
 fed by the one `elmo` component."""
+
 import copy
 from pathlib import Path
 
@@ -103,11 +104,14 @@ def test_a_fine_tuned_bilm_gets_the_gradients_of_both_listeners_of_one_component
     elmo = nlp.get_pipe("elmo")
     events = []
     for listener in elmo.listeners:
+
         def receive(batch_id, outputs, backprop, listener=listener, original=listener.receive):
             def spy(d_outputs):
                 events.append(("listener", listener.id, [d.copy() for d in d_outputs]))
                 return backprop(d_outputs)
+
             original(batch_id, outputs, spy)
+
         listener.receive = receive
     begin_update = Model.begin_update
 
@@ -119,6 +123,7 @@ def test_a_fine_tuned_bilm_gets_the_gradients_of_both_listeners_of_one_component
         def spy(dY):
             events.append(("bilm", None, [d.copy() for d in dY]))
             return backprop(dY)
+
         return Y, spy
 
     monkeypatch.setattr(Model, "begin_update", spy_begin_update)
@@ -163,7 +168,9 @@ def test_replacing_both_listeners_of_a_component_keeps_its_predictions(bilm_dir,
     nlp.replace_listeners("elmo", "ner", ["model.tok2vec.elmo", "model.tok2vec.output_elmo"])
     assert nlp.get_pipe("elmo").listeners == []
     tok2vec = nlp.config["components"]["ner"]["model"]["tok2vec"]
-    assert tok2vec["elmo"]["@architectures"] == tok2vec["output_elmo"]["@architectures"] == "spacy-elmo.ElmoStandalone.v1"
+    assert (
+        tok2vec["elmo"]["@architectures"] == tok2vec["output_elmo"]["@architectures"] == "spacy-elmo.ElmoStandalone.v1"
+    )
     assert tok2vec["output_elmo"]["mix"]["l2_to_uniform"] == 0.01  # each copy keeps its own mix's settings
     assert (tok2vec["elmo"]["mix"] or {}).get("l2_to_uniform", 0.0) == 0.0
     assert [[(e.start, e.end, e.label_) for e in doc.ents] for doc in nlp.pipe(TEXTS)] == ents

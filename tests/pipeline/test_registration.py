@@ -1,5 +1,6 @@
 """spaCy and srsly find what the package registers through its entry points
 (setup.cfg), so nothing depends on `import spacy_elmo` having run first."""
+
 import json
 import subprocess
 import sys

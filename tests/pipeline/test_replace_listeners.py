@@ -1,6 +1,7 @@
 """A listener replaced by its own copy of the biLM (`nlp.replace_listeners`)
 predicts what it predicted while listening: the copy reads the sentences the
 `elmo` component read, not boundaries that components after `elmo` set."""
+
 import copy
 
 import numpy
@@ -16,10 +17,17 @@ from .pipelines import NER_ELMO
 from .util import examples_of, make_docs
 
 TOK2VEC = NER_ELMO["tok2vec"]
-TEXTCAT = {"model": {
-    "@architectures": "spacy.TextCatReduce.v1", "exclusive_classes": False, "use_reduce_first": False,
-    "use_reduce_last": False, "use_reduce_max": False, "use_reduce_mean": True, "tok2vec": TOK2VEC,
-}}
+TEXTCAT = {
+    "model": {
+        "@architectures": "spacy.TextCatReduce.v1",
+        "exclusive_classes": False,
+        "use_reduce_first": False,
+        "use_reduce_last": False,
+        "use_reduce_max": False,
+        "use_reduce_mean": True,
+        "tok2vec": TOK2VEC,
+    }
+}
 TEXTS = [
     "Bob went to Paris . It was lovely and fine . Then Carol came to Lima and it was dull .",
     "Erin went to Tokyo and it was awful . Dave stayed home .",
@@ -64,9 +72,11 @@ def tok2vec_outputs(nlp, component, texts):
 def outputs(nlp, component, texts):
     vectors = tok2vec_outputs(nlp, component, texts)
     docs = list(nlp.pipe(texts))
-    predicted = [doc.cats for doc in docs] if component.startswith("textcat") else [
-        [(e.start, e.end, e.label_) for e in doc.ents] for doc in docs
-    ]
+    predicted = (
+        [doc.cats for doc in docs]
+        if component.startswith("textcat")
+        else [[(e.start, e.end, e.label_) for e in doc.ents] for doc in docs]
+    )
     return vectors, predicted
 
 
@@ -80,12 +90,15 @@ def assert_same(before, after):
         assert before[1] == after[1]
 
 
-@pytest.mark.parametrize("before,between,listener", [
-    ([], ["sentencizer"], "textcat_multilabel"),
-    ([], ["every_third_token_starts_a_sentence"], "ner"),
-    (["sentencizer"], [], "textcat_multilabel"),
-    (["sentencizer"], ["every_third_token_starts_a_sentence"], "textcat_multilabel"),
-])
+@pytest.mark.parametrize(
+    "before,between,listener",
+    [
+        ([], ["sentencizer"], "textcat_multilabel"),
+        ([], ["every_third_token_starts_a_sentence"], "ner"),
+        (["sentencizer"], [], "textcat_multilabel"),
+        (["sentencizer"], ["every_third_token_starts_a_sentence"], "textcat_multilabel"),
+    ],
+)
 def test_replaced_listener_predicts_the_same(bilm_dir, tmp_path, before, between, listener):
     nlp = trained(bilm_dir, before, between, listener)
     want = outputs(nlp, listener, TEXTS)

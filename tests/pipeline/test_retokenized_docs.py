@@ -1,5 +1,6 @@
 """A doc retokenized after the `elmo` component ran: every read of its layers
 is a coded error (E410), never the rows of other tokens."""
+
 import numpy
 import pytest
 from spacy.tokens import DocBin
@@ -37,10 +38,19 @@ def every_read(doc, listener):
 
 
 @pytest.mark.parametrize("change", ["merge", "split", "merge and split"])
-@pytest.mark.parametrize("read", [
-    "doc._.elmo", "token elmo_vector", "span elmo_vector", "doc elmo_vector", "token .vector hook",
-    "doc .vector hook", "similarity hook", "listener",
-])
+@pytest.mark.parametrize(
+    "read",
+    [
+        "doc._.elmo",
+        "token elmo_vector",
+        "span elmo_vector",
+        "doc elmo_vector",
+        "token .vector hook",
+        "doc .vector hook",
+        "similarity hook",
+        "listener",
+    ],
+)
 def test_every_read_of_a_retokenized_doc_is_a_coded_error(nlp, change, read):
     doc = nlp(TEXT)
     with doc.retokenize() as retokenizer:
@@ -75,8 +85,11 @@ def test_running_the_component_again_replaces_the_layers(nlp):
 
 def test_the_check_travels_through_a_docbin(nlp):
     doc = nlp(TEXT)
-    restored = next(DocBin(docs=[doc], store_user_data=True).from_bytes(
-        DocBin(docs=[doc], store_user_data=True).to_bytes()).get_docs(nlp.vocab))
+    restored = next(
+        DocBin(docs=[doc], store_user_data=True)
+        .from_bytes(DocBin(docs=[doc], store_user_data=True).to_bytes())
+        .get_docs(nlp.vocab)
+    )
     numpy.testing.assert_array_equal(restored[3]._.elmo_vector, doc[3]._.elmo_vector)
     with restored.retokenize() as retokenizer:
         retokenizer.merge(restored[0:3])

@@ -1,6 +1,7 @@
 """How docs are cut for the biLM is a registered setting of BiLM.v1: the
 default is what it always was, and `spacy-elmo.windows.v1` reads windows
 across sentences, overlapping ones kept where each token is most central."""
+
 import numpy
 import pytest
 import spacy
@@ -28,8 +29,13 @@ def test_the_default_segments_are_sentences_then_windows_of_window_size():
     with_sentences = doc_with_sentences([str(i) for i in range(12)], {0, 3, 9})
     segments = _segments([plain, with_sentences], read_sentences, 4)
     assert segments == [
-        (0, 0, 4, 0, 4), (0, 4, 8, 4, 8), (0, 8, 10, 8, 10),
-        (1, 0, 3, 0, 3), (1, 3, 7, 3, 7), (1, 7, 9, 7, 9), (1, 9, 12, 9, 12),
+        (0, 0, 4, 0, 4),
+        (0, 4, 8, 4, 8),
+        (0, 8, 10, 8, 10),
+        (1, 0, 3, 0, 3),
+        (1, 3, 7, 3, 7),
+        (1, 7, 9, 7, 9),
+        (1, 9, 12, 9, 12),
     ]
     touching = window_segmenter()
     assert [w for w in touching(plain, sentence_starts(plain), 4)] == [s[1:] for s in segments[:3]]
@@ -61,7 +67,9 @@ def layers_of(nlp):
 @pytest.mark.parametrize("sentencizer", [False, True])
 def test_a_config_without_a_segmenter_gives_the_same_output_as_before(bilm_dir, tmp_path, sentencizer):
     nlp, _ = elmo_pipeline(bilm_dir, with_ner=False, model=BILM)
-    explicit, _ = elmo_pipeline(bilm_dir, with_ner=False, model={**BILM, "segmenter": {"@misc": "spacy-elmo.sentences.v1"}})
+    explicit, _ = elmo_pipeline(
+        bilm_dir, with_ner=False, model={**BILM, "segmenter": {"@misc": "spacy-elmo.sentences.v1"}}
+    )
     if sentencizer:
         nlp.add_pipe("sentencizer", first=True)
         explicit.add_pipe("sentencizer", first=True)
@@ -104,14 +112,18 @@ def test_windows_settings_out_of_range_are_coded_errors(bilm_dir):
     with pytest.raises(ElmoError, match=r"E411.*size = 0"):
         window_segmenter(size=0)
     with pytest.raises(ElmoError, match=r"E411.*stride = 7 is more than size = 6.*window_size"):
-        elmo_pipeline(bilm_dir, with_ner=False, model={**BILM, "segmenter": {"@misc": "spacy-elmo.windows.v1", "stride": 7}})
-
+        elmo_pipeline(
+            bilm_dir, with_ner=False, model={**BILM, "segmenter": {"@misc": "spacy-elmo.windows.v1", "stride": 7}}
+        )
 
 
 def first_half(doc, sentence_starts, window_size):
     """Windows over the doc's first half only: the second half is in none."""
     half = len(doc) // 2
-    return [(start, min(half, start + window_size), start, min(half, start + window_size)) for start in range(0, half, window_size)]
+    return [
+        (start, min(half, start + window_size), start, min(half, start + window_size))
+        for start in range(0, half, window_size)
+    ]
 
 
 def each_token_twice(doc, sentence_starts, window_size):
@@ -142,17 +154,22 @@ def saved(tmp_path_factory, fixture_paths):
     return path
 
 
-@pytest.mark.parametrize("segmenter,problem", [
-    (first_half, r"keep no vectors for tokens 7\.\.15"),
-    (each_token_twice, r"keep tokens 0\.\.2 from more than one window"),
-    (past_the_end, r"include \(0, 17, 0, 17\), which is not a range inside the doc"),
-    (floats, r"include \(0\.0, 15\.0, 0\.0, 15\.0\), not 4 whole numbers"),
-])
+@pytest.mark.parametrize(
+    "segmenter,problem",
+    [
+        (first_half, r"keep no vectors for tokens 7\.\.15"),
+        (each_token_twice, r"keep tokens 0\.\.2 from more than one window"),
+        (past_the_end, r"include \(0, 17, 0, 17\), which is not a range inside the doc"),
+        (floats, r"include \(0\.0, 15\.0, 0\.0, 15\.0\), not 4 whole numbers"),
+    ],
+)
 def test_a_registered_segmenter_must_keep_every_token_exactly_once(saved, segmenter, problem):
     segmenter_cfg = {"@misc": f"test.{segmenter.__name__}.v1"}
     nlp = spacy.load(saved, config={"components": {"elmo": {"model": {"segmenter": segmenter_cfg}}}})
     name = rf"'tests\.pipeline\.test_segmenters\.{segmenter.__name__}'"
-    with pytest.raises(ElmoError, match=rf"E412\] The segmenter {name} cut the doc '{LONG[:20]}.*\(15 tokens\).*{problem}"):
+    with pytest.raises(
+        ElmoError, match=rf"E412\] The segmenter {name} cut the doc '{LONG[:20]}.*\(15 tokens\).*{problem}"
+    ):
         nlp(LONG)
 
 

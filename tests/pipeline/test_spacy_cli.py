@@ -1,6 +1,7 @@
 """An ELMo pipeline through spaCy's own CLI: ``spacy package`` (installed in a
 fresh virtual environment, offline), ``spacy evaluate``, ``spacy benchmark
 speed``, and our commands as ``python -m spacy elmo``."""
+
 import json
 import re
 import site
@@ -94,9 +95,12 @@ def test_spacy_package_wheel_installs_offline_in_a_fresh_venv_and_predicts_the_s
     python = venv / "bin" / "python"
     purelib = Path(run("-c", "import sysconfig; print(sysconfig.get_path('purelib'))", python=python).strip())
     (purelib / "outer_environment.pth").write_text(
-        "".join(f"import site; site.addsitedir({folder!r})\n" for folder in site.getsitepackages()))
+        "".join(f"import site; site.addsitedir({folder!r})\n" for folder in site.getsitepackages())
+    )
     run("-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check", "-q", wheel, python=python)
-    got = json.loads(run("-c", PREDICT, PACKAGE, json.dumps(TEXTS), cwd=tmp_path, python=python).strip().splitlines()[-1])
+    got = json.loads(
+        run("-c", PREDICT, PACKAGE, json.dumps(TEXTS), cwd=tmp_path, python=python).strip().splitlines()[-1]
+    )
     assert Path(got["file"]).is_relative_to(venv)  # loaded from the installed package, not from here
     assert got["ents"] == want["ents"]
     for loaded, original in zip(got["cats"], want["cats"]):
@@ -115,8 +119,21 @@ def test_spacy_evaluate_and_benchmark_speed_run_on_an_elmo_pipeline(tmp_path, tr
     scores = json.loads(output.read_text())
     assert 0 <= scores["ents_f"] <= 1 and 0 <= scores["cats_score"] <= 1, scores
     assert "NER P" in out and "TEXTCAT" in out
-    out = run("-m", "spacy", "benchmark", "speed", path / "pipeline", path / "dev.spacy",
-              "--batch-size", "2", "--batches", "30", "--warmup", "1", cwd=tmp_path)
+    out = run(
+        "-m",
+        "spacy",
+        "benchmark",
+        "speed",
+        path / "pipeline",
+        path / "dev.spacy",
+        "--batch-size",
+        "2",
+        "--batches",
+        "30",
+        "--warmup",
+        "1",
+        cwd=tmp_path,
+    )
     assert re.search(r"Mean: [\d.,]+ words/s", out), out[-1500:]
 
 

@@ -1,4 +1,5 @@
 """`spacy train` on the shipped configs, and saved pipelines in fresh processes."""
+
 import json
 import shutil
 import subprocess
@@ -19,12 +20,16 @@ def uniform_distance(mix):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config,scores,mix_names", [
-    ("ner_elmo.cfg", ["ents_f"], {"ner"}), ("textcat_elmo.cfg", ["cats_score"], {"textcat"}),
-    ("joint_elmo.cfg", ["ents_f", "cats_score"], {"ner", "textcat"}),
-    ("ner_elmo_output.cfg", ["ents_f"], {"ner#elmo", "ner#output_elmo"}),  # ELMo at the encoder's output too
-    ("textcat_elmo_output.cfg", ["cats_score"], {"textcat#elmo", "textcat#output_elmo"}),
-])
+@pytest.mark.parametrize(
+    "config,scores,mix_names",
+    [
+        ("ner_elmo.cfg", ["ents_f"], {"ner"}),
+        ("textcat_elmo.cfg", ["cats_score"], {"textcat"}),
+        ("joint_elmo.cfg", ["ents_f", "cats_score"], {"ner", "textcat"}),
+        ("ner_elmo_output.cfg", ["ents_f"], {"ner#elmo", "ner#output_elmo"}),  # ELMo at the encoder's output too
+        ("textcat_elmo_output.cfg", ["cats_score"], {"textcat#elmo", "textcat#output_elmo"}),
+    ],
+)
 def test_spacy_train_cli(tmp_path, corpus_dir, bilm_dir, config, scores, mix_names):
     meta = spacy_train(config, tmp_path / "out", corpus_dir, bilm_dir)
     for score in scores:
@@ -69,7 +74,8 @@ def test_overfit_save_and_load_in_a_fresh_process(tmp_path, bilm_dir):
     shutil.rmtree(bilm_dir)  # the saved pipeline must not need the original files
     result = subprocess.run(
         [sys.executable, "-c", LOAD_AND_PREDICT, str(tmp_path / "pipeline"), json.dumps(texts)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     loaded_ents, loaded_layers = (json.loads(line) for line in result.stdout.strip().splitlines()[-2:])

@@ -1,4 +1,5 @@
 """`set_vector_hooks`: `.vector` and `.similarity()` follow doc._.elmo wherever it goes."""
+
 import numpy
 import pytest
 from spacy.tokens import DocBin

@@ -1,4 +1,5 @@
 """Tiny labelled data for the pipeline tests."""
+
 import random
 
 from spacy.tokens import Span

@@ -1,4 +1,5 @@
 """The project workflow end to end on tiny synthetic assets (no network)."""
+
 import csv
 import json
 import random
@@ -50,7 +51,9 @@ def write_assets(assets: Path, rng: random.Random) -> None:
             writer = csv.writer(f)
             for i in range(60):
                 positive = i % 2 == 0
-                writer.writerow(["1" if positive else "-1", sentence(rng, n_words) + (" great fun" if positive else " dull mess")])
+                writer.writerow(
+                    ["1" if positive else "-1", sentence(rng, n_words) + (" great fun" if positive else " dull mess")]
+                )
         outputs["pattern"].append(rel)
     (assets / "oanc").mkdir()
     (assets / "oanc" / "tagged-en-oanc.txt").write_text(
@@ -96,7 +99,8 @@ def test_all_workflow_end_to_end(tmp_path):
     overrides = [arg for key, value in TINY.items() for arg in (f"--{key}", value)]
     result = subprocess.run(
         [sys.executable, "-m", "spacy", "project", "run", "all", str(project), *overrides],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     config = load_project_config(project, overrides={k: v for k, v in TINY.items()})
@@ -157,8 +161,10 @@ def test_vars_published_makes_the_elmo_runs_read_the_published_model_untuned():
 
 
 def test_vars_tune_text_makes_the_tune_steps_read_unlabelled_text():
-    for overrides, expected in (({}, ""), ({"vars.tune_text_ner": "corpus/v2/pretrain/train_tweets.txt"},
-                                         "corpus/v2/pretrain/train_tweets.txt")):
+    for overrides, expected in (
+        ({}, ""),
+        ({"vars.tune_text_ner": "corpus/v2/pretrain/train_tweets.txt"}, "corpus/v2/pretrain/train_tweets.txt"),
+    ):
         commands = {c["name"]: c for c in load_project_config(ROOT, overrides=overrides)["commands"]}
         for task, text in (("ner", expected), ("sentiment5", "")):
             (tune,) = [line for line in commands[f"tune-bilm-{task}"]["script"] if "experiments.demo.tune" in line]
@@ -168,8 +174,7 @@ def test_vars_tune_text_makes_the_tune_steps_read_unlabelled_text():
 
 def test_the_full_workflow_runs_the_evaluation_then_writes_its_report():
     config = load_project_config(ROOT)
-    assert config["workflows"]["full"] == ["fetch-data", "fetch-glove", "convert-v2eval", "run-v2eval",
-                                           "report-v2eval"]
+    assert config["workflows"]["full"] == ["fetch-data", "fetch-glove", "convert-v2eval", "run-v2eval", "report-v2eval"]
     commands = {c["name"]: c for c in config["commands"]}
     converted = set(commands["convert-v2eval"]["outputs"])
     assert {dep for dep in commands["run-v2eval"]["deps"] if dep.startswith("corpus/")} <= converted
@@ -198,8 +203,17 @@ def tiny_tune_project(tmp_path):
 @pytest.mark.slow
 def test_the_tune_step_with_vars_published_links_the_model_or_says_what_to_download(tmp_path):
     project = tiny_tune_project(tmp_path)
-    command = [sys.executable, "-m", "spacy", "project", "run", "tune-bilm-ner", str(project),
-               "--vars.published", PUBLISHED]
+    command = [
+        sys.executable,
+        "-m",
+        "spacy",
+        "project",
+        "run",
+        "tune-bilm-ner",
+        str(project),
+        "--vars.published",
+        PUBLISHED,
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 1
     assert "Traceback" not in result.stdout + result.stderr

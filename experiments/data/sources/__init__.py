@@ -30,6 +30,7 @@ Left out on purpose (found in the same or nearby packages):
   fragments ("not converted into soap") rather than running text, with the
   examples made up to show one word in use.
 """
+
 import json
 from dataclasses import dataclass
 from functools import partial
@@ -42,7 +43,6 @@ from experiments.data.archive import (
     read_members,
     verify_sha256,
 )
-from experiments.data.text import Document
 from experiments.data.sources.bbc import read_bbc
 from experiments.data.sources.brown import read_brown
 from experiments.data.sources.dialogue import read_dialogue
@@ -55,6 +55,7 @@ from experiments.data.sources.tatoeba import read_tatoeba
 from experiments.data.sources.tweets import read_tweets
 from experiments.data.sources.wiki import read_wiki
 from experiments.data.sources.wikitext import read_wikitext
+from experiments.data.text import Document
 from experiments.files import write_atomic
 
 # Corpus v1's sources: their file (or folder) under the assets folder and its reader.

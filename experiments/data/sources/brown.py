@@ -5,6 +5,7 @@ Tags go (``strip_tagged_line``: ``Atlanta's/np$`` -> ``Atlanta's``), the ASCII
 quotes `````` and ``''`` become ``"``, and each sample is one document in lines of
 five sentences.
 """
+
 from experiments.data.archive import decode_text
 from experiments.data.text import Document, group_lines, strip_tagged_line
 

@@ -4,6 +4,7 @@ The text is lower-cased at the source and kept so (the biLM sees it as informal,
 uncased speech). Exchanges are cut into pseudo-documents of
 ``EXCHANGES_PER_DOC`` lines in file order.
 """
+
 from experiments.data.archive import decode_text
 from experiments.data.text import Document, normalize_space
 

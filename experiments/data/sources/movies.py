@@ -5,6 +5,7 @@ The CSV (``category,text,movie_name,has_plot_and_reviews``; category ``plot``,
 ``fresh`` or ``rotten``) is the source of the sentence-polarity snippets, so the
 leakage filter removes many of its snippets from the corpus.
 """
+
 import csv
 import io
 

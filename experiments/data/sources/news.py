@@ -7,6 +7,7 @@ round trip: ``"?`` stands where a closing quote and a space were (``said,"?he``)
 and, after a space, where a dash was (``WASHINGTON "?The``). Both are repaired;
 the few U+FFFD replacement characters (in Irish and German names) are removed.
 """
+
 import csv
 import io
 import re

@@ -6,6 +6,7 @@ stripped, cut into pseudo-documents of ``OANC_SENTENCES_PER_DOC`` sentences in l
 ``SENTENCES_PER_LINE``), and `read_tagged`, the ``(word, tag)`` pairs of the part-of-speech task
 (``experiments.convert.pos``), whose blocks are the same pseudo-documents.
 """
+
 from pathlib import Path
 
 from experiments.data.text import Document, group_lines, strip_pos_tag, strip_tagged_line
@@ -43,8 +44,9 @@ def read_tagged(path: Path) -> list[TaggedSentence]:
         for token in line.split():
             word, slash, tag = token.rpartition("/")
             if not slash or not word or not tag:
-                raise ExperimentError(f"{path}:{number}", expected="word/TAG tokens",
-                                      found=f"{token!r} in {line[:80]!r}")
+                raise ExperimentError(
+                    f"{path}:{number}", expected="word/TAG tokens", found=f"{token!r} in {line[:80]!r}"
+                )
             pairs.append((strip_pos_tag(token), tag))
         sentences.append(pairs)
     return sentences

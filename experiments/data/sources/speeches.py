@@ -3,6 +3,7 @@ US party convention speeches. One document per speech, one paragraph a line.
 
 Both are CSV files with a ``text`` column; paragraphs are separated by newlines.
 """
+
 import csv
 import io
 

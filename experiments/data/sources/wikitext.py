@@ -7,6 +7,7 @@ document; headings are dropped; the markers are joined back (``well @-@ known`` 
 ``well-known``, ``1 @,@ 000`` -> ``1,000``). The tokenisation is otherwise kept, as
 for the Pang & Lee reviews and the OANC sample of corpus v1.
 """
+
 import re
 
 from experiments.data.archive import decode_text

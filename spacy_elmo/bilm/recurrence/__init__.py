@@ -11,6 +11,7 @@
 - graphs.py: the same replayed from CUDA graphs;
 - quantized.py: without gradients with int8 products (CPU).
 """
+
 from .graphs import RecurrenceGraphs
 from .layout import LayerState
 from .paths import RecurrencePaths

@@ -28,6 +28,7 @@ recurrent product is one (rows, p) x (p, 4 * lstm_dim) matrix product.
 `tests/bilm/test_lstm_backward.py` checks values and gradients against
 autograd through the step-by-step path.
 """
+
 from typing import List, Optional, Sequence
 
 import torch
@@ -65,8 +66,17 @@ def lstm_layer(
     """
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     return _ProjectedLSTM.apply(
-        x, W_input, W_hidden, bias, forget_bias, W_proj, list(batch_sizes), float(cell_clip or 0),
-        float(proj_clip or 0), work, product_dtype or work,
+        x,
+        W_input,
+        W_hidden,
+        bias,
+        forget_bias,
+        W_proj,
+        list(batch_sizes),
+        float(cell_clip or 0),
+        float(proj_clip or 0),
+        work,
+        product_dtype or work,
     )
 
 

@@ -14,6 +14,7 @@ on its own (``__fmul_rn``/``__fadd_rn`` are never contracted into a fused
 multiply-add), so its values are those of the eight kernels; the GPU tests
 compare the two.
 """
+
 from functools import cache
 from typing import Callable, Optional, Tuple
 
@@ -37,8 +38,12 @@ template <typename T> void elmo_cell_update(T i, T f, T o, T j, T c, T clip, T& 
 
 
 def fused_cell_update(
-    input_gate: torch.Tensor, forget_gate: torch.Tensor, output_gate: torch.Tensor, new_input: torch.Tensor,
-    cell: torch.Tensor, clip: Optional[float],
+    input_gate: torch.Tensor,
+    forget_gate: torch.Tensor,
+    output_gate: torch.Tensor,
+    new_input: torch.Tensor,
+    cell: torch.Tensor,
+    clip: Optional[float],
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """The updated cell and the cell's output (tanh(cell) * output gate, before
     the projection), both new float32 CUDA tensors of `cell`'s shape, from the

@@ -36,6 +36,7 @@ stream, then the capture, and a synchronisation). At most ``max_graphs`` are
 kept, the least recently used dropped first; a graph is captured for the
 arithmetic (TF32 or not) and the device it saw.
 """
+
 import gc
 import threading
 from collections import OrderedDict

@@ -9,6 +9,7 @@ pre-activations to the cell's output, cell_kernel.py); each step's output is wri
 the layer's output, where the next step reads it. A step of fewer than MIN_STEP_ROWS rows runs with
 copies of a row added, which are dropped (layout.py).
 """
+
 from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
@@ -23,8 +24,11 @@ if TYPE_CHECKING:
 
 
 def run_layers(
-    stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int],
-    weights: Optional[List[InferenceWeights]] = None, states: Optional[List[LayerState]] = None,
+    stack: "BiLSTMStack",
+    inputs: torch.Tensor,
+    batch_sizes: List[int],
+    weights: Optional[List[InferenceWeights]] = None,
+    states: Optional[List[LayerState]] = None,
 ) -> List[torch.Tensor]:
     """Every layer's output (2, n_packed, p), layer after layer, as
     `BiLSTMStack.forward` gives them.
@@ -43,8 +47,13 @@ def run_layers(
     x = inputs
     for layer in range(stack.n_layers):
         out = run_layer(
-            x, steps, scratch, weights[layer] if weights is not None else stack.inference_weights(layer),
-            (stack.cell_clip, stack.proj_clip), stack.gate_scale, fused,
+            x,
+            steps,
+            scratch,
+            weights[layer] if weights is not None else stack.inference_weights(layer),
+            (stack.cell_clip, stack.proj_clip),
+            stack.gate_scale,
+            fused,
             states[layer] if states is not None else None,
         )
         if states is not None:
@@ -70,8 +79,13 @@ class _Layer(NamedTuple):
 
 
 def run_layer(
-    x: torch.Tensor, steps: PackedSteps, scratch: torch.Tensor, weights: InferenceWeights,
-    clips: Tuple[Optional[float], Optional[float]], gate_scale: torch.Tensor, fused: bool,
+    x: torch.Tensor,
+    steps: PackedSteps,
+    scratch: torch.Tensor,
+    weights: InferenceWeights,
+    clips: Tuple[Optional[float], Optional[float]],
+    gate_scale: torch.Tensor,
+    fused: bool,
     state: Optional[LayerState] = None,
 ) -> torch.Tensor:
     """One layer from the zero state or `state`, whose cell is updated in place
@@ -94,8 +108,9 @@ def run_layer(
     sizes, offsets = steps.sizes, steps.offsets
     step_outputs = out.split(sizes, dim=1)  # every step's rows, in one call
     for first, end in steps.blocks:
-        step_inputs = _input_gates(x[:, offsets[first] : offsets[end]], sizes[first:end], scratch, W_input, bias,
-                                   gate_scale, c_dim, per_gate)
+        step_inputs = _input_gates(
+            x[:, offsets[first] : offsets[end]], sizes[first:end], scratch, W_input, bias, gate_scale, c_dim, per_gate
+        )
         h, c = _run_steps(layer, views, sizes[first:end], step_inputs, step_outputs[first:end], h, c)
     if fused and state is not None:  # the running rows' cell back into the state's
         state[1][:, : c.shape[1]].copy_(c)
@@ -103,8 +118,14 @@ def run_layer(
 
 
 def _input_gates(
-    x: torch.Tensor, sizes: Sequence[int], scratch: torch.Tensor, W_input: torch.Tensor, bias: torch.Tensor,
-    gate_scale: torch.Tensor, c_dim: int, per_gate: bool,
+    x: torch.Tensor,
+    sizes: Sequence[int],
+    scratch: torch.Tensor,
+    W_input: torch.Tensor,
+    bias: torch.Tensor,
+    gate_scale: torch.Tensor,
+    c_dim: int,
+    per_gate: bool,
 ) -> Tuple[torch.Tensor, ...]:
     """The input-to-gate products and biases of a block of steps, into `scratch`:
     each step's (2, 4, n, c) per gate, (2, n, 4 * c) wide, for x (2, rows, p)
@@ -124,8 +145,13 @@ def _input_gates(
 
 
 def _run_steps(
-    layer: _Layer, views: "_ViewsByRows", sizes: Sequence[int], step_inputs: Sequence[torch.Tensor],
-    step_outputs: Sequence[torch.Tensor], h: torch.Tensor, c: torch.Tensor,
+    layer: _Layer,
+    views: "_ViewsByRows",
+    sizes: Sequence[int],
+    step_inputs: Sequence[torch.Tensor],
+    step_outputs: Sequence[torch.Tensor],
+    h: torch.Tensor,
+    c: torch.Tensor,
 ) -> LayerState:
     """A block's steps: each step's output into `step_outputs`, from its
     input-to-gate products `step_inputs` and the state (h, c) the previous
@@ -133,8 +159,19 @@ def _run_steps(
     W_hidden, W_proj, scale, half, cell_clip, proj_clip, fused, per_gate = layer
     for n, step_x, step_out in zip(sizes, step_inputs, step_outputs):
         m = max(n, MIN_STEP_ROWS)  # see MIN_STEP_ROWS: rows beyond n are dropped
-        (product, g, input_gate, new_input, forget_gate, output_gate, sigmoid_gates, scaled, cell, cell_out,
-         projected) = views[m]
+        (
+            product,
+            g,
+            input_gate,
+            new_input,
+            forget_gate,
+            output_gate,
+            sigmoid_gates,
+            scaled,
+            cell,
+            cell_out,
+            projected,
+        ) = views[m]
         if n < MIN_STEP_ROWS:
             step_x = pad_rows(step_x, 2 if per_gate else 1, MIN_STEP_ROWS)
             h = pad_rows(h[:, :n], 1, MIN_STEP_ROWS)
@@ -192,9 +229,7 @@ class _ViewsByRows(dict):
     m rows, made at the first step of m rows (the rows of later steps are
     never more: ``views[m]``)."""
 
-    def __init__(
-        self, x: torch.Tensor, rows: int, p: int, c_dim: int, per_gate: bool, fused: bool, cell: torch.Tensor
-    ):
+    def __init__(self, x: torch.Tensor, rows: int, p: int, c_dim: int, per_gate: bool, fused: bool, cell: torch.Tensor):
         super().__init__()
         self.p, self.c_dim, self.per_gate, self.cell = p, c_dim, per_gate, cell
         self.gates = x.new_empty(2 * N_GATES * rows * c_dim)
@@ -222,6 +257,7 @@ class _ViewsByRows(dict):
             product, sigmoid_gates, scaled_h = g, (g[:, :, : 3 * c_dim],), None
         cell_out = None if self.cell_out is None else self.cell_out[: 2 * m * c_dim].view(2, m, c_dim)
         projected = None if self.projected is None else self.projected[: 2 * m * p].view(2, m, p)
-        views = self[m] = _StepViews(product, g, i, j, f, o, sigmoid_gates, scaled_h, self.cell[:, :m], cell_out,
-                                     projected)
+        views = self[m] = _StepViews(
+            product, g, i, j, f, o, sigmoid_gates, scaled_h, self.cell[:, :m], cell_out, projected
+        )
         return views

@@ -6,6 +6,7 @@ rows still running are computed and padding never is. Both directions lie side b
 axis of 2; the backward direction is fed time-reversed sequences, so both run as one batched
 recurrence.
 """
+
 from typing import List, NamedTuple, Sequence, Tuple
 
 import torch

@@ -1,4 +1,5 @@
 """Which implementation of the recurrence runs where several compute the same values."""
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Tuple
 

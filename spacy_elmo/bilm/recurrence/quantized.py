@@ -2,6 +2,7 @@
 inside `int8.int8_products`: the input, recurrent and projection products as `int8.int8_baddbmm`,
 the gates, cell and clips in float32 as inference.py computes them (wide form: one tanh over every
 gate, the sigmoid gates' pre-activations halved)."""
+
 from typing import TYPE_CHECKING, List, Optional
 
 import torch
@@ -29,7 +30,10 @@ def run_layers(stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int
 
 
 def run_layer(
-    x: torch.Tensor, steps: PackedSteps, weights: Int8LayerWeights, cell_clip: Optional[float],
+    x: torch.Tensor,
+    steps: PackedSteps,
+    weights: Int8LayerWeights,
+    cell_clip: Optional[float],
     proj_clip: Optional[float],
 ) -> torch.Tensor:
     """One layer from the zero state: x (2, n_packed, p) -> (2, n_packed, p)."""

@@ -1,4 +1,5 @@
 """`BiLSTMStack`: the biLM's stacked LSTMs, and the choice of the path that runs a call."""
+
 from functools import cache
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
@@ -13,7 +14,11 @@ from .layout import FORGET_GATE, N_GATES, LayerState
 from .paths import RecurrencePaths
 from .torch_lstm import lstm_layer_torch
 from .weight_forms import (
-    InferenceWeights, Int8Cache, Int8LayerWeights, inference_weights, int8_weights,
+    InferenceWeights,
+    Int8Cache,
+    Int8LayerWeights,
+    inference_weights,
+    int8_weights,
 )
 
 if TYPE_CHECKING:
@@ -73,15 +78,14 @@ class BiLSTMStack(nn.Module):
         self.bias = nn.ParameterList(nn.Parameter(torch.zeros(2, N_GATES, c)) for _ in range(self.n_layers))
         self.W_proj = nn.ParameterList(nn.Parameter(torch.empty(2, c, p)) for _ in range(self.n_layers))
         for weights in (*self.W_input, *self.W_hidden, *self.W_proj):
-            nn.init.uniform_(weights, -(1.0 / c) ** 0.5, (1.0 / c) ** 0.5)
+            nn.init.uniform_(weights, -((1.0 / c) ** 0.5), (1.0 / c) ** 0.5)
         forget_bias = torch.zeros(N_GATES, c)
         forget_bias[FORGET_GATE] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
         # `weight_forms.inference_weights`: the gates' order in the wide product
         # (input, forget, output, new input), and each gate's scale (the sigmoid gates' halved).
         self.register_buffer("wide_gate_order", torch.tensor([0, FORGET_GATE, 3, 1]), persistent=False)
-        self.register_buffer("gate_scale", torch.tensor([0.5, 1.0, 0.5, 0.5]).view(1, N_GATES, 1, 1),
-                             persistent=False)
+        self.register_buffer("gate_scale", torch.tensor([0.5, 1.0, 0.5, 0.5]).view(1, N_GATES, 1, 1), persistent=False)
         self._int8_cache: Int8Cache = {}  # per layer, its int8 weights and the stamp they were made from
         # Loading weights makes the CUDA graphs' copy of them again.
         self.register_load_state_dict_post_hook(_forget_graph_weights)
@@ -151,8 +155,14 @@ class BiLSTMStack(nn.Module):
         outputs: List[torch.Tensor] = []
         x = inputs
         for layer in range(self.n_layers):
-            weights = (self.W_input[layer], self.W_hidden[layer], self.bias[layer], self.forget_bias,
-                       self.W_proj[layer], batch_sizes)
+            weights = (
+                self.W_input[layer],
+                self.W_hidden[layer],
+                self.bias[layer],
+                self.forget_bias,
+                self.W_proj[layer],
+                batch_sizes,
+            )
             if torch_lstm:
                 out = lstm_layer_torch(x, *weights)
             else:
@@ -174,7 +184,10 @@ class BiLSTMStack(nn.Module):
         return int8_weights(self, layer, self._int8_cache)
 
     def _inference(
-        self, inputs: torch.Tensor, batch_sizes: List[int], weights: Optional[List[InferenceWeights]] = None,
+        self,
+        inputs: torch.Tensor,
+        batch_sizes: List[int],
+        weights: Optional[List[InferenceWeights]] = None,
         states: Optional[List[LayerState]] = None,
     ) -> List[torch.Tensor]:
         """Every layer's output without gradients, in float32, in place step by

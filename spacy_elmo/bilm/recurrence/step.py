@@ -5,6 +5,7 @@ a state to start from or to hand back (a stateful biLM), gradients from such a s
 without gradients, and training with `RecurrencePaths.hand_written_backward` off. Under autograd
 every step is recorded, so gradients reach the weights, the inputs and the initial state.
 """
+
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import torch
@@ -51,8 +52,14 @@ def run_layers(
 
 
 def _layer(
-    stack: "BiLSTMStack", layer: int, x: torch.Tensor, steps: PackedSteps, scratch: Optional[torch.Tensor],
-    state: Optional[LayerState], return_final_state: bool, product_dtype: Optional[torch.dtype],
+    stack: "BiLSTMStack",
+    layer: int,
+    x: torch.Tensor,
+    steps: PackedSteps,
+    scratch: Optional[torch.Tensor],
+    state: Optional[LayerState],
+    return_final_state: bool,
+    product_dtype: Optional[torch.dtype],
 ) -> Tuple[torch.Tensor, LayerState]:
     """One layer from `state` (zeros when None): its packed output (2, n_packed, p)
     before any skip connection, and each row's state after its last step (the
@@ -84,7 +91,10 @@ def _layer(
 
 
 def input_gates(
-    x: torch.Tensor, W_input: torch.Tensor, bias: torch.Tensor, forget_bias: torch.Tensor,
+    x: torch.Tensor,
+    W_input: torch.Tensor,
+    bias: torch.Tensor,
+    forget_bias: torch.Tensor,
     scratch: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """The input-to-gate products and biases of many rows in one GEMM.
@@ -109,8 +119,13 @@ def input_gates(
 
 
 def step(
-    gates_x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, W_hidden: torch.Tensor, W_proj: torch.Tensor,
-    cell_clip: Optional[float], proj_clip: Optional[float],
+    gates_x: torch.Tensor,
+    h: torch.Tensor,
+    c: torch.Tensor,
+    W_hidden: torch.Tensor,
+    W_proj: torch.Tensor,
+    cell_clip: Optional[float],
+    proj_clip: Optional[float],
 ) -> LayerState:
     """One time step for the n running rows of both directions.
 
@@ -137,7 +152,10 @@ def gates(gates_x: torch.Tensor, h: torch.Tensor, W_hidden: torch.Tensor) -> tor
 
 
 def cell(
-    pre_activations: torch.Tensor, c: torch.Tensor, W_proj: torch.Tensor, cell_clip: Optional[float],
+    pre_activations: torch.Tensor,
+    c: torch.Tensor,
+    W_proj: torch.Tensor,
+    cell_clip: Optional[float],
     proj_clip: Optional[float],
 ) -> LayerState:
     """The cell update from the gates' pre-activations (2, 4, n, c) and the

@@ -34,6 +34,7 @@ Two things `torch.nn.LSTM` would otherwise do to weights it does not own:
 `tests/bilm/test_lstm_torch.py` checks values and gradients against the
 step-by-step path, with the GPU's flattening imitated on the CPU.
 """
+
 import warnings
 from typing import Sequence
 

@@ -7,6 +7,7 @@
 - `inference_weights`: the recurrence without gradients' (inference.py, graphs.py), wide or per gate;
 - `int8_weights`: the wide form quantised (quantized.py), made once per version of the parameters.
 """
+
 from typing import TYPE_CHECKING, Dict, Iterable, NamedTuple, Optional, Tuple
 
 import torch
@@ -103,8 +104,10 @@ def inference_weights(stack: "BiLSTMStack", layer: int) -> InferenceWeights:
         return wide_weights(stack, layer)
     bias = (stack.bias[layer] + stack.forget_bias) * stack.gate_scale[:, :, :, 0]
     return InferenceWeights(
-        stack.W_input[layer].view(2 * N_GATES, p, c_dim), stack.W_hidden[layer].view(2 * N_GATES, p, c_dim),
-        bias.view(2 * N_GATES, 1, c_dim), stack.W_proj[layer],
+        stack.W_input[layer].view(2 * N_GATES, p, c_dim),
+        stack.W_hidden[layer].view(2 * N_GATES, p, c_dim),
+        bias.view(2 * N_GATES, 1, c_dim),
+        stack.W_proj[layer],
     )
 
 
