@@ -70,7 +70,7 @@ def write_efml(folder: Path) -> None:
 
 def write_models(root: Path) -> None:
     from spacy_elmo.bilm import BiLM, BiLMOptions
-    from spacy_elmo.bilm.efml import convert_efml
+    from spacy_elmo.bilm.conversion import convert_efml
 
     torch.manual_seed(0)
     BiLM(BiLMOptions()).save_allennlp(root / "allennlp")

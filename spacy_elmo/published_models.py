@@ -68,6 +68,8 @@ CACHE_NAME = "spacy-elmo"  # the folder's name in the per-user cache folder
 RECORD = "sha256.json"
 LOCK = ".lock"
 UNPACKED = "model"  # an archive's folder in its model's folder
+# The files that make a folder an ELMoForManyLangs model's (`bilm.efml.is_efml_folder` checks the same).
+EFML_MARKS = ("config.json", "encoder.pkl")
 UNPACKED_STAMP = ".archive-sha256"  # in UNPACKED: the SHA-256 of the archive it came from
 MAX_UNPACKED_BYTES = 16 * 2**30  # what an archive may unpack to; a published one is well under 1 GiB
 DEFAULT_TIMEOUT = 30.0  # seconds to connect, and between two reads of the body
@@ -430,10 +432,8 @@ def _safe_members(archive: zipfile.ZipFile) -> List[zipfile.ZipInfo]:
 def _model_root(model: PublishedArchive, unpacked: Path, folder: Path) -> Path:
     """The model's folder in what its archive unpacked to: that folder, or the
     one folder inside it holding an ELMoForManyLangs model (E711 otherwise)."""
-    from .bilm.efml import is_efml_folder  # torch is imported only where a model loads
-
     candidates = [unpacked, *sorted(path for path in unpacked.iterdir() if path.is_dir())]
-    found = [path for path in candidates if is_efml_folder(path)]
+    found = [path for path in candidates if all((path / name).is_file() for name in EFML_MARKS)]
     if len(found) != 1:
         what = "no" if not found else f"{len(found)}"
         raise DamagedFileError(

@@ -12,6 +12,7 @@ import torch
 
 from spacy_elmo import published_models
 from spacy_elmo.bilm import BiLM, BiLMOptions, efml
+from spacy_elmo.bilm.conversion import load_efml
 from spacy_elmo.errors import DamagedFileError
 from spacy_elmo.published_models import (
     CATALOGUE,
@@ -166,7 +167,16 @@ def test_an_elmoformanylangs_zip_by_name_loads_as_its_folder_does(server, tmp_pa
     sentences = [["the", "cat", "sat"], ["über", "中文", "zzz", "straße"]]
     with torch.no_grad():
         assert torch.equal(
-            BiLM.from_allennlp(options).encode_words(sentences), efml.load_efml(folder).encode_words(sentences)
+            BiLM.from_allennlp(options).encode_words(sentences), load_efml(folder).encode_words(sentences)
         )
     record = json.loads((model_dir(entry.name) / published_models.RECORD).read_text())
     assert list(record["files"]) == ["170.zip"]
+
+
+def test_an_unpacked_archive_is_found_by_the_files_the_loader_takes_for_a_model(tmp_path):
+    for n, names in enumerate((published_models.EFML_MARKS, ("config.json",), ("encoder.pkl",))):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        for name in names:
+            (folder / name).write_bytes(b"x")
+        assert efml.is_efml_folder(folder) == (names == published_models.EFML_MARKS)

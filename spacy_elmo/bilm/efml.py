@@ -31,11 +31,9 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy
 import torch
 
-from ..errors import DamagedFileError, OutputError
-from .model import BiLM
+from ..errors import DamagedFileError
 from .options import BiLMOptions
 from .safe_pickle import read_state_dict
-from .weights import WEIGHTS_NAME, copy_weights
 
 PathLike = Union[str, Path]
 
@@ -146,32 +144,6 @@ def _options_dict(architecture: Dict[str, Any], chars: List[str], words: Optiona
             }
         ),
     }
-
-
-def load_efml(folder: PathLike, **kwargs: Any) -> BiLM:
-    """An ELMoForManyLangs model's folder as a `BiLM` (kwargs: the BiLM's, e.g. ``stateful``)."""
-    return _built(*read_efml(folder), **kwargs)
-
-
-def _built(options: BiLMOptions, values: Dict[str, numpy.ndarray], **kwargs: Any) -> BiLM:
-    model = BiLM(options, **kwargs)
-    copy_weights(model, values)
-    return model
-
-
-def convert_efml(folder: PathLike, output: PathLike, dtype: str = "float32") -> BiLMOptions:
-    """Write an ELMoForManyLangs model's folder as a model folder of ours:
-    options.json, weights.hdf5 (datasets of `dtype`) and the tables' JSON
-    files (`options.TABLE_FILES`), which `BiLM.from_allennlp(output)` reads
-    with no pickle involved. E202 where `output` holds any of those files
-    already (nothing is written then)."""
-    options, values = read_efml(folder)
-    output = Path(output)
-    for name in (*options.to_files(), WEIGHTS_NAME):
-        if (output / name).exists():
-            raise OutputError("E202", path=output / name)
-    _built(options, values).save_allennlp(output, dtype)
-    return options
 
 
 def _architecture(folder: Path) -> Dict[str, Any]:

@@ -126,16 +126,17 @@ class BiLM(nn.Module):
         ``save_allennlp`` writes them), or a model's name ("elmo-en-small",
         shipped with the package; `weights.resolve_paths`), with weights_path
         left out; or, so left out, an ELMoForManyLangs model's folder as its
-        zip unpacks (`efml.load_efml`).
+        zip unpacks (`efml.read_efml`).
         """
-        from .efml import is_efml_folder, load_efml
+        from .efml import is_efml_folder, read_efml
         from .weights import copy_weights, read_weights, resolve_paths
 
         if weights_path is None and is_efml_folder(options_path):  # an ELMoForManyLangs model's folder
-            return load_efml(options_path, stateful=stateful, token_cache_size=token_cache_size)
-        options_path, weights_path = resolve_paths(options_path, weights_path)
-        options = BiLMOptions.from_file(options_path)
-        weights = read_weights(weights_path, options, options_path)  # all checked before the model is built
+            options, weights = read_efml(options_path)
+        else:
+            options_path, weights_path = resolve_paths(options_path, weights_path)
+            options = BiLMOptions.from_file(options_path)
+            weights = read_weights(weights_path, options, options_path)  # all checked before the model is built
         model = cls(options, stateful=stateful, token_cache_size=token_cache_size)
         copy_weights(model, weights)
         return model

@@ -25,7 +25,6 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union, 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from ..errors import DamagedFileError, InputError
-from .char_ids import PAD_CHAR
 
 # Bounds of the options. The largest published ELMo has 4096 LSTM cells, 2048
 # filters and 50 characters per token, 93.6 million parameters.
@@ -42,8 +41,9 @@ MAX_OPTIONS_BYTES = 2**20
 MAX_CHAR_TABLE = 0x110000 + 64
 MAX_WORD_TABLE = 2**24
 MAX_TABLE_BYTES = 2**28
-# The number of character ids of bilm-tf's byte scheme: bytes, marks and "no token".
-BYTE_CHAR_IDS = PAD_CHAR + 2
+# The number of character ids of bilm-tf's byte scheme: the bytes 0-255, the marks 256-260
+# (char_ids.py, PAD_CHAR the last) and 261, "no token".
+BYTE_CHAR_IDS = 262
 OPTIONS_NAME = "options.json"
 # The files `BiLMOptions.to_files` writes the tables' entries into, beside options.json.
 TABLE_FILES = {"char_table": "chars.json", "word_table": "words.json"}

@@ -1,36 +1,11 @@
 """The command line: ``python -m spacy_elmo COMMAND`` (or ``spacy-elmo COMMAND``).
 
-Each command module registers itself on `app`; the functions they wrap are
-plain Python, callable from tests. Help is plain text, as spaCy's own CLI
-writes it (`rich_markup_mode=None`): an option that takes no value shows
-none. With no command, the help is shown and the exit status is 0.
+`app` (app.py) with every command: each command module adds its own when
+imported here. The functions the commands wrap are plain Python, callable from
+tests.
 """
 
-import typer
+from . import convert, embed, export, mix_weights, models, perplexity, pretrain  # noqa: F401 (they add the commands)
+from .app import app
 
-app = typer.Typer(
-    name="spacy-elmo",
-    help="ELMo for spaCy: embed text, train and export a biLM, inspect layer mixes.",
-    invoke_without_command=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
-
-
-@app.callback()
-def _show_help_without_a_command(ctx: typer.Context) -> None:
-    if ctx.invoked_subcommand is None:
-        typer.echo(ctx.get_help())
-        raise typer.Exit()
-
-
-# Command modules (each adds its commands to `app`).
-from . import (  # noqa
-    convert,  # noqa: E402,F401
-    embed,  # noqa: E402,F401
-    export,
-    mix_weights,  # noqa: E402,F401
-    models,  # noqa: E402,F401
-    perplexity,
-    pretrain,
-)
+__all__ = ["app"]

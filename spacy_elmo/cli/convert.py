@@ -5,9 +5,9 @@ from pathlib import Path
 import typer
 from wasabi import msg
 
-from ..bilm.efml import convert_efml
+from ..bilm.conversion import convert_efml
 from ..errors import ElmoError
-from . import app
+from .app import app
 
 
 @app.command("convert")

@@ -13,7 +13,7 @@ from wasabi import msg
 from .. import embed
 from ..distributed import Distributed
 from ..errors import ElmoError
-from . import app
+from .app import app
 from .model_argument import model_name_or_folder
 
 USAGE = "MODEL [WEIGHTS] INPUT OUTPUT"

@@ -8,7 +8,7 @@ from wasabi import msg
 from ..errors import ElmoError
 from ..training.snapshot import export_checkpoint
 from ..util import exit_on_sigterm
-from . import app
+from .app import app
 
 
 @app.command("export")

@@ -11,7 +11,7 @@ from wasabi import msg
 
 from .. import layer_mixes
 from ..errors import ElmoError
-from . import app
+from .app import app
 
 
 @app.command("mix-weights")

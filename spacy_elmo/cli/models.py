@@ -9,7 +9,7 @@ from wasabi import msg
 
 from .. import published_models, shipped_models
 from ..errors import ElmoError
-from . import app
+from .app import app
 
 CHECKSUMS = (
     "AllenNLP and ELMoForManyLangs publish no checksums: each file's SHA-256 is "

@@ -8,6 +8,6 @@ spacy-curated-transformers adds its commands; nothing else imports it.
 
 from spacy.cli._util import app as spacy_app
 
-from . import app
+from . import app  # the package: every command added
 
 spacy_app.add_typer(app, name="elmo", help=app.info.help)

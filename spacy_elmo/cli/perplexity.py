@@ -15,7 +15,7 @@ from ..disk import writing
 from ..errors import ElmoError, OutputError
 from ..training import perplexity
 from ..util import atomic_path, check_writable, exit_on_sigterm
-from . import app
+from .app import app
 from .model_argument import MODEL_HELP, model_name_or_folder
 
 

@@ -14,7 +14,7 @@ from weasel.util.validation import show_validation_error
 from ..errors import ElmoError
 from ..training import load_config, pretrain
 from ..training.run.config import CONFIG_OVERRIDES_ENV
-from . import app
+from .app import app
 from .model_argument import MODEL_HELP, model_name_or_folder
 
 

@@ -57,3 +57,11 @@ def test_empty_token_is_begin_end_word():
 def test_bad_sentences_are_reported(bad):
     with pytest.raises(ElmoError, match="E103"):
         batch_to_ids(bad if not isinstance(bad, str) else [bad])
+
+
+def test_the_byte_schemes_id_count_is_its_marks_and_no_token():
+    from spacy_elmo.bilm.char_ids import BOS_CHAR, EOS_CHAR, EOW_CHAR, PAD_CHAR
+    from spacy_elmo.bilm.options import BYTE_CHAR_IDS, BiLMOptions
+
+    assert BYTE_CHAR_IDS == PAD_CHAR + 2 == max(BOS_CHAR, EOS_CHAR, EOW_CHAR, PAD_CHAR) + 2
+    assert BiLMOptions().n_characters == BYTE_CHAR_IDS

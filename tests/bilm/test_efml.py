@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from spacy_elmo.bilm.char_ids import batch_to_ids
-from spacy_elmo.bilm.efml import CHAR_TABLE_NAME, convert_efml, load_efml, read_efml
+from spacy_elmo.bilm.conversion import convert_efml, load_efml
+from spacy_elmo.bilm.efml import CHAR_TABLE_NAME, read_efml
 from spacy_elmo.bilm.model import BiLM
 from spacy_elmo.errors import DamagedFileError, OutputError
 

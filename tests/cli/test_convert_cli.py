@@ -4,7 +4,7 @@ import torch
 from typer.testing import CliRunner
 
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.bilm.efml import load_efml
+from spacy_elmo.bilm.conversion import load_efml
 from spacy_elmo.cli import app
 
 from ..bilm.efml_reference import build_efml_model, efml_importable

@@ -3,7 +3,7 @@
 - stack.py: the parameters, and `BiLSTMStack.forward`, which chooses the path for a call;
 - paths.py: `RecurrencePaths`, the stack's choice where several paths compute the same values;
 - layout.py: the packed time-major layout every path runs on;
-- weight_forms.py: the weights in the form each path takes them;
+- weight_forms.py: the weights in the form each path takes them, and `Stack`, what the paths read from the stack;
 - step.py: step by step under autograd (the reference), and every case the others leave out;
 - backward.py: a layer under autograd with its backward pass written out (training);
 - torch_lstm.py: a layer without clipping as `torch.nn.LSTM` (cuDNN on a GPU, training);

@@ -41,7 +41,7 @@ import gc
 import threading
 from collections import OrderedDict
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, List, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import numpy
 import torch
@@ -50,10 +50,7 @@ from ...device import to_device
 from ...errors import ConfigError
 from .inference import run_layers
 from .layout import LayerState, step_offsets
-from .weight_forms import InferenceWeights, parameters_stamp
-
-if TYPE_CHECKING:
-    from .stack import BiLSTMStack
+from .weight_forms import InferenceWeights, Stack, parameters_stamp
 
 # The steps a graph runs: fewer, less scratch after each sentence's end; more,
 # fewer replays and copies between them (`bench_overhead.py --chunk-rows`).
@@ -103,7 +100,7 @@ class _Graph:
     dropped: a graph freed by Python's cycle collector in the middle of another
     graph's capture would end that capture with an error."""
 
-    def __init__(self, stack: "BiLSTMStack", weights: List[InferenceWeights], rows: int, device: torch.device):
+    def __init__(self, stack: Stack, weights: List[InferenceWeights], rows: int, device: torch.device):
         p, c = stack.W_proj[0].shape[2], stack.W_proj[0].shape[1]
         self.rows = rows
         self.weights = weights
@@ -120,7 +117,7 @@ class _Graph:
             else:
                 self.outputs = self._run(stack)
 
-    def _capture(self, stack: "BiLSTMStack", device: torch.device) -> None:
+    def _capture(self, stack: Stack, device: torch.device) -> None:
         # A warm-up on a side stream first, as CUDA graphs need (cuBLAS's workspaces, lazy set-up).
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))
@@ -137,10 +134,10 @@ class _Graph:
             if collecting:
                 gc.enable()
 
-    def _run(self, stack: "BiLSTMStack") -> List[torch.Tensor]:
+    def _run(self, stack: Stack) -> List[torch.Tensor]:
         return run_layers(stack, self.inputs, [self.rows] * CHUNK_STEPS, self.weights, self.states)
 
-    def replay(self, stack: "BiLSTMStack") -> None:
+    def replay(self, stack: Stack) -> None:
         if self.graph is not None:
             self.graph.replay()
         else:
@@ -192,13 +189,13 @@ class RecurrenceGraphs:
         """Make the weights' buffers again at the next call."""
         self._stamp = None
 
-    def __call__(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+    def __call__(self, stack: Stack, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
         """Every layer's packed output (2, n_packed, p), as `inference.run_layers`
         gives it; inputs float32 on a CUDA device."""
         with self._lock, torch.cuda.device(inputs.device) if inputs.is_cuda else nullcontext():
             return self._run(stack, inputs, batch_sizes)
 
-    def _run(self, stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+    def _run(self, stack: Stack, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
         weights = self._weights_for(stack, inputs.device)
         rows, index = chunk_layout(batch_sizes)
         index = to_device(index, inputs.device)
@@ -218,7 +215,7 @@ class RecurrenceGraphs:
             previous = graph
         return [layer[0] if len(layer) == 1 else torch.cat(layer, dim=1) for layer in pieces]
 
-    def _weights_for(self, stack: "BiLSTMStack", device: torch.device) -> List[InferenceWeights]:
+    def _weights_for(self, stack: Stack, device: torch.device) -> List[InferenceWeights]:
         stamp = (device, parameters_stamp(stack.parameters()))
         if stamp == self._stamp:
             return self._weights
@@ -234,7 +231,7 @@ class RecurrenceGraphs:
         self._stamp = stamp
         return self._weights
 
-    def _graph(self, stack: "BiLSTMStack", weights: List[InferenceWeights], rows: int, kind: Tuple) -> _Graph:
+    def _graph(self, stack: Stack, weights: List[InferenceWeights], rows: int, kind: Tuple) -> _Graph:
         key = (rows, *kind)
         graph = self._graphs.get(key)
         if graph is None:

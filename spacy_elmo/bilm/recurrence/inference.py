@@ -10,21 +10,18 @@ the layer's output, where the next step reads it. A step of fewer than MIN_STEP_
 copies of a row added, which are dropped (layout.py).
 """
 
-from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
 from ..products import pad_rows
 from .cell_kernel import fused_cell_update
 from .layout import MIN_STEP_ROWS, N_GATES, LayerState, PackedSteps, input_scratch
-from .weight_forms import InferenceWeights
-
-if TYPE_CHECKING:
-    from .stack import BiLSTMStack
+from .weight_forms import InferenceWeights, Stack
 
 
 def run_layers(
-    stack: "BiLSTMStack",
+    stack: Stack,
     inputs: torch.Tensor,
     batch_sizes: List[int],
     weights: Optional[List[InferenceWeights]] = None,

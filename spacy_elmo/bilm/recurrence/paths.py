@@ -1,10 +1,25 @@
 """Which implementation of the recurrence runs where several compute the same values."""
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import Any, List, Optional, Protocol, Tuple
 
-if TYPE_CHECKING:
-    from .graphs import RecurrenceGraphs
+import torch
+
+
+class Graphs(Protocol):
+    """What `RecurrencePaths.graphs` holds: graphs.py's `RecurrenceGraphs`, as
+    the stack and `BiLM` use it."""
+
+    max_graphs: int  # the most graphs kept
+
+    def __call__(self, stack: Any, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+        """Every layer's packed output from the `BiLSTMStack` `stack`, as
+        `inference.run_layers` gives it."""
+        ...
+
+    def forget_weights(self) -> None:
+        """Make the weights' buffers again at the next call."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -36,4 +51,4 @@ class RecurrencePaths:
     torch_lstm_devices: Tuple[str, ...] = ("cuda",)
     fused_cell_devices: Tuple[str, ...] = ("cuda",)
     per_gate_devices: Tuple[str, ...] = ("cpu",)
-    graphs: Optional["RecurrenceGraphs"] = None
+    graphs: Optional[Graphs] = None

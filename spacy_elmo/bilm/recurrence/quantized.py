@@ -3,19 +3,16 @@ inside `int8.int8_products`: the input, recurrent and projection products as `in
 the gates, cell and clips in float32 as inference.py computes them (wide form: one tanh over every
 gate, the sigmoid gates' pre-activations halved)."""
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import torch
 
 from ..int8 import int8_baddbmm
 from .layout import PackedSteps
-from .weight_forms import Int8LayerWeights
-
-if TYPE_CHECKING:
-    from .stack import BiLSTMStack
+from .weight_forms import Int8LayerWeights, Stack
 
 
-def run_layers(stack: "BiLSTMStack", inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
+def run_layers(stack: Stack, inputs: torch.Tensor, batch_sizes: List[int]) -> List[torch.Tensor]:
     """Every layer's output (2, n_packed, p), as `BiLSTMStack.forward` gives them."""
     steps = PackedSteps.of(batch_sizes)
     outputs: List[torch.Tensor] = []

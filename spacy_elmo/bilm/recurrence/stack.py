@@ -1,7 +1,7 @@
 """`BiLSTMStack`: the biLM's stacked LSTMs, and the choice of the path that runs a call."""
 
 from functools import cache
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -11,7 +11,7 @@ from ..options import BiLMOptions
 from . import inference, quantized, step
 from .backward import lstm_layer
 from .layout import FORGET_GATE, N_GATES, LayerState
-from .paths import RecurrencePaths
+from .paths import Graphs, RecurrencePaths
 from .torch_lstm import lstm_layer_torch
 from .weight_forms import (
     InferenceWeights,
@@ -20,9 +20,6 @@ from .weight_forms import (
     inference_weights,
     int8_weights,
 )
-
-if TYPE_CHECKING:
-    from .graphs import RecurrenceGraphs
 
 
 @cache
@@ -95,7 +92,7 @@ class BiLSTMStack(nn.Module):
         self.paths = paths
 
     @property
-    def graphs(self) -> Optional["RecurrenceGraphs"]:
+    def graphs(self) -> Optional[Graphs]:
         """The CUDA graphs the recurrence without gradients runs from on a GPU
         (`RecurrenceGraphs`), or None: ``paths.graphs``."""
         return self.paths.graphs

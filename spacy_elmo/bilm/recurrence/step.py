@@ -6,21 +6,18 @@ without gradients, and training with `RecurrencePaths.hand_written_backward` off
 every step is recorded, so gradients reach the weights, the inputs and the initial state.
 """
 
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
 
 from ..products import MIN_ROWS, pad_rows
 from .layout import N_GATES, LayerState, PackedSteps, input_scratch
-from .weight_forms import layer_weights
-
-if TYPE_CHECKING:
-    from .stack import BiLSTMStack
+from .weight_forms import Stack, layer_weights
 
 
 def run_layers(
-    stack: "BiLSTMStack",
+    stack: Stack,
     inputs: torch.Tensor,
     batch_sizes: List[int],
     initial_state: Optional[List[LayerState]],
@@ -52,7 +49,7 @@ def run_layers(
 
 
 def _layer(
-    stack: "BiLSTMStack",
+    stack: Stack,
     layer: int,
     x: torch.Tensor,
     steps: PackedSteps,

@@ -5,18 +5,18 @@
 
 - `layer_weights`: as they are, or cast once per call under autocast (the step-by-step path);
 - `inference_weights`: the recurrence without gradients' (inference.py, graphs.py), wide or per gate;
-- `int8_weights`: the wide form quantised (quantized.py), made once per version of the parameters.
+- `int8_weights`: the wide form quantised (quantized.py), made once per version of the parameters;
+- `Stack`: what the paths read from a `BiLSTMStack` (stack.py), which they take as a `Stack` and never import.
 """
 
-from typing import TYPE_CHECKING, Dict, Iterable, NamedTuple, Optional, Tuple
+from typing import Dict, Iterable, Iterator, NamedTuple, Optional, Protocol, Tuple
 
 import torch
+from torch import nn
 
 from ..int8 import Int8Weight, quantize_weight
 from .layout import N_GATES
-
-if TYPE_CHECKING:
-    from .stack import BiLSTMStack
+from .paths import RecurrencePaths
 
 # `inference_weights` on `RecurrencePaths.per_gate_devices`: LSTMs of at least
 # this many cells take one product per gate from their weights as they are;
@@ -54,6 +54,34 @@ class Int8LayerWeights(NamedTuple):
 Int8Cache = Dict[int, Tuple[tuple, Int8LayerWeights]]
 
 
+class Stack(Protocol):
+    """What the paths of the recurrence read from the `BiLSTMStack` they run
+    (its settings, parameters and buffers are described there)."""
+
+    n_layers: int
+    cell_clip: Optional[float]
+    proj_clip: Optional[float]
+    use_skip_connections: bool
+    paths: RecurrencePaths
+    W_input: nn.ParameterList  # per layer (2, 4, p, c)
+    W_hidden: nn.ParameterList  # per layer (2, 4, p, c)
+    bias: nn.ParameterList  # per layer (2, 4, c)
+    W_proj: nn.ParameterList  # per layer (2, c, p)
+    forget_bias: torch.Tensor  # (4, c): 1 for the forget gate
+    wide_gate_order: torch.Tensor  # the gates' order in `inference_weights`' wide form
+    gate_scale: torch.Tensor  # (1, 4, 1, 1): 1/2 for the sigmoid gates, 1 for the new input
+
+    def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]: ...
+
+    def inference_weights(self, layer: int) -> InferenceWeights:
+        """`inference_weights` of `layer`."""
+        ...
+
+    def int8_weights(self, layer: int) -> Int8LayerWeights:
+        """`int8_weights` of `layer`, made once per version of its parameters."""
+        ...
+
+
 def parameters_stamp(parameters: Iterable[torch.Tensor]) -> tuple:
     """What changes when any of `parameters` moves or changes in place: each
     one's device, memory and version counter (torch bumps it at each change in
@@ -63,7 +91,7 @@ def parameters_stamp(parameters: Iterable[torch.Tensor]) -> tuple:
     return tuple((p.device, p.data_ptr(), 0 if p.is_inference() else p._version) for p in parameters)
 
 
-def layer_weights(stack: "BiLSTMStack", layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:
+def layer_weights(stack: Stack, layer: int, dtype: Optional[torch.dtype] = None) -> LayerWeights:
     """W_input, W_hidden and W_proj of `layer`, cast to `dtype` when given.
 
     Under autocast each product would cast its weights anew, at every time
@@ -78,7 +106,7 @@ def layer_weights(stack: "BiLSTMStack", layer: int, dtype: Optional[torch.dtype]
     return LayerWeights(*(w.to(dtype) for w in weights))
 
 
-def inference_weights(stack: "BiLSTMStack", layer: int) -> InferenceWeights:
+def inference_weights(stack: Stack, layer: int) -> InferenceWeights:
     """`layer`'s weights as the recurrence without gradients takes them. Each
     gate's pre-activation comes out halved for the sigmoid gates (exact: a
     power of two), so that one tanh activates every gate, then sigmoid(x) =
@@ -111,7 +139,7 @@ def inference_weights(stack: "BiLSTMStack", layer: int) -> InferenceWeights:
     )
 
 
-def wide_weights(stack: "BiLSTMStack", layer: int) -> InferenceWeights:
+def wide_weights(stack: Stack, layer: int) -> InferenceWeights:
     """`inference_weights`' wide form of `layer`'s weights."""
     p, c_dim = stack.W_proj[layer].shape[2], stack.W_proj[layer].shape[1]
     # Reordered and scaled by buffers on the device: an index or a scale copied
@@ -129,7 +157,7 @@ def wide_weights(stack: "BiLSTMStack", layer: int) -> InferenceWeights:
     return InferenceWeights(W_input, W_hidden, wide_bias, stack.W_proj[layer])
 
 
-def int8_weights(stack: "BiLSTMStack", layer: int, cache: Int8Cache) -> Int8LayerWeights:
+def int8_weights(stack: Stack, layer: int, cache: Int8Cache) -> Int8LayerWeights:
     """`layer`'s weights as the int8 recurrence takes them: the wide form of
     `inference_weights` with W_input, W_hidden and W_proj quantised per output
     column (int8.py), the bias as it is. Made once per version of the layer's
