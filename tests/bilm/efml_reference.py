@@ -17,6 +17,7 @@ from typing import Dict, Iterator, List
 
 import pytest
 import torch
+from filelock import FileLock
 
 # ELMoForManyLangs' last release (HIT-SCIR, MIT) and the overrides release its
 # decorators work with (Apache-2.0; 7.x breaks them): file, requirement, SHA-256.
@@ -79,6 +80,11 @@ def fetched_archives() -> Dict[str, Path]:
     """The two archives, downloaded once into DOWNLOADS (kept only when their
     SHA-256 is the one above); the test is skipped where PyPI cannot be reached."""
     DOWNLOADS.mkdir(exist_ok=True)
+    with FileLock(str(DOWNLOADS / ".lock")):  # test processes running side by side download once
+        return _fetched()
+
+
+def _fetched() -> Dict[str, Path]:
     paths = {}
     for key, (name, requirement, sha256) in ARCHIVES.items():
         path = DOWNLOADS / name
