@@ -11,14 +11,8 @@ from thinc.api import Adam
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.models.bilm import BiLMModel, get_bilm, set_bilm
 
-SMALL = dict(
-    char_embedding_dim=8,
-    filters=[(1, 8), (2, 8), (3, 16)],
-    n_highway=1,
-    lstm_dim=16,
-    projection_dim=8,
-    n_layers=1,
-)
+from ..bilm.helpers import SMALL
+
 TEXTS = ["The cat sat on the mat .", "A dog sat on a cat ."]
 
 

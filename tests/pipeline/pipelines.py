@@ -14,20 +14,13 @@ from thinc.api import Model
 from spacy_elmo.bilm import BiLM, BiLMOptions
 from spacy_elmo.models.bilm import set_bilm
 
+from ..bilm.helpers import SMALL
 from .util import examples_of, make_docs
 
 CONFIGS = Path(__file__).parent.parent.parent / "configs"
 BILM = "spacy-elmo.BiLM.v1"
 # 14 tokens, no sentence boundaries: read as windows of window_size tokens.
 TEXTS = ["One two three four five six seven eight nine ten eleven twelve thirteen .", "Short one ."]
-TINY = dict(
-    char_embedding_dim=8,
-    filters=[(1, 8), (2, 8), (3, 16)],
-    n_highway=1,
-    lstm_dim=16,
-    projection_dim=8,
-    n_layers=1,
-)
 NER_ELMO = {
     "@architectures": "spacy.TransitionBasedParser.v2",
     "state_type": "ner",
@@ -99,7 +92,7 @@ def tiny_pipeline(token_cache_size: int):
     nlp = spacy.blank("en")
     elmo = nlp.add_pipe("elmo")
     torch.manual_seed(0)
-    set_bilm(elmo.model, BiLM(BiLMOptions(**TINY), token_cache_size=token_cache_size).eval())
+    set_bilm(elmo.model, BiLM(BiLMOptions(**SMALL), token_cache_size=token_cache_size).eval())
     return nlp
 
 
