@@ -17,7 +17,11 @@ baseline    nothing                                                           ne
 elmo        the biLM (``--bilm``, frozen, not tuned to the task)              ner, sentiment5
 glove       GloVe 6B 50d as static vectors in the embedding (``--glove``)     ner
 glove_elmo  both                                                              ner
+elmo_int8   as ``elmo``, the biLM's LSTM products in int8 (``int8-always``)   ner
 ==========  ================================================================  ============
+
+``elmo_int8`` is not planned unless named (``--arms elmo,elmo_int8``): it asks whether int8
+inference (``precision = "int8"``) costs the task anything, paired with ``elmo`` by (fold, seed).
 
 Each run is one ``experiments.engine`` run (``TASK/ARM/foldI/seedS``), trained for ``--steps``
 with a dev score every ``--eval-frequency``; its record (test scores, the counts they come from,
@@ -25,7 +29,8 @@ its fingerprint, the fold assignment's digest among it) goes to ``docs/results/c
 run whose record matches what it would be trained from now is skipped: the same command resumes (the
 engine's launcher, under the lock of ``--work``).
 The order is fold-major, so that a stopped study leaves whole pairs: for each fold and seed the
-baseline and ELMo runs of NER, then of sentiment; the GloVe arms after all of those.
+baseline and ELMo runs of NER, then of sentiment (and ``elmo_int8`` when named); the GloVe arms
+after all of those.
 ``experiments.report.cv`` pools the records into the comparisons.
 
 A path given to a command (``--records``, ``--output``, ``--readme``, ``--work``, ``--logs``, ``--bilm``,
@@ -39,7 +44,7 @@ import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import typer
 
@@ -71,15 +76,34 @@ class Task:
 
 
 TASKS = {
-    "ner": Task("assets/wnut16/ner.txt", "ner", "ner", ("baseline", "elmo", "glove", "glove_elmo"), False),
+    "ner": Task("assets/wnut16/ner.txt", "ner", "ner", ("baseline", "elmo", "glove", "glove_elmo", "elmo_int8"), False),
     "sentiment5": Task(
         "assets/rt_snippets/movieReviewSnippets_GroundTruth.txt", "textcat", "textcat", ("baseline", "elmo"), True
     ),
 }
-# arm: (reads the biLM, reads GloVe)
-ARMS = {"baseline": (False, False), "elmo": (True, False), "glove": (False, True), "glove_elmo": (True, True)}
+
+
+class Arm(NamedTuple):
+    bilm: bool  # reads the biLM
+    glove: bool  # reads GloVe
+    precision: Optional[str] = None  # the biLM's arithmetic, where not the config's
+
+
+ARMS = {
+    "baseline": Arm(False, False),
+    "elmo": Arm(True, False),
+    "glove": Arm(False, True),
+    "glove_elmo": Arm(True, True),
+    "elmo_int8": Arm(True, False, "int8-always"),
+}
+DEFAULT_ARMS = ("baseline", "elmo", "glove", "glove_elmo")  # planned unless --arms says otherwise
 # The comparisons, in the order their runs are planned: (task, arm A, arm B).
-COMPARISONS = (("ner", "baseline", "elmo"), ("sentiment5", "baseline", "elmo"), ("ner", "glove", "glove_elmo"))
+COMPARISONS = (
+    ("ner", "baseline", "elmo"),
+    ("sentiment5", "baseline", "elmo"),
+    ("ner", "glove", "glove_elmo"),
+    ("ner", "elmo", "elmo_int8"),
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +116,7 @@ class Study:
     bilm: str = BILM
     glove: str = str(GLOVE)
     tasks: Tuple[str, ...] = tuple(TASKS)
-    arms: Tuple[str, ...] = tuple(ARMS)
+    arms: Tuple[str, ...] = DEFAULT_ARMS
     records: str = str(RECORDS)
     folds: str = str(FOLDS)
     corpus: str = str(CORPUS)
@@ -241,7 +265,7 @@ def write_folds(study: Study, task: str) -> None:
 
 def make_run(study: Study, task: str, arm: str, fold: int, seed: int) -> Run:
     t = TASKS[task]
-    elmo, glove = ARMS[arm]
+    elmo, glove, precision = ARMS[arm]
     split = split_dir(study, task, fold)
     overrides: List[Tuple[str, object]] = [
         ("paths.train", str(split / "train.spacy")),
@@ -251,6 +275,8 @@ def make_run(study: Study, task: str, arm: str, fold: int, seed: int) -> Run:
     ]
     if elmo:
         overrides.append(("paths.elmo", study.bilm))
+    if precision:
+        overrides.append(("components.elmo.model.precision", precision))
     if glove:
         overrides += [
             ("paths.vectors", study.glove),
@@ -268,9 +294,11 @@ def make_run(study: Study, task: str, arm: str, fold: int, seed: int) -> Run:
 
 
 def plan_runs(study: Study) -> List[Run]:
-    """Fold-major: each fold and seed's baseline/ELMo runs of each task, then the GloVe arms likewise."""
+    """Fold-major: each fold and seed's runs of the comparisons without GloVe, then those with GloVe
+    likewise; a run in two comparisons once."""
     runs: List[Run] = []
-    for phase in (COMPARISONS[:2], COMPARISONS[2:]):
+    by_glove = [[c for c in COMPARISONS if ARMS[c[2]].glove == glove] for glove in (False, True)]
+    for phase in by_glove:
         for fold in range(study.k):
             for seed in study.seeds:
                 for task, a, b in phase:
@@ -278,7 +306,9 @@ def plan_runs(study: Study) -> List[Run]:
                         continue
                     for arm in (a, b):
                         if arm in study.arms and arm in TASKS[task].arms:
-                            runs.append(make_run(study, task, arm, fold, seed))
+                            run = make_run(study, task, arm, fold, seed)
+                            if run not in runs:
+                                runs.append(run)
     return runs
 
 
@@ -287,20 +317,20 @@ def prepare(study: Study, echo=typer.echo) -> Study:
     arms are left out (said so)."""
     for task in study.tasks:
         write_folds(study, task)
-    if any(ARMS[arm][0] for arm in study.arms) and not (model_folder(study.bilm) / "weights.hdf5").exists():
+    if any(ARMS[arm].bilm for arm in study.arms) and not (model_folder(study.bilm) / "weights.hdf5").exists():
         raise ExperimentError(
             study.bilm,
             expected="a model's name, or a biLM folder with options.json and weights.hdf5",
             found="no weights.hdf5",
             fix="name one with --bilm",
         )
-    if any(ARMS[arm][1] for arm in study.arms) and not Path(study.glove, "config.cfg").exists():
+    if any(ARMS[arm].glove for arm in study.arms) and not Path(study.glove, "config.cfg").exists():
         echo(
             f"{study.glove} holds no spaCy vectors, so the GloVe arms are left out; to run them: "
             f"`python -m spacy project assets --extra`, `python -m experiments.data.fetch assets --only glove`, "
             f"`python -m experiments.data.glove assets/glove {study.glove}`"
         )
-        study = Study(**{**study.__dict__, "arms": tuple(a for a in study.arms if not ARMS[a][1])})
+        study = Study(**{**study.__dict__, "arms": tuple(a for a in study.arms if not ARMS[a].glove)})
     return study
 
 
@@ -369,7 +399,7 @@ BILM_OPTION = path_option(
 )
 GLOVE_OPTION = path_option(GLOVE, "GloVe as spaCy vectors (experiments.data.glove)", "--glove")
 TASKS_OPTION = typer.Option(",".join(TASKS), "--tasks", help="Comma-separated: " + ", ".join(TASKS))
-ARMS_OPTION = typer.Option(",".join(ARMS), "--arms", help="Comma-separated: " + ", ".join(ARMS))
+ARMS_OPTION = typer.Option(",".join(DEFAULT_ARMS), "--arms", help="Comma-separated: " + ", ".join(ARMS))
 RECORDS_OPTION = path_option(RECORDS, "Folder of the runs' records (committed)", "--records")
 
 

@@ -1,4 +1,5 @@
-"""The arithmetic the biLM runs in: "fp32", "tf32", "bf16" or, for inference, "int8".
+"""The arithmetic the biLM runs in: "fp32", "tf32", "bf16" or, for inference, "int8"
+or "int8-always".
 
 - "fp32": float32 throughout (TF32 tensor cores off for the matrix products).
 - "tf32": on a GPU, float32 tensors with the matrix products on TF32 tensor cores (10-bit
@@ -9,9 +10,12 @@
   `cpu_has_bf16`); on one without them, float32, with a warning that says so.
 - "int8": inference on a CPU only: the LSTMs' input, recurrent and projection products in
   int8 (int8.py; per-column weight scales, per-row activation scales), everything else as
-  "fp32". Where this CPU's int8 products are no faster than its float32 ones
-  (`int8.int8_pays`), or on a GPU, float32 with a warning that says so. Under gradients
-  (training) the products stay float32; pretraining's settings do not offer it.
+  "fp32", for an LSTM whose int8 products of its sizes run at least 1.5 times as fast as
+  float32's on this CPU (`int8.int8_pays`, timed once per process); for another, or on a
+  GPU, float32 with a warning that says so. Under gradients (training) the products stay
+  float32; pretraining's settings do not offer it.
+- "int8-always": "int8" whatever this CPU's speed (to reproduce int8's values on any CPU,
+  as the accuracy studies do); on a GPU, float32 with the warning.
 
 The setting holds inside the ``with`` block only: the process-wide TF32 switches are
 restored when it ends. A backward pass runs outside autocast but must multiply as its
@@ -25,11 +29,11 @@ from typing import Iterator, Union
 import torch
 
 from ..errors import ConfigError
-from .int8 import INT8_MARGIN, int8_pays, int8_products
+from .int8 import int8_products
 
 PRECISIONS = ("fp32", "tf32", "bf16")  # for training and inference
-INT8 = "int8"
-INFERENCE_PRECISIONS = PRECISIONS + (INT8,)
+INT8, INT8_ALWAYS = "int8", "int8-always"
+INFERENCE_PRECISIONS = PRECISIONS + (INT8, INT8_ALWAYS)
 
 
 def check_precision(name: str) -> str:
@@ -44,8 +48,8 @@ def precision(device: Union[str, torch.device], name: str = "fp32") -> Iterator[
     """Run the block in `name`'s arithmetic on `device` (see the module docstring)."""
     check_precision(name)
     device_type = torch.device(device).type
-    if name == INT8:
-        with _int8_or_float32(device_type), tf32_switches(device, "fp32"):
+    if name in (INT8, INT8_ALWAYS):
+        with _int8_or_float32(device_type, where_faster=name == INT8), tf32_switches(device, "fp32"):
             yield
         return
     if device_type == "cpu":
@@ -82,20 +86,14 @@ def cpu_has_bf16() -> bool:
 
 
 @contextlib.contextmanager
-def _int8_or_float32(device_type: str) -> Iterator[None]:
-    """int8 products for the block where they pay on this device, else float32 with a warning."""
+def _int8_or_float32(device_type: str, where_faster: bool) -> Iterator[None]:
+    """int8 products for the block on a CPU (`int8_products`), else float32 with a warning."""
     if device_type != "cpu":
         _warn_float32(f'precision "int8" is for CPUs; on {device_type!r} computing in float32, as with "fp32".')
-    elif not int8_pays():
-        _warn_float32(
-            f'precision "int8" asked for, but on this CPU int8 matrix products (torch._int_mm) do not run '
-            f'{INT8_MARGIN} times as fast as float32 ones: computing in float32, as with "fp32".'
-        )
-    else:
-        with int8_products():
-            yield
+        yield
         return
-    yield
+    with int8_products(where_faster):
+        yield
 
 
 def _warn_float32(message: str) -> None:

@@ -49,8 +49,9 @@ def embed_cli(
     precision: str = typer.Option(
         "fp32",
         "--precision",
-        metavar="fp32|tf32|bf16|int8",
-        help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16); int8 (CPU, where faster)",
+        metavar="fp32|tf32|bf16|int8|int8-always",
+        help="fp32; tf32 (GPU); bf16 (GPU, or a CPU with AMX or AVX-512 BF16); int8 (CPU, where faster); "
+        "int8-always (CPU, whatever the speed)",
     ),
     cuda_graphs: bool = typer.Option(
         False,

@@ -78,8 +78,9 @@ def BiLMModel(
         into windows of this many tokens (the segmenter's default size).
     precision: "fp32" (exact float32; on a GPU cuDNN's default TF32 convolutions are
         turned off inside the biLM), "tf32" (GPU only), "bf16" (a GPU, or a CPU with AMX
-        or AVX-512 BF16) or "int8" (the LSTMs' products on a CPU whose int8 products beat
-        float32; see spacy_elmo.bilm.precision).
+        or AVX-512 BF16), "int8" (the LSTMs' products in int8 on a CPU where that runs at
+        least 1.5 times as fast as float32 for this biLM's sizes, else float32 with a warning)
+        or "int8-always" (int8 on any CPU); see spacy_elmo.bilm.precision.
     sentences: "doc", read the sentences the doc has (the `elmo` component);
         "upstream", read the sentences the `elmo` component read, as recorded in
         ``doc._.elmo``, and a doc without that record in windows (a listener's

@@ -115,6 +115,18 @@ def test_every_arm_runs_the_same_folds_and_seeds_fold_by_fold():
     assert elmo["paths.elmo"] == cv.BILM and elmo["components.ner.model.tok2vec.embed.include_static_vectors"] is True
 
 
+def test_the_int8_arm_is_planned_only_when_named_and_paired_fold_by_fold():
+    assert not any("elmo_int8" in run.id for run in cv.plan_runs(cv.Study(k=3, seeds=(0, 1))))
+    runs = cv.plan_runs(cv.Study(k=3, seeds=(0,), tasks=("ner",), arms=("elmo", "elmo_int8")))
+    assert [run.id for run in runs] == [f"ner/{arm}/fold{f}/seed0" for f in range(3) for arm in ("elmo", "elmo_int8")]
+    for fold in range(3):
+        fp32, int8 = (dict(run.overrides) for run in runs[2 * fold : 2 * fold + 2])
+        assert int8 == {**fp32, "components.elmo.model.precision": "int8-always"}  # all else the same
+    # With the other arms, a run in two comparisons is planned once.
+    both = cv.plan_runs(cv.Study(k=3, seeds=(0,), tasks=("ner",), arms=("baseline", "elmo", "elmo_int8")))
+    assert len(both) == len({run.id for run in both}) == 9
+
+
 def test_a_trained_run_is_done_until_its_fold_assignment_changes(tiny, tmp_path):
     cv.write_folds(tiny, "ner")
     run = cv.plan_runs(tiny)[0]

@@ -1,5 +1,6 @@
 """`[components.elmo.model] precision = "int8"`: the `elmo` component's biLM with int8
-LSTM products where they pay on this CPU, float32 with a warning where they do not."""
+LSTM products where they pay on this CPU, float32 with a warning where they do not;
+"int8-always": int8 products whatever the speed."""
 
 import warnings
 
@@ -7,7 +8,7 @@ import numpy
 import pytest
 import spacy
 
-from spacy_elmo.bilm import precision as precision_module
+from spacy_elmo.bilm import int8 as int8_module
 
 from .pipelines import layers, override, save
 
@@ -21,7 +22,7 @@ def token_cosines(got, expected):
 
 
 def test_precision_int8_where_it_pays_runs_the_lstms_in_int8(tmp_path, bilm_dir, monkeypatch):
-    monkeypatch.setattr(precision_module, "int8_pays", lambda: True)
+    monkeypatch.setattr(int8_module, "int8_pays", lambda shapes, threads: True)
     path = save(tmp_path, bilm_dir)
     expected = layers(spacy.load(path))
     with warnings.catch_warnings():
@@ -34,9 +35,21 @@ def test_precision_int8_where_it_pays_runs_the_lstms_in_int8(tmp_path, bilm_dir,
 
 
 def test_precision_int8_where_it_is_slower_is_float32_with_a_warning(tmp_path, bilm_dir, monkeypatch):
-    monkeypatch.setattr(precision_module, "int8_pays", lambda: False)
+    monkeypatch.setattr(int8_module, "int8_pays", lambda shapes, threads: False)
     path = save(tmp_path, bilm_dir)
     expected = layers(spacy.load(path))
     with pytest.warns(UserWarning, match='"int8"'):
         got = layers(spacy.load(path, config=override(precision="int8")))
     assert all(numpy.array_equal(a, b) for a, b in zip(got, expected))
+
+
+def test_precision_int8_always_runs_int8_where_it_is_slower(tmp_path, bilm_dir, monkeypatch):
+    monkeypatch.setattr(int8_module, "int8_pays", lambda shapes, threads: False)
+    path = save(tmp_path, bilm_dir)
+    expected = layers(spacy.load(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = layers(spacy.load(path, config=override(precision="int8-always")))
+    cos = token_cosines(got, expected)
+    assert (cos[1:].mean(axis=1) >= MEAN_COSINE).all() and (cos[1:].min(axis=1) >= WORST_COSINE).all(), cos
+    assert not all(numpy.array_equal(a, b) for a, b in zip(got, expected))

@@ -8,7 +8,7 @@ from typing import List, Optional
 import torch
 
 from ..int8 import int8_baddbmm
-from .layout import PackedSteps
+from .layout import N_GATES, PackedSteps
 from .weight_forms import Int8LayerWeights, Stack
 
 
@@ -35,7 +35,7 @@ def run_layer(
 ) -> torch.Tensor:
     """One layer from the zero state: x (2, n_packed, p) -> (2, n_packed, p)."""
     W_input, W_hidden, bias, W_proj = weights
-    c_dim, p = W_proj.values.shape[2], W_proj.out_features
+    c_dim, p = W_input.out_features // N_GATES, W_proj.out_features
     batch_sizes, offsets = steps.sizes, steps.offsets
     out = x.new_empty(x.shape)
     h, c = x.new_zeros(2, batch_sizes[0], p), x.new_zeros(2, batch_sizes[0], c_dim)

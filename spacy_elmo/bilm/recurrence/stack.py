@@ -6,7 +6,7 @@ from typing import List, Optional, Tuple
 import torch
 from torch import nn
 
-from ..int8 import int8_enabled
+from ..int8 import Shape, int8_enabled, int8_runs
 from ..options import BiLMOptions
 from . import inference, quantized, step
 from .backward import lstm_layer
@@ -83,7 +83,7 @@ class BiLSTMStack(nn.Module):
         # (input, forget, output, new input), and each gate's scale (the sigmoid gates' halved).
         self.register_buffer("wide_gate_order", torch.tensor([0, FORGET_GATE, 3, 1]), persistent=False)
         self.register_buffer("gate_scale", torch.tensor([0.5, 1.0, 0.5, 0.5]).view(1, N_GATES, 1, 1), persistent=False)
-        self._int8_cache: Int8Cache = {}  # per layer, its int8 weights and the stamp they were made from
+        self._int8_cache = Int8Cache()  # per layer, its int8 weights and the stamp they were made from
         # Loading weights makes the CUDA graphs' copy of them again.
         self.register_load_state_dict_post_hook(_forget_graph_weights)
 
@@ -138,7 +138,7 @@ class BiLSTMStack(nn.Module):
         graphs = self.paths.graphs
         if graphs is not None and inputs.is_cuda and inputs.dtype == self.W_proj[0].dtype == torch.float32:
             return graphs(self, inputs, batch_sizes)
-        if int8_enabled() and inputs.device.type == "cpu":
+        if int8_enabled() and inputs.device.type == "cpu" and int8_runs(self.int8_shapes):
             return quantized.run_layers(self, inputs, batch_sizes)
         return inference.run_layers(self, inputs, batch_sizes)
 
@@ -174,6 +174,12 @@ class BiLSTMStack(nn.Module):
         """`layer`'s weights as the recurrence without gradients takes them
         (`weight_forms.inference_weights`)."""
         return inference_weights(self, layer)
+
+    @property
+    def int8_shapes(self) -> Tuple[Shape, ...]:
+        """The (inner, outer) sizes of a step's products: recurrent (and input), projection."""
+        _, _, p, c = self.W_hidden[0].shape
+        return ((p, N_GATES * c), (c, p))
 
     def int8_weights(self, layer: int) -> Int8LayerWeights:
         """`layer`'s weights as the int8 recurrence takes them, made once per

@@ -50,8 +50,16 @@ class Int8LayerWeights(NamedTuple):
     W_proj: Int8Weight
 
 
-# Per layer: (the parameters' `parameters_stamp`, their int8 form).
-Int8Cache = Dict[int, Tuple[tuple, Int8LayerWeights]]
+class Int8Cache(Dict[int, Tuple[tuple, Int8LayerWeights]]):
+    """Per layer: (the parameters' `parameters_stamp`, their int8 form). A copy or a
+    pickle of its stack starts empty and makes its own (oneDNN's packed weights
+    cannot be copied, and are made again in milliseconds)."""
+
+    def __deepcopy__(self, memo) -> "Int8Cache":
+        return Int8Cache()
+
+    def __reduce__(self):
+        return Int8Cache, ()
 
 
 class Stack(Protocol):
