@@ -11,7 +11,9 @@
 #   bash benchmarks/run_gpu.sh v2-finish WORK OUT  # their weights (float16 where large), logs and scores into OUT
 #   (V2_MINUTES: 16 a size, side by side; each phase fits one 10-minute command)
 #
-#   bash benchmarks/run_gpu.sh overhead WORK OUT   # words to layers, old code against new, with and without CUDA graphs (bench_overhead.py), GPU tests
+#   bash benchmarks/run_gpu.sh overhead WORK OUT   # GPU tests; words to layers, old code against new, with and without
+#                                                  # CUDA graphs (bench_overhead.py); nlp.pipe's batch settings (bench_pipe_batches.py)
+#   DEVICE=cpu PIPE_ARGS="--models shipped" bash benchmarks/run_gpu.sh overhead WORK OUT   # its smoke run on a CPU
 #   (made beforehand on a machine with git and PyPI, both carried along in .gpu/:
 #    mkdir -p .gpu/old && git archive 7566a4d spacy_elmo | tar -x -C .gpu/old
 #    python benchmarks/bench_overhead.py --sentences 2048 --write-texts .gpu/texts.json)
@@ -30,11 +32,18 @@ export PYTHONUNBUFFERED=1
 
 case "$phase" in
 overhead)
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$3/gpu.txt"
+  device=${DEVICE:-cuda}  # DEVICE=cpu: the same commands on a CPU, a smoke run before a lease
+  gpu_args=()
+  [ "$device" = cuda ] && gpu_args=(--precisions fp32 tf32 --cuda-graphs) \
+    && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$3/gpu.txt"
   timeout 130 python3 -m pytest -q -p no:cacheprovider -m gpu tests/bilm/test_gpu.py tests/pipeline/test_gpu.py 2>&1 \
     | tee "$3/pytest_gpu.txt" | tail -n 25
-  timeout 300 python3 benchmarks/bench_overhead.py --device cuda --precisions fp32 tf32 --cuda-graphs \
+  timeout 300 python3 benchmarks/bench_overhead.py --device "$device" "${gpu_args[@]}" \
     --texts .gpu/texts.json --reference-tree .gpu/old --repeats 3 --rounds 1 2>&1 | tee "$3/bench_overhead_gpu.txt"
+  # The component's batches against the forward pass: why nlp.pipe leaves the GPU idle.
+  # shellcheck disable=SC2086
+  timeout 200 python3 benchmarks/bench_pipe_batches.py --device "$device" --texts .gpu/texts.json \
+    --output "$3/bench_pipe_batches.json" ${PIPE_ARGS:-} 2>&1 | tee "$3/bench_pipe_batches.txt"
   ;;
 start)
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
