@@ -17,7 +17,7 @@ over the (fold, seed) pairs both arms have run:
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
 
@@ -139,16 +139,27 @@ def check_records(runs: Sequence[Run], records: Path) -> None:
         raise ExperimentError(records, expected=f"the records of the planned runs ({where})", found="none", fix=fix)
 
 
-def build(runs: Sequence[Run], records: Path, comparisons: Sequence[Tuple[str, str, str]]) -> Dict[str, Any]:
+def build(
+    runs: Sequence[Run],
+    records: Path,
+    comparisons: Sequence[Tuple[str, str, str]],
+    arm_records: Optional[Mapping[str, Path]] = None,
+) -> Dict[str, Any]:
     """The report: each arm's pooled scores and runs, and each comparison over the pairs both arms have run
-    (`check_records` first)."""
-    check_records(runs, records)
+    (`check_records` first). An arm named in ``arm_records`` is read from its folder there (another study's
+    records of the same runs), the others from ``records``."""
+    arm_records = dict(arm_records or {})
+    for arm, folder in arm_records.items():
+        check_records([run for run in runs if run.labels["arm"] == arm], folder)
+    own = [run for run in runs if run.labels["arm"] not in arm_records]
+    if own or not arm_records:
+        check_records(own, records)
     by_arm: Dict[Tuple[str, str], List[Run]] = {}
     for run in runs:
         by_arm.setdefault((run.labels["task"], run.labels["arm"]), []).append(run)
     arms = {}
     for (task, arm), planned in by_arm.items():
-        done = read_arm(planned, records)
+        done = read_arm(planned, arm_records.get(arm, records))
         entry: Dict[str, Any] = {"task": task, "arm": arm, "planned": len(planned), "done": len(done)}
         if done:
             recs = list(done.values())
@@ -162,7 +173,8 @@ def build(runs: Sequence[Run], records: Path, comparisons: Sequence[Tuple[str, s
     for task, a, b in comparisons:
         if (task, a) not in by_arm or (task, b) not in by_arm:
             continue
-        done_a, done_b = read_arm(by_arm[task, a], records), read_arm(by_arm[task, b], records)
+        done_a = read_arm(by_arm[task, a], arm_records.get(a, records))
+        done_b = read_arm(by_arm[task, b], arm_records.get(b, records))
         pairs = sorted(set(done_a) & set(done_b))
         planned = len(by_arm[task, a])
         for metric in ("f1",) if task == "ner" else ("macro_f", "accuracy"):
@@ -220,12 +232,15 @@ def markdown(report: Dict[str, Any]) -> str:
         lines.append(f"| {name} | {arm['done']} of {arm['planned']} | {pooled} | {_minutes_text(arm)} |")
     lines += fold_tables(report)
     cpus = sorted({cpu for arm in report["arms"].values() for cpu in arm.get("cpus", [])})
+    source = report.get(
+        "source",
+        "Runs: `python -m experiments.studies.cv run --jobs N` (resumes; records in docs/results/cv/records); "
+        "this page: `python -m experiments.studies.cv report`.",
+    )
     lines += [
         "",
         f"Trained on {', '.join(cpus) or 'a CPU the records do not name'}, one thread a run, one or two runs "
-        "at a time, on machines shared with other work (the minutes are wall-clock). Runs: "
-        "`python -m experiments.studies.cv run --jobs N` (resumes; records in docs/results/cv/records); this page: "
-        "`python -m experiments.studies.cv report`.",
+        f"at a time, on machines shared with other work (the minutes are wall-clock). {source}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -268,12 +283,18 @@ def write_report(
     comparisons: Sequence[Tuple[str, str, str]],
     readme: Optional[Path] = None,
     day: str = "",
+    arm_records: Optional[Mapping[str, Path]] = None,
+    source: str = "",
 ) -> Dict[str, Any]:
     """Pool the records into OUTPUT/results.json and results.md, and with ``readme`` write its results block
-    (`update_readme`, made on ``day``). The records and the README are checked before anything is written."""
+    (`update_readme`, made on ``day``); ``arm_records`` as `build` takes it; ``source``, where the page says
+    its runs and itself come from (the cv study's commands when empty). The records and the README are
+    checked before anything is written."""
     if readme is not None:
         readme_around(readme)
-    report = build(runs, records, comparisons)
+    report = build(runs, records, comparisons, arm_records)
+    if source:
+        report["source"] = source
     text = markdown(report)
     write_atomic(output / "results.json", json.dumps(report, indent=1) + "\n")
     write_atomic(output / "results.md", text)

@@ -42,6 +42,8 @@ the planned runs' records, and a ``--readme`` without its results block, before 
 import json
 import os
 import random
+import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -461,6 +463,9 @@ def report_cli(
     records: Optional[str] = RECORDS_OPTION,
     output: Optional[str] = path_option(RESULTS, "Where results.md and results.json go"),
     readme: Optional[str] = typer.Option(None, help="Also write the summary block of this README (README.md)"),
+    arm_records: List[str] = typer.Option(
+        [], "--arm-records", help="ARM=FOLDER: read this arm's records from FOLDER (another study's); repeatable"
+    ),
 ) -> None:
     """Pool the records of the planned runs into each comparison (partial while runs are left); a records
     folder that does not exist or holds none of the planned runs' records is refused, and nothing written."""
@@ -471,9 +476,28 @@ def report_cli(
     study = _study(k, seeds, steps, eval_frequency, bilm, glove, tasks, arms, records)
     output_dir = Path(from_caller(output, RESULTS))
     readme_path = Path(from_caller(readme)) if readme is not None else None
+    folders = {}
+    for given in arm_records:
+        arm, _, folder = given.partition("=")
+        if arm not in study.arms or not folder:
+            raise ExperimentError(
+                "--arm-records", expected=f"ARM=FOLDER, ARM one of {', '.join(study.arms)}", found=given
+            )
+        folders[arm] = Path(from_caller(folder))
+    source = ""
+    if folders or output is not None:
+        command = " ".join(shlex.quote(a) for a in sys.argv[1:])
+        source = f"Runs: records in {study.records}; this page: `python -m experiments.studies.cv {command}`."
     os.chdir(ROOT)
     write_report(
-        plan_runs(study), Path(study.records), output_dir, COMPARISONS, readme_path, datetime.date.today().isoformat()
+        plan_runs(study),
+        Path(study.records),
+        output_dir,
+        COMPARISONS,
+        readme_path,
+        datetime.date.today().isoformat(),
+        folders,
+        source,
     )
 
 

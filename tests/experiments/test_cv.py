@@ -239,6 +239,27 @@ def test_one_pair_gives_a_gain_but_no_interval_and_no_test(tmp_path):
     assert "(one pair: no interval)" in report.markdown(report.build(runs, Path(study.records), cv.COMPARISONS))
 
 
+def test_an_arm_can_be_read_from_another_studys_records(tmp_path):
+    from experiments.engine.run import write_record
+
+    study = cv.Study(k=3, seeds=(0,), tasks=("ner",), arms=("elmo", "elmo_int8"), records=str(tmp_path / "int8"))
+    elsewhere = tmp_path / "cv"
+    for run in cv.plan_runs(study):
+        fp32 = run.labels["arm"] == "elmo"
+        write_record(elsewhere if fp32 else Path(study.records), fake_record(run.id, 10 if fp32 else 11, 5, 5))
+    runs = cv.plan_runs(study)
+    (alone,) = report.build(runs, Path(study.records), cv.COMPARISONS)["comparisons"]
+    assert alone["pairs"] == 0  # no float32 record in the study's own folder
+    built = report.build(runs, Path(study.records), cv.COMPARISONS, {"elmo": elsewhere})
+    (paired,) = built["comparisons"]
+    assert paired["pairs"] == 3 and paired["gain"] > 0
+    with pytest.raises(ExperimentError, match="records of the planned runs"):
+        report.build(runs, Path(study.records), cv.COMPARISONS, {"elmo": tmp_path / "int8"})  # none there
+    out = tmp_path / "page"
+    report.write_report(runs, Path(study.records), out, cv.COMPARISONS, None, "", {"elmo": elsewhere}, "Made so.")
+    assert (out / "results.md").read_text(encoding="utf-8").rstrip().endswith("Made so.")
+
+
 def test_the_readme_block_reports_complete_comparisons_and_says_what_is_left(tmp_path):
     from experiments.engine.run import write_record
     from experiments.errors import ExperimentError
