@@ -6,7 +6,8 @@
 On bench_overhead.py's real sentences (int8_accuracy.py reads them; the original
 architecture with realistic random weights):
 
-- ``BiLM.forward`` over length-sorted batches of 32, 128 and 512 sentences, the token
+- ``BiLM.forward`` over length-sorted batches of 32, 128 and 512 sentences (those no
+  larger than the sentences read: --sentences, --original-sentences), the token
   cache emptied before every pass, and ``nlp.pipe`` (sentencizer + ``elmo``, the
   component's defaults) over the texts of those sentences, the precision "fp32"
   against "int8-always" (int8 whatever this CPU's speed). The passes alternate, float32
@@ -136,7 +137,7 @@ def main(args: argparse.Namespace) -> None:
         n_tokens = sum(len(s) for s in used)
         verdicts.append(f"{name}: int8 pays: {int8_pays(model.lstm.int8_shapes, args.threads)}")
         rows = []
-        for batch_size in BATCHES:
+        for batch_size in [b for b in BATCHES if b <= len(used)]:  # a larger one would repeat the last
             batches = [[used[i] for i in rows] for rows in length_sorted_batches([len(s) for s in used], batch_size)]
             flops = inference_flops(model.options, batches)["total"]
             passes = {side: forward_pass(model, batches, arithmetic) for side, arithmetic in ARITHMETIC.items()}

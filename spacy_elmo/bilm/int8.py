@@ -86,7 +86,7 @@ def quantize_weight(weight: torch.Tensor, pack: Optional[bool] = None) -> Int8We
     """`weight` (d, k, n) float32 as integers in [-WEIGHT_QMAX, WEIGHT_QMAX] with one
     scale per output column, packed for oneDNN where it is available (or as `pack` says)."""
     scale = weight.abs().amax(dim=1, keepdim=True).clamp_min(_SMALLEST_MAX) / WEIGHT_QMAX  # (d, 1, n)
-    values = torch.round(weight / scale).to(torch.int8).transpose(1, 2).contiguous()  # (d, n, k)
+    values = weight.div(scale).round_().to(torch.int8).transpose(1, 2).contiguous()  # (d, n, k)
     if pack is None:
         pack = onednn_available()
     if pack:

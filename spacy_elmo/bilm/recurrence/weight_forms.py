@@ -149,20 +149,32 @@ def inference_weights(stack: Stack, layer: int) -> InferenceWeights:
 
 def wide_weights(stack: Stack, layer: int) -> InferenceWeights:
     """`inference_weights`' wide form of `layer`'s weights."""
-    p, c_dim = stack.W_proj[layer].shape[2], stack.W_proj[layer].shape[1]
+    return InferenceWeights(
+        wide_matrix(stack, stack.W_input[layer]),
+        wide_matrix(stack, stack.W_hidden[layer]),
+        wide_bias(stack, layer),
+        stack.W_proj[layer],
+    )
+
+
+def wide_matrix(stack: Stack, w: torch.Tensor) -> torch.Tensor:
+    """A gate matrix (2, 4, p, c) in the wide form (2, p, 4 * c): the gates in
+    `wide_gate_order`, the sigmoid gates' halved."""
+    _, _, p, c_dim = w.shape
     # Reordered and scaled by buffers on the device: an index or a scale copied
     # from a host list would make the host wait for the GPU.
     order, scale = stack.wide_gate_order, stack.gate_scale.index_select(1, stack.wide_gate_order)
+    out = w.new_empty(2, p, N_GATES, c_dim)
+    torch.mul(w.index_select(1, order), scale, out=out.permute(0, 2, 1, 3))
+    return out.view(2, p, N_GATES * c_dim)
+
+
+def wide_bias(stack: Stack, layer: int) -> torch.Tensor:
+    """`layer`'s biases in the wide form (2, 1, 4 * c), the forget gate's 1 added."""
+    order = stack.wide_gate_order
+    scale = stack.gate_scale.index_select(1, order)
     bias = stack.bias[layer] + stack.forget_bias
-
-    def wide(w: torch.Tensor) -> torch.Tensor:  # (2, 4, p, c) -> (2, p, 4 * c)
-        out = w.new_empty(2, p, N_GATES, c_dim)
-        torch.mul(w.index_select(1, order), scale, out=out.permute(0, 2, 1, 3))
-        return out.view(2, p, N_GATES * c_dim)
-
-    W_input, W_hidden = wide(stack.W_input[layer]), wide(stack.W_hidden[layer])
-    wide_bias = (bias.index_select(1, order) * scale[:, :, :, 0]).view(2, 1, -1)
-    return InferenceWeights(W_input, W_hidden, wide_bias, stack.W_proj[layer])
+    return (bias.index_select(1, order) * scale[:, :, :, 0]).view(2, 1, -1)
 
 
 def int8_weights(stack: Stack, layer: int, cache: Int8Cache) -> Int8LayerWeights:
@@ -175,9 +187,13 @@ def int8_weights(stack: Stack, layer: int, cache: Int8Cache) -> Int8LayerWeights
     stamp = parameters_stamp(parameters)
     cached = cache.get(layer)
     if cached is None or cached[0] != stamp:
-        with torch.no_grad():
-            W_input, W_hidden, bias, W_proj = wide_weights(stack, layer)
-            made = Int8LayerWeights(quantize_weight(W_input), quantize_weight(W_hidden), bias, quantize_weight(W_proj))
+        with torch.no_grad():  # one float32 wide matrix at a time: the peak memory stays low
+            made = Int8LayerWeights(
+                quantize_weight(wide_matrix(stack, stack.W_input[layer])),
+                quantize_weight(wide_matrix(stack, stack.W_hidden[layer])),
+                wide_bias(stack, layer),
+                quantize_weight(stack.W_proj[layer]),
+            )
         cached = stamp, made
         cache[layer] = cached
     return cached[1]
