@@ -204,14 +204,8 @@ def worker(args) -> None:
     results["pipe floor"] = best(lambda: list(nlp.pipe(texts, batch_size=256)), args.repeats) / n_tokens
     for name in names:
         model = make(name)  # a fresh one: the old code's cache kept inference tensors from the runs above
-        pipe = spacy.blank("en")
-        pipe.add_pipe("sentencizer")
-        elmo = pipe.add_pipe("elmo")
-        from spacy_elmo.models.bilm import set_bilm
-
-        set_bilm(elmo.model, model)
-        pipe.initialize()
-        set_bilm(elmo.model, model)
+        pipe = elmo_pipeline(model)
+        elmo = pipe.get_pipe("elmo")
 
         def run_pipe():
             model.clear_token_cache()
@@ -237,6 +231,22 @@ def worker(args) -> None:
         results["device"] = torch.cuda.get_device_name()
         results["torch"] = torch.__version__
     print(json.dumps(results))
+
+
+def elmo_pipeline(model):
+    """A blank English pipeline with a sentencizer and the `elmo` component holding `model`
+    (the code on the path's own spacy_elmo, old or new)."""
+    import spacy
+
+    from spacy_elmo.models.bilm import set_bilm
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    elmo = nlp.add_pipe("elmo")
+    set_bilm(elmo.model, model)
+    nlp.initialize()
+    set_bilm(elmo.model, model)  # initialize loads the default biLM: the model under test again
+    return nlp
 
 
 def chunk_rows(texts) -> None:

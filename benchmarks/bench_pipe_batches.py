@@ -33,7 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_bilm import MODELS, cpu_name, set_realistic_weights  # noqa: E402
-from bench_overhead import fetch, real_texts  # noqa: E402
+from bench_overhead import elmo_pipeline, fetch, real_texts  # noqa: E402
 
 from spacy_elmo.bilm import BiLM, length_sorted_batches  # noqa: E402
 from spacy_elmo.device import copied_to_host  # noqa: E402
@@ -76,17 +76,10 @@ def forward_seconds(model: BiLM, sentences: List[List[str]], batch: int, repeats
 
 
 def pipe_seconds(model: BiLM, texts: List[str], max_batch_tokens: int, batch_size: int, args) -> float:
-    import spacy
-
-    from spacy_elmo.models.bilm import set_bilm
     from spacy_elmo.models.settings import SETTINGS
 
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    elmo = nlp.add_pipe("elmo")
-    set_bilm(elmo.model, model)
-    nlp.initialize()
-    set_bilm(elmo.model, model)
+    nlp = elmo_pipeline(model)
+    elmo = nlp.get_pipe("elmo")
     settings = elmo.model.attrs[SETTINGS]
     elmo.model.attrs[SETTINGS] = settings.replace(max_batch_tokens=max(max_batch_tokens, settings["window_size"]))
 

@@ -39,6 +39,7 @@ from spacy_elmo.bilm.precision import INT8_ALWAYS, precision
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_bilm import cpu_name, peak_rss_mb  # noqa: E402
+from bench_overhead import elmo_pipeline  # noqa: E402
 from flops import inference_flops  # noqa: E402
 from int8_accuracy import load_model, real_sentences  # noqa: E402
 
@@ -64,17 +65,10 @@ def forward_pass(model: BiLM, batches: List[List[List[str]]], arithmetic: str) -
 
 def pipe_pass(model: BiLM, texts: List[str], arithmetic: str) -> Callable[[], float]:
     """A pass of ``nlp.pipe`` (sentencizer + ``elmo`` holding `model`) over `texts`: its seconds."""
-    import spacy
-
-    from spacy_elmo.models.bilm import set_bilm
     from spacy_elmo.models.settings import SETTINGS
 
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    elmo = nlp.add_pipe("elmo")
-    set_bilm(elmo.model, model)
-    nlp.initialize()
-    set_bilm(elmo.model, model)
+    nlp = elmo_pipeline(model)
+    elmo = nlp.get_pipe("elmo")
     elmo.model.attrs[SETTINGS] = elmo.model.attrs[SETTINGS].replace(precision=arithmetic)
 
     def run() -> float:

@@ -21,13 +21,18 @@ def token_cosines(got, expected):
     return (a * b).sum(-1) / (numpy.linalg.norm(a, axis=-1) * numpy.linalg.norm(b, axis=-1))
 
 
-def test_precision_int8_where_it_pays_runs_the_lstms_in_int8(tmp_path, bilm_dir, monkeypatch):
-    monkeypatch.setattr(int8_module, "int8_pays", lambda shapes, threads: True)
+@pytest.mark.parametrize(
+    "setting,pays",
+    [("int8", True), ("int8-always", False)],
+    ids=["int8 where it pays", "int8-always where it does not"],
+)
+def test_the_lstms_run_in_int8(tmp_path, bilm_dir, monkeypatch, setting, pays):
+    monkeypatch.setattr(int8_module, "int8_pays", lambda shapes, threads: pays)
     path = save(tmp_path, bilm_dir)
     expected = layers(spacy.load(path))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = layers(spacy.load(path, config=override(precision="int8")))
+        got = layers(spacy.load(path, config=override(precision=setting)))
     cos = token_cosines(got, expected)
     assert numpy.array_equal(numpy.concatenate(got, axis=1)[0], numpy.concatenate(expected, axis=1)[0])
     assert (cos[1:].mean(axis=1) >= MEAN_COSINE).all() and (cos[1:].min(axis=1) >= WORST_COSINE).all(), cos
@@ -42,14 +47,3 @@ def test_precision_int8_where_it_is_slower_is_float32_with_a_warning(tmp_path, b
         got = layers(spacy.load(path, config=override(precision="int8")))
     assert all(numpy.array_equal(a, b) for a, b in zip(got, expected))
 
-
-def test_precision_int8_always_runs_int8_where_it_is_slower(tmp_path, bilm_dir, monkeypatch):
-    monkeypatch.setattr(int8_module, "int8_pays", lambda shapes, threads: False)
-    path = save(tmp_path, bilm_dir)
-    expected = layers(spacy.load(path))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        got = layers(spacy.load(path, config=override(precision="int8-always")))
-    cos = token_cosines(got, expected)
-    assert (cos[1:].mean(axis=1) >= MEAN_COSINE).all() and (cos[1:].min(axis=1) >= WORST_COSINE).all(), cos
-    assert not all(numpy.array_equal(a, b) for a, b in zip(got, expected))
