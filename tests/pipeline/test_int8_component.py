@@ -46,4 +46,3 @@ def test_precision_int8_where_it_is_slower_is_float32_with_a_warning(tmp_path, b
     with pytest.warns(UserWarning, match='"int8"'):
         got = layers(spacy.load(path, config=override(precision="int8")))
     assert all(numpy.array_equal(a, b) for a, b in zip(got, expected))
-
