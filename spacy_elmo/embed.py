@@ -73,8 +73,9 @@ def embed_file(
         only changes the speed: a sentence's vectors never depend on the others
         in its batch.
     device: the torch device to run on, e.g. "cpu" or "cuda:0".
-    precision: "fp32"; "tf32" or "bf16" on a GPU; "bf16" or "int8" on a CPU that has
-        the instructions for them (see spacy_elmo.bilm.precision).
+    precision: "fp32"; "tf32" or "bf16" on a GPU; on a CPU "bf16" where it has the
+        instructions for it, "int8" where it is faster for this biLM, "int8-always"
+        (see spacy_elmo.bilm.precision).
     cuda_graphs: on a GPU, run the LSTMs from CUDA graphs (`BiLM.use_cuda_graphs`):
         the same vectors within float32 rounding, fewer launches from Python.
     overwrite: replace an existing file at `output_path` (never a folder).
