@@ -58,6 +58,15 @@ PROBE_ROWS = 32
 PROBE_REPEATS = 5
 INT8_MARGIN = 1.5  # int8 runs only where it is clearly faster (`int8_pays`)
 
+# oneDNN makes the products of at most this many rows at a time. Its result is a new tensor (it has
+# no ``out=``), and for a block of the input products (512 rows by 4 * 4,096 columns in the original
+# model) that would be a 32 MiB temporary per direction, which the allocator keeps once it is freed.
+# In chunks, and with a block's input products in one reused buffer (recurrence/quantized.py), the
+# original's peak memory at batch 128 is 1.08 times float32's, against 1.20 before (benchmarks/README.md,
+# C12). The values do not depend on the chunks: each row is quantised on its own and its integer
+# product is exact.
+ROWS_PER_CALL = 128
+
 # A product's (inner, outer) sizes.
 Shape = Tuple[int, int]
 
@@ -104,19 +113,25 @@ def quantize_rows(x: torch.Tensor, zero_point: int = 0, dtype: torch.dtype = tor
     return values.to(dtype), largest / QMAX
 
 
-def int8_baddbmm(bias: Optional[torch.Tensor], x: torch.Tensor, weight: Int8Weight) -> torch.Tensor:
+def int8_baddbmm(
+    bias: Optional[torch.Tensor], x: torch.Tensor, weight: Int8Weight, out: Optional[torch.Tensor] = None
+) -> torch.Tensor:
     """``bias + x @ W`` for x (d, m, k) float32 and W (d, k, n) as `Int8Weight`,
-    the products in int8: (d, m, n) float32. bias: broadcastable to (d, m, n), or None."""
-    out = x.new_empty(x.shape[0], x.shape[1], weight.out_features)
+    the products in int8: (d, m, n) float32, written to `out` where it is given.
+    bias: broadcastable to (d, m, n), or None."""
+    if out is None:
+        out = x.new_empty(x.shape[0], x.shape[1], weight.out_features)
     if weight.packed is not None:
-        values, row_scale = quantize_rows(x, ZERO_POINT, torch.uint8)
         bias = None if bias is None else bias.expand_as(out)
-        for i, (packed, scale) in enumerate(zip(weight.packed, weight.scale)):
-            product = _onednn_mm(values[i], packed, scale)  # scaled by the columns' scales
-            if bias is None:
-                torch.mul(product, row_scale[i], out=out[i])
-            else:
-                torch.addcmul(bias[i], product, row_scale[i], out=out[i])
+        for start in range(0, x.shape[1], ROWS_PER_CALL):
+            rows = slice(start, start + ROWS_PER_CALL)
+            values, row_scale = quantize_rows(x[:, rows], ZERO_POINT, torch.uint8)
+            for i, (packed, scale) in enumerate(zip(weight.packed, weight.scale)):
+                product = _onednn_mm(values[i], packed, scale)  # scaled by the columns' scales
+                if bias is None:
+                    torch.mul(product, row_scale[i], out=out[i, rows])
+                else:
+                    torch.addcmul(bias[i, rows], product, row_scale[i], out=out[i, rows])
         return out
     values, row_scale = quantize_rows(x)
     for i in range(x.shape[0]):

@@ -96,6 +96,19 @@ def test_a_rows_int8_product_does_not_depend_on_the_other_rows(pack):
     assert torch.equal(int8_baddbmm(None, x, w)[:, 5:6], int8_baddbmm(None, x[:, 5:6], w))  # one row alone
 
 
+@pytest.mark.parametrize("pack", KERNELS)
+def test_products_made_in_chunks_of_rows_are_those_of_each_row_alone(monkeypatch, pack):
+    monkeypatch.setattr(int8_module, "ROWS_PER_CALL", 7)  # 40 rows: six chunks, the last one short
+    generator = torch.Generator().manual_seed(4)
+    x, bias = torch.randn(2, 40, 32, generator=generator), torch.randn(2, 40, 16, generator=generator)
+    w = quantize_weight(torch.randn(2, 32, 16, generator=generator), pack=pack)
+    out = torch.full((2, 40, 16), float("nan"))
+    assert int8_baddbmm(bias, x, w, out=out) is out
+    for row in range(40):
+        assert torch.equal(out[:, row : row + 1], int8_baddbmm(bias[:, row : row + 1], x[:, row : row + 1], w))
+    assert torch.equal(int8_baddbmm(None, x, w), int8_baddbmm(torch.zeros(2, 1, 16), x, w))
+
+
 @pytest.mark.skipif(not onednn_available(), reason="no oneDNN")
 def test_the_kernels_compute_the_same_integer_products():
     generator = torch.Generator().manual_seed(2)
