@@ -32,23 +32,12 @@ from typing import Callable, Dict, List
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_bilm import MODELS, cpu_name, set_realistic_weights  # noqa: E402
+from bench_bilm import cpu_name, sorted_batches  # noqa: E402
 from bench_overhead import elmo_pipeline, fetch, real_texts  # noqa: E402
+from int8_accuracy import load_model  # noqa: E402
 
-from spacy_elmo.bilm import BiLM, length_sorted_batches  # noqa: E402
+from spacy_elmo.bilm import BiLM  # noqa: E402
 from spacy_elmo.device import copied_to_host  # noqa: E402
-
-SHIPPED = "elmo-en-small"
-
-
-def make_model(name: str, words: List[str], device: str) -> BiLM:
-    torch.manual_seed(0)
-    if name == "shipped":
-        model = BiLM.from_allennlp(SHIPPED)
-    else:
-        model = BiLM(MODELS[name])
-        set_realistic_weights(model, sorted(words)[:20000])
-    return model.to(device).eval()
 
 
 def best_seconds(run: Callable[[], None], repeats: int, device: str) -> float:
@@ -64,7 +53,7 @@ def best_seconds(run: Callable[[], None], repeats: int, device: str) -> float:
 
 
 def forward_seconds(model: BiLM, sentences: List[List[str]], batch: int, repeats: int, device: str) -> float:
-    batches = [[sentences[i] for i in rows] for rows in length_sorted_batches([len(s) for s in sentences], batch)]
+    batches = sorted_batches(sentences, batch)
 
     def run() -> None:
         model.clear_token_cache()
@@ -111,9 +100,8 @@ def main(args: argparse.Namespace) -> None:
     print("| biLM | pass | max_batch_tokens | nlp.pipe batch_size | words/s | share of the forward pass |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     results: Dict[str, float] = {}
-    words = sorted({w for s in sentences for w in s})
     for name in args.models:
-        model = make_model(name, words, args.device)
+        model = load_model(name, sentences).to(args.device)
         ceiling = n_tokens / forward_seconds(model, sentences, args.forward_batch, args.repeats, args.device)
         results[f"{name} forward"] = ceiling
         print(f"| {name} | forward, {args.forward_batch} sentences a batch | | | {ceiling:,.0f} | 1.00 |", flush=True)

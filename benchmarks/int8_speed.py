@@ -33,12 +33,12 @@ from typing import Callable, Dict, List
 
 import torch
 
-from spacy_elmo.bilm import BiLM, batch_to_ids, length_sorted_batches
+from spacy_elmo.bilm import BiLM, batch_to_ids
 from spacy_elmo.bilm.int8 import int8_pays
 from spacy_elmo.bilm.precision import INT8_ALWAYS, precision
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_bilm import cpu_name, peak_rss_mb  # noqa: E402
+from bench_bilm import cpu_name, peak_rss_mb, sorted_batches  # noqa: E402
 from bench_overhead import elmo_pipeline  # noqa: E402
 from flops import inference_flops  # noqa: E402
 from int8_accuracy import load_model, real_sentences  # noqa: E402
@@ -105,7 +105,7 @@ def one_peak(args: argparse.Namespace) -> None:
     name, side = args.peak_of
     used = sentences_of(args, name)
     model = load_model(name, used)
-    batches = [[used[i] for i in rows] for rows in length_sorted_batches([len(s) for s in used], MEMORY_BATCH)]
+    batches = sorted_batches(used, MEMORY_BATCH)
     forward_pass(model, batches, ARITHMETIC[side])()
     print(json.dumps({"peak_mb": peak_rss_mb()}))
 
@@ -132,7 +132,7 @@ def main(args: argparse.Namespace) -> None:
         verdicts.append(f"{name}: int8 pays: {int8_pays(model.lstm.int8_shapes, args.threads)}")
         rows = []
         for batch_size in [b for b in BATCHES if b <= len(used)]:  # a larger one would repeat the last
-            batches = [[used[i] for i in rows] for rows in length_sorted_batches([len(s) for s in used], batch_size)]
+            batches = sorted_batches(used, batch_size)
             flops = inference_flops(model.options, batches)["total"]
             passes = {side: forward_pass(model, batches, arithmetic) for side, arithmetic in ARITHMETIC.items()}
             rows.append((f"forward, batch {batch_size}", flops, alternate(passes, args.repeats)))

@@ -57,24 +57,45 @@ def predict(model: Path, test: Path, precision: str) -> Tuple[List[Dict[str, int
     return counts, entities
 
 
-def summed(counts: Sequence[Dict[str, int]]) -> Dict[str, int]:
-    return {key: sum(c[key] for c in counts) for key in COUNTS}
-
-
-def f1_of(counts: Sequence[Dict[str, int]]) -> float:
-    return metrics_of(summed(counts))["f1"]
-
-
-def scores_of(counts: Sequence[Dict[str, int]]) -> Dict[str, float]:
-    """Entity precision, recall and F1 (0-100) and the counts they come from."""
-    total = summed(counts)
-    tp, fp, fn = total["tp"], total["fp"], total["fn"]
+def scores_of(total: numpy.ndarray) -> Dict[str, float]:
+    """Entity precision, recall and F1 (0-100) of summed (tp, fp, fn) counts, and the counts."""
+    tp, fp, fn = (int(x) for x in total)
     return {
-        **total,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
         "precision": 100 * tp / (tp + fp) if tp + fp else 0.0,
         "recall": 100 * tp / (tp + fn) if tp + fn else 0.0,
-        "f1": f1_of(counts),
+        **metrics_of({"tp": tp, "fp": fp, "fn": fn}),
     }
+
+
+def _f1_rows(total: numpy.ndarray) -> numpy.ndarray:
+    """F1 (0-100) of each row of summed (tp, fp, fn) counts, as `experiments.report.cv.metrics_of` gives it."""
+    tp, fp, fn = total[..., 0], total[..., 1], total[..., 2]
+    denominator = 2 * tp + fp + fn
+    return numpy.where(tp > 0, 100 * 2 * tp / numpy.maximum(denominator, 1), 0.0)
+
+
+def bootstrap_difference(
+    groups: Sequence[Tuple[numpy.ndarray, numpy.ndarray]], draws: int = BOOTSTRAP, seed: int = SEED
+) -> List[float]:
+    """The 95% bootstrap interval of B's F1 - A's over docs pooled from `groups`, each (A's, B's) per-doc
+    (docs, 3) counts of the same docs: every draw takes as many docs from each group as it has, the
+    same docs for A and B."""
+    rng = numpy.random.default_rng(seed)
+    drawn_a = numpy.zeros((draws, len(COUNTS)), dtype=numpy.int64)
+    drawn_b = numpy.zeros_like(drawn_a)
+    for a, b in groups:
+        picks = rng.integers(0, len(a), size=(draws, len(a)))
+        drawn_a += a[picks].sum(axis=1)
+        drawn_b += b[picks].sum(axis=1)
+    return [float(x) for x in numpy.percentile(_f1_rows(drawn_b) - _f1_rows(drawn_a), [2.5, 97.5])]
+
+
+def _counts_array(counts: Sequence[Dict[str, int]]) -> numpy.ndarray:
+    """Per-doc counts as a (docs, 3) array of (tp, fp, fn)."""
+    return numpy.asarray([[c[k] for k in COUNTS] for c in counts], dtype=numpy.int64).reshape(-1, len(COUNTS))
 
 
 def compare(
@@ -85,24 +106,18 @@ def compare(
 ) -> Dict[str, Any]:
     """The two precisions' scores over the same docs, what differs, and B - A in F1 with its interval."""
     (counts_a, ents_a), (counts_b, ents_b) = a, b
-    n = len(counts_a)
-    rng = numpy.random.default_rng(seed)
-    gains = []
-    for _ in range(draws):
-        picks = rng.integers(0, n, size=n)
-        gains.append(f1_of([counts_b[i] for i in picks]) - f1_of([counts_a[i] for i in picks]))
-    low, high = numpy.percentile(gains, [2.5, 97.5])
-    moved = sum(len(set(x) ^ set(y)) for x, y in zip(ents_a, ents_b))
+    per_doc_a, per_doc_b = _counts_array(counts_a), _counts_array(counts_b)
+    total_a, total_b = per_doc_a.sum(axis=0), per_doc_b.sum(axis=0)
     return {
-        "docs": n,
-        "a": scores_of(counts_a),
-        "b": scores_of(counts_b),
-        "f1_difference": f1_of(counts_b) - f1_of(counts_a),
-        "interval": [float(low), float(high)],
+        "docs": len(counts_a),
+        "a": scores_of(total_a),
+        "b": scores_of(total_b),
+        "f1_difference": float(_f1_rows(total_b) - _f1_rows(total_a)),
+        "interval": bootstrap_difference([(per_doc_a, per_doc_b)], draws, seed),
         "docs_that_differ": sum(set(x) != set(y) for x, y in zip(ents_a, ents_b)),
         "entities_predicted": [sum(map(len, ents_a)), sum(map(len, ents_b))],
-        "entities_in_one_only": moved,
-        "per_doc": {"a": [[c[k] for k in COUNTS] for c in counts_a], "b": [[c[k] for k in COUNTS] for c in counts_b]},
+        "entities_in_one_only": sum(len(set(x) ^ set(y)) for x, y in zip(ents_a, ents_b)),
+        "per_doc": {"a": per_doc_a.tolist(), "b": per_doc_b.tolist()},
     }
 
 
@@ -154,13 +169,6 @@ def _per_doc(path: Path, result: Any) -> Tuple[numpy.ndarray, numpy.ndarray]:
     return arrays[0], arrays[1]
 
 
-def _f1_rows(total: numpy.ndarray) -> numpy.ndarray:
-    """F1 (0-100) of each row of summed (tp, fp, fn) counts; 0 where there is nothing to count."""
-    tp, fp, fn = total[..., 0], total[..., 1], total[..., 2]
-    denominator = 2 * tp + fp + fn
-    return numpy.where(denominator > 0, 200.0 * tp / numpy.maximum(denominator, 1), 0.0)
-
-
 def pool_results(results: Dict[str, Dict[str, Any]], draws: int = BOOTSTRAP, seed: int = SEED) -> Dict[str, Any]:
     """Scores over the docs of several ``score`` outputs ({name: output}): pooled A and B, B - A with a
     bootstrap interval drawing docs within each output, and the per-output differences' paired test."""
@@ -175,28 +183,18 @@ def pool_results(results: Dict[str, Dict[str, Any]], draws: int = BOOTSTRAP, see
         raise ExperimentError(", ".join(results), expected="each test set once", found="a test set twice")
     total_a = sum(a.sum(axis=0) for a, _ in sides.values())
     total_b = sum(b.sum(axis=0) for _, b in sides.values())
-    rng = numpy.random.default_rng(seed)
-    drawn_a = numpy.zeros((draws, len(COUNTS)), dtype=numpy.int64)
-    drawn_b = numpy.zeros_like(drawn_a)
-    for a, b in sides.values():
-        picks = rng.integers(0, len(a), size=(draws, len(a)))
-        drawn_a += a[picks].sum(axis=1)
-        drawn_b += b[picks].sum(axis=1)
-    low, high = numpy.percentile(_f1_rows(drawn_b) - _f1_rows(drawn_a), [2.5, 97.5])
-    differences = numpy.asarray([r["f1_difference"] for r in results.values()])
-    scores = {side: dict(zip(COUNTS, map(int, total))) for side, total in (("a", total_a), ("b", total_b))}
     return {
         "precisions": list(next(iter(precisions))),
         "outputs": len(results),
         "docs": sum(r["docs"] for r in results.values()),
-        "a": scores_of([scores["a"]]),
-        "b": scores_of([scores["b"]]),
+        "a": scores_of(total_a),
+        "b": scores_of(total_b),
         "f1_difference": float(_f1_rows(total_b) - _f1_rows(total_a)),
-        "interval": [float(low), float(high)],
+        "interval": bootstrap_difference(list(sides.values()), draws, seed),
         "docs_that_differ": sum(r["docs_that_differ"] for r in results.values()),
         "entities_in_one_only": sum(r["entities_in_one_only"] for r in results.values()),
         "per_output": {name: r["f1_difference"] for name, r in results.items()},
-        "per_output_test": paired_test(differences),
+        "per_output_test": paired_test(numpy.asarray([r["f1_difference"] for r in results.values()])),
     }
 
 

@@ -170,11 +170,6 @@ def int8_products(where_faster: bool = False) -> Iterator[None]:
         _INT8_MODE.reset(token)
 
 
-def int8_enabled() -> bool:
-    """Whether the current block asked for int8 products (`int8_products`)."""
-    return _INT8_MODE.get() is not None
-
-
 def int8_runs(shapes: Tuple[Shape, ...]) -> bool:
     """Whether an LSTM whose step multiplies by `shapes` runs in int8 here: inside
     `int8_products()`, yes; inside ``int8_products(where_faster=True)`` where

@@ -16,7 +16,6 @@ from spacy_elmo.bilm.int8 import (
     QMAX,
     WEIGHT_QMAX,
     int8_baddbmm,
-    int8_enabled,
     int8_pays,
     int8_products,
     int8_runs,
@@ -190,8 +189,8 @@ SHAPES = ((4, 8), (8, 4))
 def test_precision_int8_where_int8_pays_runs_int8(monkeypatch, recwarn):
     monkeypatch.setattr(int8_module, "int8_pays", lambda shapes, threads: True)
     with precision("cpu", INT8):
-        assert int8_enabled() and int8_runs(SHAPES)
-    assert not int8_enabled() and not int8_runs(SHAPES)  # only inside the block
+        assert int8_runs(SHAPES)
+    assert not int8_runs(SHAPES)  # only inside the block
     assert not recwarn.list
 
 
@@ -216,17 +215,26 @@ def test_precision_int8_always_runs_int8_where_it_is_slower(monkeypatch, bilm, s
     assert not recwarn.list
 
 
-def test_whether_int8_pays_is_timed_per_lstm_size():
+def test_whether_int8_pays_is_timed_per_lstm_size(monkeypatch):
     # A tiny LSTM's int8 products are dominated by their quantising, a large one's by the
-    # products: the probe takes the sizes it is asked about (its answer is the CPU's).
+    # products: the probe times the sizes it is asked about (its answer is the CPU's).
+    timed = []
+
+    def recording(weight, pack=None):
+        timed.append(tuple(weight.shape))
+        return quantize_weight(weight, pack)
+
+    monkeypatch.setattr(int8_module, "quantize_weight", recording)
     assert isinstance(int8_pays.__wrapped__(SHAPES, 1), bool)
+    assert timed == [(2, 4, 8), (2, 8, 4)]  # both directions, each of the step's products
+    monkeypatch.undo()
     assert int8_pays.__wrapped__(((1, 1),), 1) is False  # never 1.5 times as fast as one multiply
 
 
 def test_precision_int8_on_a_gpu_says_so_and_computes_float32():
     with pytest.warns(UserWarning, match='"int8" is for CPUs'):
         with precision("cuda", INT8):
-            assert not int8_enabled()
+            assert not int8_runs(SHAPES)
 
 
 def test_int8_is_an_inference_precision_only():

@@ -6,7 +6,7 @@ from typing import List, Optional, Tuple
 import torch
 from torch import nn
 
-from ..int8 import Shape, int8_enabled, int8_runs
+from ..int8 import Shape, int8_runs
 from ..options import BiLMOptions
 from . import inference, quantized, step
 from .backward import lstm_layer
@@ -138,7 +138,7 @@ class BiLSTMStack(nn.Module):
         graphs = self.paths.graphs
         if graphs is not None and inputs.is_cuda and inputs.dtype == self.W_proj[0].dtype == torch.float32:
             return graphs(self, inputs, batch_sizes)
-        if int8_enabled() and inputs.device.type == "cpu" and int8_runs(self.int8_shapes):
+        if inputs.device.type == "cpu" and int8_runs(self.int8_shapes):
             return quantized.run_layers(self, inputs, batch_sizes)
         return inference.run_layers(self, inputs, batch_sizes)
 
